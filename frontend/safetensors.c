@@ -1,0 +1,755 @@
+/* safetensors.c: the safetensors reader (mmap + a schema-driven walk of the
+ * header JSON), st_read_as, and the atomic writer. Every check that guards a
+ * read of the data buffer is done before a pointer into it is formed. */
+#include "safetensors.h"
+#include "json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+static const struct {
+	const char *name;
+	size_t size;
+	int ir; /* -1: none */
+} dtypes[ST_NDTYPES] = {
+	[ST_F64] = {"F64", 8, -1},
+	[ST_F32] = {"F32", 4, IR_F32},
+	[ST_F16] = {"F16", 2, IR_F16},
+	[ST_BF16] = {"BF16", 2, IR_BF16},
+	[ST_F8_E4M3] = {"F8_E4M3", 1, IR_F8E4M3},
+	[ST_F8_E5M2] = {"F8_E5M2", 1, IR_F8E5M2},
+	[ST_I64] = {"I64", 8, IR_I64},
+	[ST_I32] = {"I32", 4, IR_I32},
+	[ST_I8] = {"I8", 1, IR_I8},
+	[ST_U8] = {"U8", 1, IR_U8},
+	[ST_BOOL] = {"BOOL", 1, IR_BOOL},
+};
+
+const char *st_dtype_name(st_dtype t)
+{
+	return (unsigned)t < ST_NDTYPES ? dtypes[t].name : "?";
+}
+
+size_t st_dtype_size(st_dtype t)
+{
+	return (unsigned)t < ST_NDTYPES ? dtypes[t].size : 0;
+}
+
+int st_dtype_parse(const char *s)
+{
+	for (int i = 0; i < ST_NDTYPES; i++)
+		if (strcmp(dtypes[i].name, s) == 0)
+			return i;
+	return -1;
+}
+
+int st_to_ir(st_dtype t)
+{
+	return (unsigned)t < ST_NDTYPES ? dtypes[t].ir : -1;
+}
+
+st_dtype st_from_ir(ir_dtype t)
+{
+	for (int i = 0; i < ST_NDTYPES; i++)
+		if (dtypes[i].ir == (int)t)
+			return (st_dtype)i;
+	return ST_F32; /* not reached for a valid ir_dtype */
+}
+
+int64_t st_numel(const st_entry *en)
+{
+	int64_t n = 1;
+	for (int i = 0; i < en->rank; i++)
+		n *= en->shape[i];
+	return n;
+}
+
+/* "F32[2,3]" */
+static void type_str(char *out, size_t cap, st_dtype t, int32_t rank, const int64_t *shape)
+{
+	size_t k = (size_t)snprintf(out, cap, "%s[", st_dtype_name(t));
+	for (int i = 0; i < rank && k < cap; i++)
+		k += (size_t)snprintf(out + k, cap - k, "%s%" PRId64, i ? "," : "", shape[i]);
+	if (k < cap)
+		snprintf(out + k, cap - k, "]");
+}
+
+/* The byte size of a shape, or -1 if it overflows int64. */
+static int64_t byte_size(st_dtype t, int32_t rank, const int64_t *shape)
+{
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++) {
+		if (shape[i] < 0)
+			return -1;
+		if (shape[i] && n > INT64_MAX / shape[i])
+			return -1;
+		n *= shape[i];
+	}
+	int64_t sz = (int64_t)st_dtype_size(t);
+	if (n > INT64_MAX / sz)
+		return -1;
+	return n * sz;
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+struct st_file {
+	sn_arena *a;
+	const unsigned char *data; /* the data buffer, after the header */
+	size_t dlen;
+	void *map; /* st_open's mapping, or NULL */
+	size_t maplen;
+	st_entry *ents; /* heap, header order */
+	size_t n, cap;
+	const st_entry **byname; /* heap, sorted by name */
+	const char **meta; /* heap, key/value pairs */
+	size_t nmeta, metacap;
+};
+
+void st_close(st_file *f)
+{
+	if (!f)
+		return;
+	if (f->map)
+		munmap(f->map, f->maplen);
+	free(f->ents);
+	free(f->byname);
+	free(f->meta);
+	sn_arena_free(f->a);
+	free(f);
+}
+
+size_t st_count(const st_file *f) { return f->n; }
+const st_entry *st_get(const st_file *f, size_t i) { return i < f->n ? &f->ents[i] : NULL; }
+size_t st_meta_count(const st_file *f) { return f->nmeta; }
+const char *st_meta_key(const st_file *f, size_t i) { return i < f->nmeta ? f->meta[2 * i] : NULL; }
+const char *st_meta_value(const st_file *f, size_t i) { return i < f->nmeta ? f->meta[2 * i + 1] : NULL; }
+
+const char *st_meta_find(const st_file *f, const char *key)
+{
+	for (size_t i = 0; i < f->nmeta; i++)
+		if (strcmp(f->meta[2 * i], key) == 0)
+			return f->meta[2 * i + 1];
+	return NULL;
+}
+
+static int cmp_entry_name(const void *a, const void *b)
+{
+	return strcmp((*(const st_entry *const *)a)->name, (*(const st_entry *const *)b)->name);
+}
+
+const st_entry *st_find(const st_file *f, const char *name)
+{
+	st_entry key = {.name = name};
+	const st_entry *kp = &key;
+	const st_entry **hit = f->n ? bsearch(&kp, f->byname, f->n, sizeof *f->byname, cmp_entry_name) : NULL;
+	return hit ? *hit : NULL;
+}
+
+/* ---- the header ---------------------------------------------------------- */
+
+typedef struct parser {
+	st_file *f;
+	js_cur c;
+	const char *name; /* the file, for messages */
+	sn_err *e;
+} parser;
+
+static int oom(parser *p)
+{
+	return sn_errf(p->e, SN_EINTERNAL, "%s: out of memory", p->name);
+}
+
+/* Reads "[n, ...]" of at most max non-negative integers into v. field names
+ * the list in messages ("shape", "data_offsets"). */
+static int read_ints(parser *p, const char *tname, const char *field, int64_t *v, int max, int *count)
+{
+	int rc;
+	*count = 0;
+	if ((rc = js_expect(&p->c, '[', "to start a list")))
+		return rc;
+	if (js_accept(&p->c, ']'))
+		return SN_OK;
+	do {
+		int i = *count;
+		char ch = js_peek(&p->c);
+		if (ch != '-' && !(ch >= '0' && ch <= '9'))
+			return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": %s[%d] is not a number",
+				       p->name, tname, field, i);
+		const char *raw;
+		size_t n;
+		if ((rc = js_number(&p->c, &raw, &n)))
+			return rc;
+		int bad = js_uint(raw, n, i < max ? &v[i] : &(int64_t){0});
+		int shown = n > 40 ? 40 : (int)n;
+		const char *tail = n > 40 ? "..." : "";
+		if (bad == 1)
+			return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": %s[%d] is negative: %.*s%s",
+				       p->name, tname, field, i, shown, raw, tail);
+		if (bad == 2)
+			return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": %s[%d] is not an integer: %.*s%s",
+				       p->name, tname, field, i, shown, raw, tail);
+		if (bad == 3)
+			return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": %s[%d] overflows int64: %.*s%s",
+				       p->name, tname, field, i, shown, raw, tail);
+		if (i == max) {
+			if (max == IR_MAX_RANK)
+				return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": rank exceeds the maximum %d",
+					       p->name, tname, IR_MAX_RANK);
+			return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": %s must hold %d integers",
+				       p->name, tname, field, max);
+		}
+		(*count)++;
+	} while (js_accept(&p->c, ','));
+	return js_expect(&p->c, ']', "or ',' in a list");
+}
+
+static bool is_key(const char *k, size_t kn, const char *want)
+{
+	return kn == strlen(want) && memcmp(k, want, kn) == 0;
+}
+
+static int parse_tensor(parser *p, const char *tname)
+{
+	int rc;
+	st_entry en = {.name = tname};
+	int64_t off[2];
+	bool have_dt = false, have_shape = false, have_off = false;
+	if (js_peek(&p->c) != '{')
+		return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\" is not an object", p->name, tname);
+	p->c.pos++;
+	if (!js_accept(&p->c, '}')) {
+		do {
+			char *k;
+			size_t kn;
+			if ((rc = js_string(&p->c, &k, &kn)) ||
+			    (rc = js_expect(&p->c, ':', "after a key")))
+				return rc;
+			bool *seen = is_key(k, kn, "dtype") ? &have_dt
+				     : is_key(k, kn, "shape") ? &have_shape
+				     : is_key(k, kn, "data_offsets") ? &have_off : NULL;
+			if (!seen) {
+				if ((rc = js_skip(&p->c)))
+					return rc;
+				continue;
+			}
+			if (*seen)
+				return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": duplicate key \"%s\"",
+					       p->name, tname, k);
+			*seen = true;
+			char ch = js_peek(&p->c);
+			if (seen == &have_dt) {
+				if (ch != '"')
+					return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": \"dtype\" is not a string",
+						       p->name, tname);
+				char *dt;
+				size_t dn;
+				if ((rc = js_string(&p->c, &dt, &dn)))
+					return rc;
+				int t = strlen(dt) == dn ? st_dtype_parse(dt) : -1;
+				if (t < 0)
+					return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": unsupported dtype \"%.40s\"",
+						       p->name, tname, dt);
+				en.dtype = (st_dtype)t;
+			} else if (seen == &have_shape) {
+				if (ch != '[')
+					return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": \"shape\" is not a list",
+						       p->name, tname);
+				int r;
+				if ((rc = read_ints(p, tname, "shape", en.shape, IR_MAX_RANK, &r)))
+					return rc;
+				en.rank = r;
+			} else {
+				int cnt;
+				if (ch != '[')
+					return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": \"data_offsets\" is not a list",
+						       p->name, tname);
+				if ((rc = read_ints(p, tname, "data_offsets", off, 2, &cnt)))
+					return rc;
+				if (cnt != 2)
+					return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": data_offsets must hold 2 integers",
+						       p->name, tname);
+			}
+		} while (js_accept(&p->c, ','));
+		if ((rc = js_expect(&p->c, '}', "or ',' in a tensor")))
+			return rc;
+	}
+	const char *missing = !have_dt ? "dtype" : !have_shape ? "shape" : !have_off ? "data_offsets" : NULL;
+	if (missing)
+		return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": missing \"%s\"", p->name, tname, missing);
+
+	char ts[256];
+	type_str(ts, sizeof ts, en.dtype, en.rank, en.shape);
+	int64_t size = byte_size(en.dtype, en.rank, en.shape);
+	if (size < 0)
+		return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": the byte size of %s overflows",
+			       p->name, tname, ts);
+	if (off[0] > off[1])
+		return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": data_offsets [%" PRId64 ", %" PRId64
+			       "] end before they begin", p->name, tname, off[0], off[1]);
+	if (off[1] - off[0] != size)
+		return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": %s needs %" PRId64
+			       " bytes but data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64,
+			       p->name, tname, ts, size, off[0], off[1], off[1] - off[0]);
+	if ((uint64_t)off[1] > p->f->dlen)
+		return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": data_offsets [%" PRId64 ", %" PRId64
+			       "] exceed the data buffer of %zu bytes", p->name, tname, off[0], off[1], p->f->dlen);
+	en.data = p->f->data + off[0];
+	en.nbytes = (size_t)size;
+
+	st_file *f = p->f;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 16;
+		st_entry *ne = realloc(f->ents, cap * sizeof *ne);
+		if (!ne)
+			return oom(p);
+		f->ents = ne;
+		f->cap = cap;
+	}
+	f->ents[f->n++] = en;
+	return SN_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int parse_meta(parser *p)
+{
+	int rc = SN_OK;
+	st_file *f = p->f;
+	if (js_peek(&p->c) != '{')
+		return sn_errf(p->e, SN_EINPUT, "%s: \"__metadata__\" is not an object", p->name);
+	p->c.pos++;
+	if (!js_accept(&p->c, '}')) {
+		do {
+			char *k, *v;
+			size_t kn, vn;
+			if ((rc = js_string(&p->c, &k, &kn)) ||
+			    (rc = js_expect(&p->c, ':', "after a key")))
+				return rc;
+			if (js_peek(&p->c) != '"')
+				return sn_errf(p->e, SN_EINPUT, "%s: \"__metadata__\": the value of \"%s\" is not a string",
+					       p->name, k);
+			if ((rc = js_string(&p->c, &v, &vn)))
+				return rc;
+			if (strlen(k) != kn || strlen(v) != vn)
+				return sn_errf(p->e, SN_EINPUT, "%s: \"__metadata__\": \"%s\" holds a NUL character",
+					       p->name, k);
+			if (f->nmeta == f->metacap) {
+				size_t cap = f->metacap ? 2 * f->metacap : 8;
+				const char **nm = realloc(f->meta, 2 * cap * sizeof *nm);
+				if (!nm)
+					return oom(p);
+				f->meta = nm;
+				f->metacap = cap;
+			}
+			f->meta[2 * f->nmeta] = k;
+			f->meta[2 * f->nmeta + 1] = v;
+			f->nmeta++;
+		} while (js_accept(&p->c, ','));
+		if ((rc = js_expect(&p->c, '}', "or ',' in \"__metadata__\"")))
+			return rc;
+	}
+	/* duplicate keys: sort a copy of the keys */
+	if (f->nmeta > 1) {
+		const char **keys = malloc(f->nmeta * sizeof *keys);
+		if (!keys)
+			return oom(p);
+		for (size_t i = 0; i < f->nmeta; i++)
+			keys[i] = f->meta[2 * i];
+		qsort(keys, f->nmeta, sizeof *keys, cmp_str);
+		for (size_t i = 1; i < f->nmeta; i++)
+			if (strcmp(keys[i - 1], keys[i]) == 0) {
+				rc = sn_errf(p->e, SN_EINPUT, "%s: \"__metadata__\": duplicate key \"%s\"",
+					     p->name, keys[i]);
+				break;
+			}
+		free(keys);
+	}
+	return rc;
+}
+
+static int cmp_entry_offset(const void *a, const void *b)
+{
+	const st_entry *x = *(const st_entry *const *)a, *y = *(const st_entry *const *)b;
+	const unsigned char *xd = x->data, *yd = y->data;
+	if (xd != yd)
+		return xd < yd ? -1 : 1;
+	return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
+}
+
+/* Names are unique, no two non-empty tensors share a byte. */
+static int check_layout(parser *p)
+{
+	st_file *f = p->f;
+	if (!f->n)
+		return SN_OK;
+	f->byname = malloc(f->n * sizeof *f->byname);
+	const st_entry **byoff = malloc(f->n * sizeof *byoff);
+	if (!f->byname || !byoff) {
+		free(byoff);
+		return oom(p);
+	}
+	for (size_t i = 0; i < f->n; i++)
+		f->byname[i] = byoff[i] = &f->ents[i];
+	qsort(f->byname, f->n, sizeof *f->byname, cmp_entry_name);
+	qsort(byoff, f->n, sizeof *byoff, cmp_entry_offset);
+	int rc = SN_OK;
+	for (size_t i = 1; i < f->n; i++)
+		if (strcmp(f->byname[i - 1]->name, f->byname[i]->name) == 0) {
+			rc = sn_errf(p->e, SN_EINPUT, "%s: duplicate tensor \"%s\"", p->name, f->byname[i]->name);
+			goto done;
+		}
+	const st_entry *last = NULL; /* the non-empty tensor reaching furthest so far */
+	for (size_t i = 0; i < f->n; i++) {
+		const st_entry *en = byoff[i];
+		if (!en->nbytes)
+			continue;
+		const unsigned char *d = en->data;
+		if (last && d < (const unsigned char *)last->data + last->nbytes) {
+			size_t lb = (size_t)((const unsigned char *)last->data - f->data);
+			size_t b = (size_t)(d - f->data);
+			rc = sn_errf(p->e, SN_EINPUT, "%s: tensors \"%s\" [%zu, %zu] and \"%s\" [%zu, %zu] overlap",
+				     p->name, last->name, lb, lb + last->nbytes, en->name, b, b + en->nbytes);
+			goto done;
+		}
+		if (!last || d + en->nbytes > (const unsigned char *)last->data + last->nbytes)
+			last = en;
+	}
+done:
+	free(byoff);
+	return rc;
+}
+
+static int parse_header(parser *p)
+{
+	int rc;
+	bool have_meta = false;
+	if (js_peek(&p->c) != '{')
+		return sn_errf(p->e, SN_EINPUT, "%s: header is not a JSON object", p->name);
+	p->c.pos++;
+	if (!js_accept(&p->c, '}')) {
+		do {
+			char *k;
+			size_t kn;
+			if ((rc = js_string(&p->c, &k, &kn)) ||
+			    (rc = js_expect(&p->c, ':', "after a tensor name")))
+				return rc;
+			if (strlen(k) != kn)
+				return sn_errf(p->e, SN_EINPUT, "%s: tensor name \"%s...\" holds a NUL character",
+					       p->name, k);
+			if (strcmp(k, "__metadata__") == 0) {
+				if (have_meta)
+					return sn_errf(p->e, SN_EINPUT, "%s: duplicate \"__metadata__\"", p->name);
+				have_meta = true;
+				rc = parse_meta(p);
+			} else {
+				rc = parse_tensor(p, k);
+			}
+			if (rc)
+				return rc;
+		} while (js_accept(&p->c, ','));
+		if ((rc = js_expect(&p->c, '}', "or ',' after a tensor")))
+			return rc;
+	}
+	if ((rc = js_end(&p->c)))
+		return rc;
+	return check_layout(p);
+}
+
+static uint64_t le64(const unsigned char *b)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+int st_parse(const void *buf, size_t len, const char *name, st_file **out, sn_err *e)
+{
+	const unsigned char *b = buf;
+	*out = NULL;
+	if (len < 8)
+		return sn_errf(e, SN_EINPUT, "%s: file of %zu bytes is too short for a safetensors header",
+			       name, len);
+	uint64_t hlen = le64(b);
+	if (hlen > len - 8)
+		return sn_errf(e, SN_EINPUT, "%s: header length %" PRIu64 " exceeds the file size %zu",
+			       name, hlen, len);
+	if (hlen > ST_MAX_HEADER)
+		return sn_errf(e, SN_EINPUT, "%s: header length %" PRIu64 " exceeds the limit of %u bytes",
+			       name, hlen, ST_MAX_HEADER);
+	st_file *f = calloc(1, sizeof *f);
+	if (!f || !(f->a = sn_arena_new())) {
+		free(f);
+		return sn_errf(e, SN_EINTERNAL, "%s: out of memory", name);
+	}
+	f->data = b + 8 + hlen;
+	f->dlen = len - 8 - (size_t)hlen;
+	parser p = {.f = f, .name = name, .e = e};
+	char what[512];
+	snprintf(what, sizeof what, "%s: header", name);
+	js_init(&p.c, (const char *)b + 8, (size_t)hlen, what, f->a, e);
+	int rc = parse_header(&p);
+	if (rc) {
+		st_close(f);
+		return rc;
+	}
+	*out = f;
+	return SN_OK;
+}
+
+int st_open(const char *path, st_file **out, sn_err *e)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
+	if (fd < 0)
+		return sn_errf(e, SN_EINPUT, "cannot open %s: %s", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		int err = errno;
+		close(fd);
+		return sn_errf(e, SN_EINPUT, "cannot open %s: %s", path, strerror(err));
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return sn_errf(e, SN_EINPUT, "cannot open %s: not a regular file", path);
+	}
+	size_t size = (size_t)sb.st_size;
+	void *map = NULL;
+	if (size > 0) {
+		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED) {
+			int err = errno;
+			close(fd);
+			return sn_errf(e, SN_EINPUT, "cannot map %s: %s", path, strerror(err));
+		}
+	}
+	close(fd);
+	st_file *f;
+	int rc = st_parse(map ? map : "", size, path, &f, e);
+	if (rc) {
+		if (map)
+			munmap(map, size);
+		return rc;
+	}
+	f->map = map;
+	f->maplen = size;
+	*out = f;
+	return SN_OK;
+}
+
+/* ---- conversion ------------------------------------------------------------ */
+
+int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e)
+{
+	if ((unsigned)en->dtype >= ST_NDTYPES || (unsigned)want >= IR_NDTYPES)
+		return sn_errf(e, SN_EINPUT, "tensor \"%s\": bad dtype", en->name);
+	int64_t size = byte_size(en->dtype, en->rank, en->shape);
+	if (en->rank < 0 || en->rank > IR_MAX_RANK || size < 0 || (uint64_t)size != en->nbytes)
+		return sn_errf(e, SN_EINPUT, "tensor \"%s\": %zu bytes do not match its shape",
+			       en->name, en->nbytes);
+	if (dtypes[en->dtype].ir == (int)want) {
+		if (en->nbytes)
+			memcpy(dst, en->data, en->nbytes);
+		return SN_OK;
+	}
+	size_t n = (size_t)st_numel(en), es = dtypes[en->dtype].size;
+	const unsigned char *src = en->data;
+	int irt = dtypes[en->dtype].ir;
+	for (size_t i = 0; i < n; i++) {
+		union {
+			double d;
+			int64_t i64;
+			unsigned char b[8];
+		} tmp;
+		memcpy(tmp.b, src + i * es, es); /* the source may be unaligned */
+		double x = irt < 0 ? tmp.d : ir_load((ir_dtype)irt, tmp.b, 0);
+		ir_store(want, dst, i, x);
+	}
+	return SN_OK;
+}
+
+/* ---- writer ------------------------------------------------------------------- */
+
+static void put_json_str(sn_buf *b, const char *s)
+{
+	sn_buf_puts(b, "\"");
+	for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+		if (*q == '"' || *q == '\\')
+			sn_buf_printf(b, "\\%c", *q);
+		else if (*q < 0x20)
+			sn_buf_printf(b, "\\u%04x", *q);
+		else
+			sn_buf_printf(b, "%c", *q);
+	}
+	sn_buf_puts(b, "\"");
+}
+
+static int check_entries(const char *path, const st_entry *en, size_t n, const char *const *kv,
+			 size_t nmeta, sn_err *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		const st_entry *t = &en[i];
+		if (!t->name || !js_utf8_valid(t->name, strlen(t->name)))
+			return sn_errf(e, SN_EINPUT, "cannot write %s: tensor %zu has no name or one that is not UTF-8",
+				       path, i);
+		if (strcmp(t->name, "__metadata__") == 0)
+			return sn_errf(e, SN_EINPUT, "cannot write %s: a tensor cannot be named \"__metadata__\"", path);
+		if ((unsigned)t->dtype >= ST_NDTYPES)
+			return sn_errf(e, SN_EINPUT, "cannot write %s: tensor \"%s\": bad dtype %d",
+				       path, t->name, (int)t->dtype);
+		if (t->rank < 0 || t->rank > IR_MAX_RANK)
+			return sn_errf(e, SN_EINPUT, "cannot write %s: tensor \"%s\": rank %d is out of range",
+				       path, t->name, (int)t->rank);
+		char ts[256];
+		type_str(ts, sizeof ts, t->dtype, t->rank, t->shape);
+		int64_t size = byte_size(t->dtype, t->rank, t->shape);
+		if (size < 0)
+			return sn_errf(e, SN_EINPUT, "cannot write %s: tensor \"%s\": bad shape %s",
+				       path, t->name, ts);
+		if ((uint64_t)size != t->nbytes || (size && !t->data))
+			return sn_errf(e, SN_EINPUT, "cannot write %s: tensor \"%s\": %s needs %" PRId64
+				       " bytes, got %zu", path, t->name, ts, size, t->nbytes);
+	}
+	for (size_t i = 0; i < 2 * nmeta; i++)
+		if (!kv[i] || !js_utf8_valid(kv[i], strlen(kv[i])))
+			return sn_errf(e, SN_EINPUT, "cannot write %s: metadata %s %zu is missing or not UTF-8",
+				       path, i % 2 ? "value" : "key", i / 2);
+	size_t m = n > nmeta ? n : nmeta;
+	const char **names = malloc((m ? m : 1) * sizeof *names);
+	if (!names)
+		return sn_errf(e, SN_EINTERNAL, "cannot write %s: out of memory", path);
+	int rc = SN_OK;
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		size_t k = pass ? nmeta : n;
+		for (size_t i = 0; i < k; i++)
+			names[i] = pass ? kv[2 * i] : en[i].name;
+		qsort(names, k, sizeof *names, cmp_str);
+		for (size_t i = 1; i < k; i++)
+			if (strcmp(names[i - 1], names[i]) == 0) {
+				rc = sn_errf(e, SN_EINPUT, "cannot write %s: duplicate %s \"%s\"", path,
+					     pass ? "metadata key" : "tensor", names[i]);
+				break;
+			}
+	}
+	free(names);
+	return rc;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int st_write(const char *path, const st_entry *entries, size_t n,
+	     const char *const *meta_kv, size_t nmeta, sn_err *e)
+{
+	int rc = check_entries(path, entries, n, meta_kv, nmeta, e);
+	if (rc)
+		return rc;
+	sn_buf h = {0};
+	sn_buf_puts(&h, "{");
+	if (nmeta) {
+		sn_buf_puts(&h, "\"__metadata__\":{");
+		for (size_t i = 0; i < nmeta; i++) {
+			if (i)
+				sn_buf_puts(&h, ",");
+			put_json_str(&h, meta_kv[2 * i]);
+			sn_buf_puts(&h, ":");
+			put_json_str(&h, meta_kv[2 * i + 1]);
+		}
+		sn_buf_puts(&h, "}");
+	}
+	uint64_t off = 0;
+	for (size_t i = 0; i < n; i++) {
+		const st_entry *t = &entries[i];
+		if (i || nmeta)
+			sn_buf_puts(&h, ",");
+		put_json_str(&h, t->name);
+		sn_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", st_dtype_name(t->dtype));
+		for (int d = 0; d < t->rank; d++)
+			sn_buf_printf(&h, "%s%" PRId64, d ? "," : "", t->shape[d]);
+		sn_buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + t->nbytes);
+		off += t->nbytes;
+	}
+	sn_buf_puts(&h, "}");
+	while (h.len % 8)
+		sn_buf_puts(&h, " ");
+	if (h.oom) {
+		sn_buf_free(&h);
+		return sn_errf(e, SN_EINTERNAL, "cannot write %s: out of memory", path);
+	}
+	if (h.len > ST_MAX_HEADER) {
+		sn_buf_free(&h);
+		return sn_errf(e, SN_EINPUT, "cannot write %s: header of %zu bytes exceeds the limit of %u",
+			       path, h.len, ST_MAX_HEADER);
+	}
+
+	/* A name no other writer uses: pid and a counter. */
+	static _Atomic unsigned counter;
+	size_t plen = strlen(path) + 64;
+	char *tmp = malloc(plen);
+	if (!tmp) {
+		sn_buf_free(&h);
+		return sn_errf(e, SN_EINTERNAL, "cannot write %s: out of memory", path);
+	}
+	int fd = -1;
+	for (int tries = 0; tries < 100 && fd < 0; tries++) {
+		snprintf(tmp, plen, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		rc = sn_errf(e, SN_EINPUT, "cannot write %s: %s", path, strerror(errno));
+		goto out;
+	}
+	unsigned char len8[8];
+	for (int i = 0; i < 8; i++)
+		len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
+	bool ok = write_all(fd, len8, 8) == 0 && write_all(fd, h.s, h.len) == 0;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = entries[i].nbytes == 0 || write_all(fd, entries[i].data, entries[i].nbytes) == 0;
+	ok = ok && fsync(fd) == 0;
+	int err = errno;
+	if (close(fd) != 0 && ok) {
+		ok = false;
+		err = errno;
+	}
+	if (ok && rename(tmp, path) != 0) {
+		ok = false;
+		err = errno;
+	}
+	if (!ok) {
+		unlink(tmp);
+		rc = sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(err));
+	}
+out:
+	free(tmp);
+	sn_buf_free(&h);
+	return rc;
+}

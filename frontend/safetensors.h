@@ -1,0 +1,81 @@
+/* safetensors.h: reader and writer of the safetensors format.
+ *
+ * A file is an 8-byte little-endian u64 N, then N bytes of UTF-8 JSON: an
+ * object mapping each tensor name to {"dtype": "F32", "shape": [2,3],
+ * "data_offsets": [begin, end]}, plus an optional "__metadata__" object of
+ * strings; then the data buffer, which the offsets index (little-endian,
+ * row-major). The reader refuses anything malformed with a message that
+ * names the file and never reads outside the file. Prefix: st_. */
+#ifndef SINTER_SAFETENSORS_H
+#define SINTER_SAFETENSORS_H
+
+#include "ir/ir.h"
+
+typedef enum st_dtype {
+	ST_F64, ST_F32, ST_F16, ST_BF16, ST_F8_E4M3, ST_F8_E5M2,
+	ST_I64, ST_I32, ST_I8, ST_U8, ST_BOOL,
+	ST_NDTYPES
+} st_dtype;
+
+/* One tensor. data points into the file (or the caller's buffer) and may be
+ * unaligned: read it with memcpy or st_read_as. */
+typedef struct st_entry {
+	const char *name;
+	st_dtype dtype;
+	int32_t rank;
+	int64_t shape[IR_MAX_RANK];
+	const void *data;
+	size_t nbytes;
+} st_entry;
+
+typedef struct st_file st_file;
+
+/* The largest header the reader accepts (as the reference implementation). */
+#define ST_MAX_HEADER (100u * 1000 * 1000)
+
+/* Memory-maps path and parses its header. Free with st_close.
+ * Missing or unreadable file: SN_EINPUT "cannot open PATH: strerror". */
+int st_open(const char *path, st_file **out, sn_err *e);
+/* Parses an in-memory file (not copied: buf must outlive the result).
+ * Free with st_close. name is used in messages. */
+int st_parse(const void *buf, size_t len, const char *name, st_file **out, sn_err *e);
+void st_close(st_file *f);
+
+size_t st_count(const st_file *f);
+const st_entry *st_get(const st_file *f, size_t i);          /* in header order */
+const st_entry *st_find(const st_file *f, const char *name); /* NULL if absent */
+
+/* The "__metadata__" pairs, in header order; strings live as long as f. */
+size_t st_meta_count(const st_file *f);
+const char *st_meta_key(const st_file *f, size_t i);
+const char *st_meta_value(const st_file *f, size_t i);
+const char *st_meta_find(const st_file *f, const char *key); /* NULL if absent */
+
+const char *st_dtype_name(st_dtype t); /* "F32", ...; "?" if out of range */
+size_t st_dtype_size(st_dtype t);
+int st_dtype_parse(const char *s); /* -1 if unknown */
+/* The IR dtype of a safetensors dtype; -1 for F64 (no IR dtype). */
+int st_to_ir(st_dtype t);
+st_dtype st_from_ir(ir_dtype t);
+/* Element count of en's shape (shapes are checked when read, so no overflow). */
+int64_t st_numel(const st_entry *en);
+
+/* Copies en's elements into dst as IR dtype want, converting with
+ * ir_load/ir_store's correctly rounded conversions (F64 is read as double,
+ * integers go through double, so int64 beyond 2^53 round on the way).
+ * dst holds numel * ir_dtype_size(want) bytes, aligned for want; the caller
+ * checks the shape. en->data may be unaligned. */
+int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e);
+
+/* Writes a file atomically (a temporary file in the same directory, then
+ * rename). Tensors are laid out in the given order, back to back; the
+ * header is padded with spaces to a multiple of 8 bytes. meta_kv holds
+ * nmeta key/value pairs (2 * nmeta strings; may be NULL when nmeta is 0).
+ * Names and metadata are written as JSON strings (escaped as needed).
+ * Refused, before anything is written: duplicate names or metadata keys, a
+ * tensor named "__metadata__", strings that are not valid UTF-8, a rank
+ * above IR_MAX_RANK or a negative dim, nbytes that do not match the shape. */
+int st_write(const char *path, const st_entry *entries, size_t n,
+	     const char *const *meta_kv, size_t nmeta, sn_err *e);
+
+#endif
