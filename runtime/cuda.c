@@ -1,0 +1,132 @@
+/* cuda.c: dlopen'ed CUDA driver, device and context. */
+#include "runtime/cuda.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rt_check(const rt_cuda *c, CUresult r, const char *what, sn_err *e)
+{
+	if (r == CUDA_SUCCESS)
+		return SN_OK;
+	const char *name = "CUDA_ERROR_?", *text = "";
+	if (c && c->d.GetErrorName)
+		c->d.GetErrorName(r, &name);
+	if (c && c->d.GetErrorString)
+		c->d.GetErrorString(r, &text);
+	return sn_errf(e, SN_EENV, "%s: %s (%s)", what, name ? name : "?", text ? text : "");
+}
+
+/* Each entry: where in rt_driver, and the versioned symbol to bind. The _v2
+ * names are the ABI that cuda.h's macros select. */
+#define ENTRY(field, sym) {offsetof(rt_driver, field), sym}
+static const struct {
+	size_t off;
+	const char *sym;
+} entries[] = {
+	ENTRY(Init, "cuInit"),
+	ENTRY(DriverGetVersion, "cuDriverGetVersion"),
+	ENTRY(DeviceGetCount, "cuDeviceGetCount"),
+	ENTRY(DeviceGet, "cuDeviceGet"),
+	ENTRY(DeviceGetName, "cuDeviceGetName"),
+	ENTRY(DeviceGetAttribute, "cuDeviceGetAttribute"),
+	ENTRY(DeviceTotalMem, "cuDeviceTotalMem_v2"),
+	ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+	ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+	ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
+	ENTRY(CtxSynchronize, "cuCtxSynchronize"),
+	ENTRY(StreamCreate, "cuStreamCreate"),
+	ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
+	ENTRY(StreamSynchronize, "cuStreamSynchronize"),
+	ENTRY(EventCreate, "cuEventCreate"),
+	ENTRY(EventDestroy, "cuEventDestroy_v2"),
+	ENTRY(EventRecord, "cuEventRecord"),
+	ENTRY(EventSynchronize, "cuEventSynchronize"),
+	ENTRY(EventElapsedTime, "cuEventElapsedTime_v2"),
+	ENTRY(MemAlloc, "cuMemAlloc_v2"),
+	ENTRY(MemFree, "cuMemFree_v2"),
+	ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2"),
+	ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+	ENTRY(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+	ENTRY(MemsetD8Async, "cuMemsetD8Async"),
+	ENTRY(ModuleLoadData, "cuModuleLoadData"),
+	ENTRY(ModuleUnload, "cuModuleUnload"),
+	ENTRY(ModuleGetFunction, "cuModuleGetFunction"),
+	ENTRY(FuncSetAttribute, "cuFuncSetAttribute"),
+	ENTRY(LaunchKernel, "cuLaunchKernel"),
+	ENTRY(GetErrorName, "cuGetErrorName"),
+	ENTRY(GetErrorString, "cuGetErrorString"),
+};
+#undef ENTRY
+
+int rt_cuda_open(int ordinal, rt_cuda **out, sn_err *e)
+{
+	*out = NULL;
+	rt_cuda *c = calloc(1, sizeof *c);
+	if (!c)
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!c->lib) {
+		const char *why = dlerror();
+		free(c);
+		return sn_errf(e, SN_EENV, "no CUDA driver: cannot load libcuda.so.1 (%s)",
+			       why ? why : "not found");
+	}
+	for (size_t i = 0; i < SN_COUNT(entries); i++) {
+		void *f = dlsym(c->lib, entries[i].sym);
+		/* cuEventElapsedTime_v2 is recent; older drivers have the plain one */
+		if (!f && !strcmp(entries[i].sym, "cuEventElapsedTime_v2"))
+			f = dlsym(c->lib, "cuEventElapsedTime");
+		if (!f) {
+			sn_errf(e, SN_EENV, "the CUDA driver is too old: libcuda.so.1 lacks %s", entries[i].sym);
+			rt_cuda_close(c);
+			return SN_EENV;
+		}
+		memcpy((char *)&c->d + entries[i].off, &f, sizeof f);
+	}
+	int count = 0;
+	if (rt_check(c, c->d.Init(0), "cuInit", e) ||
+	    rt_check(c, c->d.DeviceGetCount(&count), "cuDeviceGetCount", e))
+		goto fail;
+	if (ordinal < 0 || ordinal >= count) {
+		sn_errf(e, SN_EENV, count ? "no CUDA device %d (this machine has %d)" : "no CUDA device",
+			ordinal, count);
+		goto fail;
+	}
+	int major = 0, minor = 0;
+	if (rt_check(c, c->d.DeviceGet(&c->dev, ordinal), "cuDeviceGet", e) ||
+	    rt_check(c, c->d.DeviceGetName(c->name, sizeof c->name, c->dev), "cuDeviceGetName", e) ||
+	    rt_check(c, c->d.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev),
+		     "cuDeviceGetAttribute", e) ||
+	    rt_check(c, c->d.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev),
+		     "cuDeviceGetAttribute", e) ||
+	    rt_check(c, c->d.DeviceGetAttribute(&c->num_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev),
+		     "cuDeviceGetAttribute", e) ||
+	    rt_check(c, c->d.DeviceTotalMem(&c->total_mem, c->dev), "cuDeviceTotalMem", e) ||
+	    rt_check(c, c->d.DriverGetVersion(&c->driver_version), "cuDriverGetVersion", e))
+		goto fail;
+	c->sm = 10 * major + minor;
+	if (rt_check(c, c->d.DevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain", e))
+		goto fail;
+	if (rt_check(c, c->d.CtxSetCurrent(c->ctx), "cuCtxSetCurrent", e) ||
+	    rt_check(c, c->d.StreamCreate(&c->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", e))
+		goto fail;
+	*out = c;
+	return SN_OK;
+fail:
+	rt_cuda_close(c);
+	return e->code;
+}
+
+void rt_cuda_close(rt_cuda *c)
+{
+	if (!c)
+		return;
+	if (c->stream)
+		c->d.StreamDestroy(c->stream);
+	if (c->ctx)
+		c->d.DevicePrimaryCtxRelease(c->dev);
+	if (c->lib)
+		dlclose(c->lib);
+	free(c);
+}

@@ -1,0 +1,388 @@
+/* cuda_blas.c: cuBLASLt loaded with dlopen; cg_gemm steps as cuBLASLt
+ * matmuls.
+ *
+ * cuBLASLt is column-major and sinter is row-major. A row-major r x c
+ * matrix with leading dimension c is, byte for byte, a column-major c x r
+ * matrix, so the row-major product out = A @ op(B) is computed as the
+ * column-major out^T = op(B)^T @ A^T: cuBLASLt's "A" is our B, its "B" is
+ * our A, and its D (n x m, ld n) is our out (m x n, row-major). */
+#include "runtime/cuda_blas.h"
+
+#include <cublasLt.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rt_blas {
+	void *lib;
+	rt_cuda *c;
+	cublasLtHandle_t h;
+	CUdeviceptr ws;
+	size_t ws_size;
+	int version;
+	cublasStatus_t (*Create)(cublasLtHandle_t *);
+	cublasStatus_t (*Destroy)(cublasLtHandle_t);
+	size_t (*GetVersion)(void);
+	const char *(*GetStatusName)(cublasStatus_t);
+	const char *(*GetStatusString)(cublasStatus_t);
+	cublasStatus_t (*MatmulDescCreate)(cublasLtMatmulDesc_t *, cublasComputeType_t, cudaDataType_t);
+	cublasStatus_t (*MatmulDescDestroy)(cublasLtMatmulDesc_t);
+	cublasStatus_t (*MatmulDescSetAttribute)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
+						 const void *, size_t);
+	cublasStatus_t (*MatrixLayoutCreate)(cublasLtMatrixLayout_t *, cudaDataType, uint64_t, uint64_t,
+					     int64_t);
+	cublasStatus_t (*MatrixLayoutDestroy)(cublasLtMatrixLayout_t);
+	cublasStatus_t (*MatrixLayoutSetAttribute)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t,
+						   const void *, size_t);
+	cublasStatus_t (*MatmulPreferenceCreate)(cublasLtMatmulPreference_t *);
+	cublasStatus_t (*MatmulPreferenceDestroy)(cublasLtMatmulPreference_t);
+	cublasStatus_t (*MatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t,
+						       cublasLtMatmulPreferenceAttributes_t, const void *, size_t);
+	cublasStatus_t (*MatmulAlgoGetHeuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+						 cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+						 cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
+						 cublasLtMatmulHeuristicResult_t[], int *);
+	cublasStatus_t (*Matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *,
+				 cublasLtMatrixLayout_t, const void *, cublasLtMatrixLayout_t, const void *,
+				 const void *, cublasLtMatrixLayout_t, void *, cublasLtMatrixLayout_t,
+				 const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t);
+};
+
+struct rt_gemm {
+	rt_blas *b;
+	cg_gemm g;
+	bool empty; /* nothing to compute (a zero dim) */
+	cublasLtMatmulDesc_t desc;
+	cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D (our out) */
+	cublasLtMatmulHeuristicResult_t algo;
+};
+
+#define ENTRY(field, sym) {offsetof(struct rt_blas, field), sym}
+static const struct {
+	size_t off;
+	const char *sym;
+} entries[] = {
+	ENTRY(Create, "cublasLtCreate"),
+	ENTRY(Destroy, "cublasLtDestroy"),
+	ENTRY(GetVersion, "cublasLtGetVersion"),
+	ENTRY(GetStatusName, "cublasLtGetStatusName"),
+	ENTRY(GetStatusString, "cublasLtGetStatusString"),
+	ENTRY(MatmulDescCreate, "cublasLtMatmulDescCreate"),
+	ENTRY(MatmulDescDestroy, "cublasLtMatmulDescDestroy"),
+	ENTRY(MatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute"),
+	ENTRY(MatrixLayoutCreate, "cublasLtMatrixLayoutCreate"),
+	ENTRY(MatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy"),
+	ENTRY(MatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute"),
+	ENTRY(MatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate"),
+	ENTRY(MatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy"),
+	ENTRY(MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute"),
+	ENTRY(MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic"),
+	ENTRY(Matmul, "cublasLtMatmul"),
+};
+#undef ENTRY
+
+static const char *const lib_names[] = {
+	"libcublasLt.so.13",
+	"libcublasLt.so.12",
+	"/usr/local/cuda/lib64/libcublasLt.so.13",
+	"/usr/local/cuda/lib64/libcublasLt.so.12",
+};
+
+/* "what: CUBLAS_STATUS_X (text)" for a failed call; SN_OK on success. An
+ * invalid value is a bug in what sinter asked for; the rest (not
+ * initialized, allocation, architecture, execution) is the environment. */
+static int check(const rt_blas *b, cublasStatus_t s, const char *what, sn_err *e)
+{
+	if (s == CUBLAS_STATUS_SUCCESS)
+		return SN_OK;
+	const char *name = b->GetStatusName ? b->GetStatusName(s) : NULL;
+	const char *text = b->GetStatusString ? b->GetStatusString(s) : NULL;
+	return sn_errf(e, s == CUBLAS_STATUS_INVALID_VALUE ? SN_EINTERNAL : SN_EENV, "%s: %s (%s)", what,
+		       name ? name : "CUBLAS_STATUS_?", text ? text : "");
+}
+
+int rt_blas_open(rt_cuda *c, rt_blas **out, sn_err *e)
+{
+	*out = NULL;
+	rt_blas *b = calloc(1, sizeof *b);
+	if (!b)
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	b->c = c;
+	char why[512] = "";
+	for (size_t i = 0; i < SN_COUNT(lib_names) && !b->lib; i++) {
+		b->lib = dlopen(lib_names[i], RTLD_NOW | RTLD_LOCAL);
+		if (!b->lib && !why[0]) {
+			const char *d = dlerror();
+			snprintf(why, sizeof why, "%s", d ? d : "not found");
+		}
+	}
+	if (!b->lib) {
+		free(b);
+		return sn_errf(e, SN_EENV,
+			       "no cuBLASLt: cannot load libcublasLt.so.13 or .12, nor from /usr/local/cuda/lib64 (%s)",
+			       why);
+	}
+	for (size_t i = 0; i < SN_COUNT(entries); i++) {
+		void *f = dlsym(b->lib, entries[i].sym);
+		if (!f) {
+			sn_errf(e, SN_EENV, "cuBLASLt is too old: it lacks %s", entries[i].sym);
+			rt_blas_close(b);
+			return SN_EENV;
+		}
+		memcpy((char *)b + entries[i].off, &f, sizeof f);
+	}
+	b->version = (int)b->GetVersion();
+	if (check(b, b->Create(&b->h), "cublasLtCreate", e)) {
+		b->h = NULL;
+		rt_blas_close(b);
+		return e->code;
+	}
+	if (rt_check(c, c->d.MemAlloc(&b->ws, RT_BLAS_WORKSPACE), "cuMemAlloc (cuBLASLt workspace)", e)) {
+		b->ws = 0;
+		rt_blas_close(b);
+		return e->code;
+	}
+	b->ws_size = RT_BLAS_WORKSPACE;
+	*out = b;
+	return SN_OK;
+}
+
+void rt_blas_close(rt_blas *b)
+{
+	if (!b)
+		return;
+	if (b->ws)
+		b->c->d.MemFree(b->ws);
+	if (b->h)
+		b->Destroy(b->h);
+	/* the library stays loaded: cuBLASLt keeps process-wide state (its
+	 * CUDA runtime and kernel modules) that must not be unmapped */
+	free(b);
+}
+
+int rt_blas_version(const rt_blas *b)
+{
+	return b->version;
+}
+
+static const char *act_name(cg_act a)
+{
+	return a == CG_ACT_RELU ? "relu" : a == CG_ACT_GELU ? "gelu" : "none";
+}
+
+void rt_gemm_describe(const cg_gemm *g, char *out, size_t cap)
+{
+	snprintf(out, cap, "matmul %lldx%lldx%lld %s batch %lld%s%s%s%s", (long long)g->m, (long long)g->n,
+		 (long long)g->k, ir_dtype_name(g->dtype), (long long)g->batch, g->trans_b ? ", B transposed" : "",
+		 g->bias != IR_NONE ? ", bias" : "", g->act != CG_ACT_NONE ? ", " : "",
+		 g->act != CG_ACT_NONE ? act_name(g->act) : "");
+}
+
+/* The largest power of two (at most RT_GEMM_ALIGN) dividing every batch's
+ * start, given a RT_GEMM_ALIGN-aligned base. */
+static uint32_t batch_align(int64_t batch, int64_t stride, size_t esize)
+{
+	uint64_t bytes = (uint64_t)stride * esize;
+	if (batch <= 1 || bytes == 0)
+		return RT_GEMM_ALIGN;
+	uint64_t low = bytes & (~bytes + 1);
+	return low < RT_GEMM_ALIGN ? (uint32_t)low : RT_GEMM_ALIGN;
+}
+
+static int layout(rt_blas *b, cublasLtMatrixLayout_t *l, cudaDataType t, int64_t rows, int64_t cols, int64_t ld,
+		  int64_t batch, int64_t stride, const char *what, sn_err *e)
+{
+	char call[96];
+	snprintf(call, sizeof call, "cublasLtMatrixLayoutCreate (%s)", what);
+	if (check(b, b->MatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld), call, e)) {
+		*l = NULL;
+		return e->code;
+	}
+	if (batch > 1) {
+		int32_t count = (int32_t)batch;
+		snprintf(call, sizeof call, "cublasLtMatrixLayoutSetAttribute (%s batch)", what);
+		if (check(b, b->MatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+			  call, e) ||
+		    check(b, b->MatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+							 sizeof stride),
+			  call, e))
+			return e->code;
+	}
+	return SN_OK;
+}
+
+static int set_desc(rt_blas *b, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const void *v,
+		    size_t size, const char *what, sn_err *e)
+{
+	char call[96];
+	snprintf(call, sizeof call, "cublasLtMatmulDescSetAttribute (%s)", what);
+	return check(b, b->MatmulDescSetAttribute(d, attr, v, size), call, e);
+}
+
+static int set_pref(rt_blas *b, cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr,
+		    const void *v, size_t size, sn_err *e)
+{
+	return check(b, b->MatmulPreferenceSetAttribute(p, attr, v, size), "cublasLtMatmulPreferenceSetAttribute",
+		     e);
+}
+
+int rt_gemm_prepare(rt_blas *b, const cg_gemm *g, rt_gemm **out, sn_err *e)
+{
+	*out = NULL;
+	char what[200];
+	rt_gemm_describe(g, what, sizeof what);
+	cudaDataType t;
+	switch (g->dtype) {
+	case IR_F32: t = CUDA_R_32F; break;
+	case IR_F16: t = CUDA_R_16F; break;
+	case IR_BF16: t = CUDA_R_16BF; break;
+	default: return sn_errf(e, SN_EINPUT, "%s: cuBLASLt takes f32, f16 or bf16", what);
+	}
+	if (g->batch < 0 || g->m < 0 || g->n < 0 || g->k < 0 || g->stride_a < 0 || g->stride_b < 0 ||
+	    g->stride_c < 0)
+		return sn_errf(e, SN_EINTERNAL, "%s: negative size or stride", what);
+	if (g->batch > INT32_MAX || g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX)
+		return sn_errf(e, SN_EINPUT, "%s: a dimension exceeds cuBLASLt's 32-bit limit", what);
+	if (g->batch > 1 && g->stride_c < g->m * g->n)
+		return sn_errf(e, SN_EINTERNAL, "%s: output batches overlap (stride %lld)", what,
+			       (long long)g->stride_c);
+	rt_gemm *gm = calloc(1, sizeof *gm);
+	if (!gm)
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	gm->b = b;
+	gm->g = *g;
+	if (g->batch == 0 || g->m == 0 || g->n == 0) {
+		gm->empty = true;
+		*out = gm;
+		return SN_OK;
+	}
+	if (g->k == 0) {
+		free(gm);
+		return sn_errf(e, SN_EINPUT, "%s: an empty contraction (k = 0) is not supported by cuBLASLt", what);
+	}
+
+	/* f32 accumulation and scale for every dtype; CUBLAS_COMPUTE_32F is
+	 * true fp32 (TF32 would be CUBLAS_COMPUTE_32F_FAST_TF32) */
+	cublasLtMatmulPreference_t pref = NULL;
+	if (check(b, b->MatmulDescCreate(&gm->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate",
+		  e)) {
+		gm->desc = NULL;
+		goto fail;
+	}
+	int32_t opa = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opb = CUBLAS_OP_N;
+	bool bias = g->bias != IR_NONE;
+	uint32_t epi = bias ? (g->act == CG_ACT_RELU   ? CUBLASLT_EPILOGUE_RELU_BIAS
+			       : g->act == CG_ACT_GELU ? CUBLASLT_EPILOGUE_GELU_BIAS
+						       : CUBLASLT_EPILOGUE_BIAS)
+			    : (g->act == CG_ACT_RELU   ? CUBLASLT_EPILOGUE_RELU
+			       : g->act == CG_ACT_GELU ? CUBLASLT_EPILOGUE_GELU
+						       : CUBLASLT_EPILOGUE_DEFAULT);
+	/* the bias pointer is set per run (rt_gemm_run); the bias vector
+	 * (length n = rows of cuBLASLt's D) has the output's dtype, the
+	 * default, and is shared by all batches (bias batch stride 0) */
+	if (set_desc(b, gm->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa, "transa", e) ||
+	    set_desc(b, gm->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb, "transb", e) ||
+	    set_desc(b, gm->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi, "epilogue", e))
+		goto fail;
+
+	/* cuBLASLt's A = our B: stored n x k row-major (trans_b), i.e. k x n
+	 * column-major, used transposed; or k x n row-major = n x k
+	 * column-major, used as is. Its B = our A (m x k row-major = k x m
+	 * column-major). D = our out (m x n row-major = n x m column-major). */
+	if ((g->trans_b ? layout(b, &gm->la, t, g->k, g->n, g->k, g->batch, g->stride_b, "B", e)
+			: layout(b, &gm->la, t, g->n, g->k, g->n, g->batch, g->stride_b, "B", e)) ||
+	    layout(b, &gm->lb, t, g->k, g->m, g->k, g->batch, g->stride_a, "A", e) ||
+	    layout(b, &gm->lc, t, g->n, g->m, g->n, g->batch, g->stride_c, "out", e))
+		goto fail;
+
+	size_t es = ir_dtype_size(g->dtype);
+	uint64_t ws = b->ws_size;
+	uint32_t al_a = batch_align(g->batch, g->stride_b, es), al_b = batch_align(g->batch, g->stride_a, es),
+		 al_c = batch_align(g->batch, g->stride_c, es);
+	if (check(b, b->MatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", e)) {
+		pref = NULL;
+		goto fail;
+	}
+	if (set_pref(b, pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws, e) ||
+	    set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a, e) ||
+	    set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b, e) ||
+	    set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c, e) ||
+	    set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c, e))
+		goto fail;
+	int found = 0;
+	cublasStatus_t s = b->MatmulAlgoGetHeuristic(b->h, gm->desc, gm->la, gm->lb, gm->lc, gm->lc, pref, 1,
+						     &gm->algo, &found);
+	if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
+		sn_errf(e, SN_EINTERNAL, "cublasLtMatmulAlgoGetHeuristic: no algorithm for %s", what);
+		goto fail;
+	}
+	if (check(b, s, "cublasLtMatmulAlgoGetHeuristic", e))
+		goto fail;
+	if (check(b, gm->algo.state, "cublasLtMatmulAlgoGetHeuristic (result)", e))
+		goto fail;
+	if (gm->algo.workspaceSize > b->ws_size) {
+		sn_errf(e, SN_EINTERNAL, "cuBLASLt: the algorithm for %s wants %zu bytes of workspace", what,
+			gm->algo.workspaceSize);
+		goto fail;
+	}
+	b->MatmulPreferenceDestroy(pref);
+	*out = gm;
+	return SN_OK;
+fail:
+	if (pref)
+		b->MatmulPreferenceDestroy(pref);
+	rt_gemm_free(gm);
+	return e->code;
+}
+
+int rt_gemm_run(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdeviceptr bias, CUdeviceptr out,
+		CUstream s, sn_err *e)
+{
+	if (gm->empty)
+		return SN_OK;
+	const cg_gemm *g = &gm->g;
+	bool has_bias = g->bias != IR_NONE;
+	const struct {
+		CUdeviceptr p;
+		const char *name;
+	} ops[] = {{a, "A"}, {bm, "B"}, {out, "out"}, {has_bias ? bias : RT_GEMM_ALIGN, "bias"}};
+	for (size_t i = 0; i < SN_COUNT(ops); i++)
+		if (!ops[i].p || ops[i].p % RT_GEMM_ALIGN) {
+			char what[200];
+			rt_gemm_describe(g, what, sizeof what);
+			return sn_errf(e, SN_EINTERNAL, "%s: operand %s at 0x%llx is not %d-byte aligned", what,
+				       ops[i].name, (unsigned long long)ops[i].p, RT_GEMM_ALIGN);
+		}
+	if (has_bias) {
+		const void *p = (const void *)(uintptr_t)bias;
+		if (set_desc(b, gm->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof p, "bias pointer", e))
+			return e->code;
+	}
+	const float alpha = 1.0f, beta = 0.0f;
+	void *d = (void *)(uintptr_t)out;
+	/* cuBLASLt's A is our B and its B our A (see the top of the file);
+	 * beta = 0, so C (= D) is not read */
+	return check(b,
+		     b->Matmul(b->h, gm->desc, &alpha, (const void *)(uintptr_t)bm, gm->la,
+			       (const void *)(uintptr_t)a, gm->lb, &beta, d, gm->lc, d, gm->lc, &gm->algo.algo,
+			       (void *)(uintptr_t)b->ws, b->ws_size, (cudaStream_t)s),
+		     "cublasLtMatmul", e);
+}
+
+void rt_gemm_free(rt_gemm *gm)
+{
+	if (!gm)
+		return;
+	rt_blas *b = gm->b;
+	if (gm->la)
+		b->MatrixLayoutDestroy(gm->la);
+	if (gm->lb)
+		b->MatrixLayoutDestroy(gm->lb);
+	if (gm->lc)
+		b->MatrixLayoutDestroy(gm->lc);
+	if (gm->desc)
+		b->MatmulDescDestroy(gm->desc);
+	free(gm);
+}

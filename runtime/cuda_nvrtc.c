@@ -1,0 +1,563 @@
+/* cuda_nvrtc.c: NVRTC loaded with dlopen; one-source compiles and the
+ * batch compiler (dedup, kernel cache, worker threads). */
+#include "runtime/cuda_nvrtc.h"
+
+#include "runtime/kcache.h"
+
+#include <nvrtc.h>
+#include <xxhash.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct rt_nvrtc {
+	void *lib;
+	char path[128];
+	int major, minor;
+	nvrtcResult (*Version)(int *, int *);
+	const char *(*GetErrorString)(nvrtcResult);
+	nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+				     const char *const *);
+	nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+	nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
+	nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
+	nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+	/* optional (NVRTC 11.2+): the archs this NVRTC can target */
+	nvrtcResult (*GetNumSupportedArchs)(int *);
+	nvrtcResult (*GetSupportedArchs)(int *);
+};
+
+#define ENTRY(field, sym, req) {offsetof(struct rt_nvrtc, field), sym, req}
+static const struct {
+	size_t off;
+	const char *sym;
+	bool required;
+} entries[] = {
+	ENTRY(Version, "nvrtcVersion", true),
+	ENTRY(GetErrorString, "nvrtcGetErrorString", true),
+	ENTRY(CreateProgram, "nvrtcCreateProgram", true),
+	ENTRY(DestroyProgram, "nvrtcDestroyProgram", true),
+	ENTRY(CompileProgram, "nvrtcCompileProgram", true),
+	ENTRY(GetProgramLogSize, "nvrtcGetProgramLogSize", true),
+	ENTRY(GetProgramLog, "nvrtcGetProgramLog", true),
+	ENTRY(GetCUBINSize, "nvrtcGetCUBINSize", true),
+	ENTRY(GetCUBIN, "nvrtcGetCUBIN", true),
+	ENTRY(GetNumSupportedArchs, "nvrtcGetNumSupportedArchs", false),
+	ENTRY(GetSupportedArchs, "nvrtcGetSupportedArchs", false),
+};
+#undef ENTRY
+
+static const char *const lib_names[] = {
+	"libnvrtc.so.13",
+	"libnvrtc.so.12",
+	"libnvrtc.so",
+	"/usr/local/cuda/lib64/libnvrtc.so.13",
+	"/usr/local/cuda/lib64/libnvrtc.so.12",
+};
+
+int rt_nvrtc_open(rt_nvrtc **out, sn_err *e)
+{
+	*out = NULL;
+	rt_nvrtc *n = calloc(1, sizeof *n);
+	if (!n)
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	char why[512] = "";
+	for (size_t i = 0; i < SN_COUNT(lib_names) && !n->lib; i++) {
+		n->lib = dlopen(lib_names[i], RTLD_NOW | RTLD_LOCAL);
+		if (n->lib) {
+			snprintf(n->path, sizeof n->path, "%s", lib_names[i]);
+		} else if (!why[0]) {
+			const char *d = dlerror();
+			snprintf(why, sizeof why, "%s", d ? d : "not found");
+		}
+	}
+	if (!n->lib) {
+		free(n);
+		return sn_errf(e, SN_EENV,
+			       "no NVRTC: cannot load libnvrtc.so.13 or .12, nor from /usr/local/cuda/lib64 (%s)",
+			       why);
+	}
+	for (size_t i = 0; i < SN_COUNT(entries); i++) {
+		void *f = dlsym(n->lib, entries[i].sym);
+		if (!f && entries[i].required) {
+			sn_errf(e, SN_EENV, "NVRTC at %s is too old: it lacks %s", n->path, entries[i].sym);
+			rt_nvrtc_close(n);
+			return SN_EENV;
+		}
+		memcpy((char *)n + entries[i].off, &f, sizeof f);
+	}
+	nvrtcResult r = n->Version(&n->major, &n->minor);
+	if (r != NVRTC_SUCCESS) {
+		sn_errf(e, SN_EENV, "nvrtcVersion: %s", n->GetErrorString(r));
+		rt_nvrtc_close(n);
+		return SN_EENV;
+	}
+	*out = n;
+	return SN_OK;
+}
+
+void rt_nvrtc_close(rt_nvrtc *n)
+{
+	if (!n)
+		return;
+	/* The library stays loaded: NVRTC carries its own C++ runtime, whose
+	 * buffers and exit handlers must outlive it (a later open reuses it). */
+	free(n);
+}
+
+void rt_nvrtc_version(const rt_nvrtc *n, int *major, int *minor)
+{
+	*major = n->major;
+	*minor = n->minor;
+}
+
+int rt_nvrtc_version_code(const rt_nvrtc *n)
+{
+	return 1000 * n->major + 10 * n->minor;
+}
+
+const char *rt_nvrtc_path(const rt_nvrtc *n)
+{
+	return n->path;
+}
+
+/* ---- one source ---- */
+
+static int check_name(const char *name, sn_err *e)
+{
+	size_t len = name ? strlen(name) : 0;
+	bool ok = len > 0 && len <= 200 && name[0] != '.';
+	for (size_t i = 0; ok && i < len; i++) {
+		char c = name[i];
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		     c == '-' || c == '.';
+	}
+	if (!ok)
+		return sn_errf(e, SN_EINTERNAL, "nvrtc: bad kernel name \"%.200s\"", name ? name : "(null)");
+	return SN_OK;
+}
+
+/* An unsupported arch is the user's --target: SN_EINPUT listing the
+ * supported ones. Without the query functions NVRTC itself will say. */
+static int check_arch(const rt_nvrtc *n, int sm, sn_err *e)
+{
+	int count = 0;
+	if (!n->GetNumSupportedArchs || !n->GetSupportedArchs ||
+	    n->GetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0 || count > 256)
+		return SN_OK;
+	int archs[256];
+	if (n->GetSupportedArchs(archs) != NVRTC_SUCCESS)
+		return SN_OK;
+	for (int i = 0; i < count; i++)
+		if (archs[i] == sm)
+			return SN_OK;
+	char list[1024] = "";
+	size_t len = 0;
+	for (int i = 0; i < count && len < sizeof list - 16; i++)
+		len += (size_t)snprintf(list + len, sizeof list - len, "%ssm_%d", i ? " " : "", archs[i]);
+	return sn_errf(e, SN_EINPUT, "nvrtc: sm_%d is not a target of NVRTC %d.%d (it supports %s)", sm,
+		       n->major, n->minor, list);
+}
+
+static int write_file(const char *path, const char *text, sn_err *e)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(errno));
+	size_t len = strlen(text);
+	bool ok = fwrite(text, 1, len, f) == len;
+	int err = errno;
+	if (fclose(f) != 0 && ok) {
+		ok = false;
+		err = errno;
+	}
+	if (!ok)
+		return sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(err));
+	return SN_OK;
+}
+
+/* Writes a failed kernel's source where the user can read it:
+ * dump_dir/NAME.cu (already there when dumped), else a fresh file in /tmp.
+ * Returns whether it worked; path holds the file, or else the reason. */
+static bool dump_failed(const char *name, const char *src, const char *dump_dir, bool dumped, char *path,
+			size_t cap)
+{
+	sn_err de = {0};
+	if (dump_dir) {
+		snprintf(path, cap, "%s/%s.cu", dump_dir, name);
+		if (dumped || write_file(path, src, &de) == SN_OK)
+			return true;
+	} else {
+		snprintf(path, cap, "/tmp/sinter-%s-XXXXXX.cu", name);
+		int fd = mkstemps(path, 3);
+		if (fd < 0) {
+			sn_errf(&de, SN_EENV, "cannot create a file in /tmp: %s", strerror(errno));
+		} else {
+			FILE *f = fdopen(fd, "wb");
+			size_t len = strlen(src);
+			bool ok = f && fwrite(src, 1, len, f) == len;
+			int err = errno;
+			if (f ? fclose(f) != 0 : close(fd) != 0)
+				ok = false;
+			if (ok)
+				return true;
+			sn_errf(&de, SN_EENV, "cannot write %s: %s", path, strerror(err));
+		}
+	}
+	snprintf(path, cap, "%.1000s", de.msg);
+	return false;
+}
+
+#define MAX_OPTS 16
+
+static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, void **cubin, size_t *size,
+		       const char *dump_dir, bool dumped, sn_err *e)
+{
+	*cubin = NULL;
+	*size = 0;
+	if (check_name(name, e))
+		return e->code;
+	/* the options: RT_NVRTC_FLAGS split at spaces, then the arch */
+	char flags[] = RT_NVRTC_FLAGS, arch[48];
+	const char *opts[MAX_OPTS];
+	int nopts = 0;
+	char *save = NULL;
+	for (char *t = strtok_r(flags, " ", &save); t && nopts < MAX_OPTS - 1; t = strtok_r(NULL, " ", &save))
+		opts[nopts++] = t;
+	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
+	opts[nopts++] = arch;
+
+	nvrtcProgram prog = NULL;
+	nvrtcResult r = n->CreateProgram(&prog, src, name, 0, NULL, NULL);
+	if (r != NVRTC_SUCCESS)
+		return sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s: nvrtcCreateProgram: %s", name,
+			       n->GetErrorString(r));
+	r = n->CompileProgram(prog, nopts, opts);
+	char *log = NULL;
+	size_t log_size = 0;
+	if (r != NVRTC_SUCCESS && n->GetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0 &&
+	    (log = malloc(log_size + 1))) {
+		if (n->GetProgramLog(prog, log) != NVRTC_SUCCESS)
+			log[0] = 0;
+		log[log_size] = 0;
+	}
+	if (r == NVRTC_ERROR_COMPILATION) {
+		char path[1200];
+		bool written = dump_failed(name, src, dump_dir, dumped, path, sizeof path);
+		sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s failed to compile for sm_%d; source %s %s\n%s", name, sm,
+			written ? "written to" : "not written:", path, log ? log : "(no log)");
+		goto done;
+	}
+	if (r != NVRTC_SUCCESS) {
+		sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s: nvrtcCompileProgram for sm_%d: %s\n%s", name, sm,
+			n->GetErrorString(r), log ? log : "");
+		goto done;
+	}
+	size_t sz = 0;
+	r = n->GetCUBINSize(prog, &sz);
+	if (r != NVRTC_SUCCESS || sz == 0) {
+		sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s: nvrtcGetCUBINSize: %s", name,
+			r != NVRTC_SUCCESS ? n->GetErrorString(r) : "empty cubin");
+		goto done;
+	}
+	void *buf = malloc(sz);
+	if (!buf) {
+		sn_errf(e, SN_EINTERNAL, "out of memory");
+		goto done;
+	}
+	r = n->GetCUBIN(prog, buf);
+	if (r != NVRTC_SUCCESS) {
+		free(buf);
+		sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s: nvrtcGetCUBIN: %s", name, n->GetErrorString(r));
+		goto done;
+	}
+	*cubin = buf;
+	*size = sz;
+done:
+	free(log);
+	n->DestroyProgram(&prog);
+	return *cubin ? SN_OK : e->code;
+}
+
+int rt_nvrtc_compile(rt_nvrtc *n, const char *name, const char *src, int sm, void **cubin, size_t *size,
+		     const char *dump_dir, sn_err *e)
+{
+	*cubin = NULL;
+	*size = 0;
+	if (check_arch(n, sm, e))
+		return e->code;
+	return compile_one(n, name, src, sm, cubin, size, dump_dir, false, e);
+}
+
+/* ---- the batch ---- */
+
+/* One distinct source. */
+typedef struct unit {
+	const char *name, *src;
+	uint8_t key[KC_KEY_SIZE];
+	void *cubin;
+	size_t size;
+	bool hit, corrupt;
+	sn_err *err;    /* malloc'ed when this unit failed */
+	char *warn[2];  /* malloc'ed cache reports */
+} unit;
+
+typedef struct batch {
+	rt_nvrtc *n;
+	unit *units;
+	size_t nunits;
+	int sm;
+	const char *cache_dir, *dump_dir;
+	atomic_size_t next;
+	atomic_bool stop, cache_on;
+} batch;
+
+static void add_warn(unit *u, const char *msg)
+{
+	for (int i = 0; i < 2; i++)
+		if (!u->warn[i]) {
+			u->warn[i] = strdup(msg);
+			return;
+		}
+}
+
+/* The first cache I/O failure turns the cache off for the batch, with one
+ * report; later ones are silent. */
+static void cache_failed(batch *b, unit *u, const sn_err *ce)
+{
+	if (atomic_exchange(&b->cache_on, false)) {
+		char msg[sizeof ce->msg + 64];
+		snprintf(msg, sizeof msg, "%s; continuing without the kernel cache", ce->msg);
+		add_warn(u, msg);
+	}
+}
+
+static void run_unit(batch *b, unit *u)
+{
+	if (b->cache_dir && atomic_load(&b->cache_on)) {
+		sn_err ce = {0};
+		kc_status st;
+		if (kc_get(b->cache_dir, u->key, &u->cubin, &u->size, &st, &ce) != SN_OK) {
+			cache_failed(b, u, &ce);
+		} else if (st.state == KC_HIT) {
+			u->hit = true;
+			return;
+		} else if (st.state == KC_CORRUPT) {
+			u->corrupt = true;
+			add_warn(u, st.msg);
+		}
+	}
+	sn_err ue = {0};
+	if (compile_one(b->n, u->name, u->src, b->sm, &u->cubin, &u->size, b->dump_dir, b->dump_dir != NULL,
+			&ue)) {
+		u->err = malloc(sizeof *u->err);
+		if (u->err)
+			*u->err = ue;
+		atomic_store(&b->stop, true);
+		return;
+	}
+	if (b->cache_dir && atomic_load(&b->cache_on)) {
+		sn_err ce = {0};
+		if (kc_put(b->cache_dir, u->key, u->cubin, u->size, &ce) != SN_OK)
+			cache_failed(b, u, &ce);
+	}
+}
+
+static void *worker(void *arg)
+{
+	batch *b = arg;
+	for (;;) {
+		if (atomic_load(&b->stop))
+			break;
+		size_t i = atomic_fetch_add(&b->next, 1);
+		if (i >= b->nunits)
+			break;
+		run_unit(b, &b->units[i]);
+	}
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* mkdir -p for the dump directory. */
+static int make_dirs(const char *dir, sn_err *e)
+{
+	char p[4096];
+	if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+		return sn_errf(e, SN_EENV, "path too long: %.200s", dir);
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != 0)
+			continue;
+		char c = *s;
+		*s = 0;
+		if (mkdir(p, 0755) != 0 && errno != EEXIST)
+			return sn_errf(e, SN_EENV, "cannot create directory %s: %s", p, strerror(errno));
+		*s = c;
+		if (!c)
+			return SN_OK;
+	}
+}
+
+static int dump_sources(const rt_job *jobs, size_t njobs, const char *dump_dir, sn_err *e)
+{
+	if (make_dirs(dump_dir, e))
+		return e->code;
+	char path[4096];
+	for (size_t i = 0; i < njobs; i++) {
+		if (snprintf(path, sizeof path, "%s/%s.cu", dump_dir, jobs[i].name) >= (int)sizeof path)
+			return sn_errf(e, SN_EENV, "path too long: %.200s", dump_dir);
+		if (write_file(path, jobs[i].src, e))
+			return e->code;
+	}
+	return SN_OK;
+}
+
+void rt_jobs_free(rt_job *jobs, size_t njobs)
+{
+	for (size_t i = 0; i < njobs; i++) {
+		free(jobs[i].cubin);
+		jobs[i].cubin = NULL;
+		jobs[i].size = 0;
+		jobs[i].hit = false;
+	}
+}
+
+int rt_compile_all(rt_nvrtc *n, rt_job *jobs, size_t njobs, int sm, const char *cache_dir, int nthreads,
+		   const char *dump_dir, void (*warn)(void *, const char *), void *ctx, rt_compile_stats *stats,
+		   sn_err *e)
+{
+	double t0 = now();
+	if (stats)
+		memset(stats, 0, sizeof *stats);
+	for (size_t i = 0; i < njobs; i++) {
+		jobs[i].cubin = NULL;
+		jobs[i].size = 0;
+		jobs[i].hit = false;
+	}
+	if (njobs == 0)
+		return SN_OK;
+	if (cache_dir && !*cache_dir)
+		cache_dir = NULL;
+	if (check_arch(n, sm, e))
+		return e->code;
+	for (size_t i = 0; i < njobs; i++) {
+		if (check_name(jobs[i].name, e))
+			return e->code;
+		if (!jobs[i].src)
+			return sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s has no source", jobs[i].name);
+	}
+	if (dump_dir && dump_sources(jobs, njobs, dump_dir, e))
+		return e->code;
+
+	/* identical sources become one unit; of[i] is job i's unit */
+	size_t *of = malloc(njobs * sizeof *of);
+	uint64_t *hash = malloc(njobs * sizeof *hash);
+	unit *units = calloc(njobs, sizeof *units);
+	if (!of || !hash || !units) {
+		free(of);
+		free(hash);
+		free(units);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	size_t nunits = 0;
+	for (size_t i = 0; i < njobs; i++) {
+		uint64_t h = XXH3_64bits(jobs[i].src, strlen(jobs[i].src));
+		size_t u = 0;
+		while (u < nunits && !(hash[u] == h && strcmp(units[u].src, jobs[i].src) == 0))
+			u++;
+		if (u == nunits) {
+			hash[u] = h;
+			units[u].name = jobs[i].name;
+			units[u].src = jobs[i].src;
+			kc_key(jobs[i].src, rt_nvrtc_version_code(n), sm, RT_NVRTC_FLAGS, units[u].key);
+			nunits++;
+		}
+		of[i] = u;
+	}
+	free(hash);
+
+	batch b = {.n = n, .units = units, .nunits = nunits, .sm = sm, .cache_dir = cache_dir,
+		   .dump_dir = dump_dir};
+	atomic_init(&b.next, 0);
+	atomic_init(&b.stop, false);
+	atomic_init(&b.cache_on, cache_dir != NULL);
+	long cores = nthreads > 0 ? nthreads : sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nt = cores > 0 ? (size_t)cores : 1;
+	if (nt > nunits)
+		nt = nunits;
+	if (nt > 256)
+		nt = 256;
+	pthread_t tids[256];
+	size_t started = 0;
+	for (size_t t = 1; t < nt; t++) {
+		if (pthread_create(&tids[started], NULL, worker, &b) != 0)
+			break; /* fewer threads is still correct */
+		started++;
+	}
+	worker(&b); /* the calling thread works too */
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tids[t], NULL);
+
+	/* reports in unit order, on this thread */
+	size_t hits = 0, compiled = 0, corrupt = 0;
+	const sn_err *first = NULL;
+	for (size_t u = 0; u < nunits; u++) {
+		for (int w = 0; w < 2; w++)
+			if (units[u].warn[w] && warn)
+				warn(ctx, units[u].warn[w]);
+		hits += units[u].hit;
+		compiled += units[u].cubin && !units[u].hit;
+		corrupt += units[u].corrupt;
+		if (!first && units[u].err)
+			first = units[u].err;
+	}
+	int rc = SN_OK;
+	if (first)
+		rc = sn_errf(e, first->code, "%s", first->msg);
+	else if (atomic_load(&b.stop)) /* a unit failed but its error could not be kept */
+		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+	for (size_t i = 0; i < njobs && !rc; i++) {
+		const unit *u = &units[of[i]];
+		jobs[i].cubin = malloc(u->size);
+		if (!jobs[i].cubin) {
+			rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+			break;
+		}
+		memcpy(jobs[i].cubin, u->cubin, u->size);
+		jobs[i].size = u->size;
+		jobs[i].hit = u->hit;
+	}
+	if (rc)
+		rt_jobs_free(jobs, njobs);
+	for (size_t u = 0; u < nunits; u++) {
+		free(units[u].cubin);
+		free(units[u].err);
+		free(units[u].warn[0]);
+		free(units[u].warn[1]);
+	}
+	free(units);
+	free(of);
+	if (stats && !rc) {
+		stats->unique = nunits;
+		stats->hits = hits;
+		stats->compiled = compiled;
+		stats->corrupt = corrupt;
+		stats->seconds = now() - t0;
+	}
+	return rc;
+}
