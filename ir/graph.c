@@ -258,6 +258,13 @@ ir_ref ir_add(ir_graph *g, ir_op op, const ir_ref *in, uint32_t nin,
 			sn_errf(e, SN_EINTERNAL, "%s: operand %u is not a node", oi->name, i);
 			return IR_NONE;
 		}
+	if (attrs)
+		for (int i = 0; i < IR_NATTRS; i++)
+			if (!(oi->attrs >> i & 1) && !ir_attr_is_default(op, attrs, (ir_attr_id)i)) {
+				sn_errf(e, SN_EINPUT, "%s does not take attribute %s", oi->name,
+					ir_attr_table[i].name);
+				return IR_NONE;
+			}
 	ir_node *n = push(g, op, e);
 	if (!n)
 		return IR_NONE;
