@@ -1,0 +1,220 @@
+/* ref_reduce.c: reductions, softmax/log_softmax and the norms. Every
+ * statistic accumulates in double (two passes for variance) and the result
+ * rounds once at the store. Integer reduce_sum/max/min are exact in int64. */
+#include "runtime/ref_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Marks the reduced axes of an input of rank r: the listed ones, or all of
+ * them when the list is empty (ONNX's default). */
+static int reduced_axes(const ir_node *n, int r, bool *red, sn_err *e)
+{
+	const ir_ints *ax = &n->attrs->axes;
+	for (int d = 0; d < r; d++)
+		red[d] = ax->n == 0;
+	for (int i = 0; i < ax->n; i++) {
+		int d = ir_axis(ax->v[i], r);
+		if (d < 0)
+			return sn_errf(e, SN_EINPUT, "%s: axis %lld out of range for rank %d",
+				       ir_ops[n->op].name, (long long)ax->v[i], r);
+		red[d] = true;
+	}
+	return SN_OK;
+}
+
+int ref_reduce(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
+{
+	const ir_shape *xs = &in[0].shape;
+	bool red[IR_MAX_RANK];
+	if (reduced_axes(n, xs->rank, red, e) != SN_OK)
+		return e->code;
+	/* Walk the input in order; slot 0 is the output element it folds into
+	 * (the keepdims shape has the output's element order either way). */
+	ir_shape ks = *xs;
+	for (int d = 0; d < xs->rank; d++)
+		if (red[d])
+			ks.d[d] = 1;
+	int64_t kst[IR_MAX_RANK];
+	ref_strides(&ks, kst);
+	for (int d = 0; d < xs->rank; d++)
+		if (red[d])
+			kst[d] = 0;
+	int64_t total = ref_numel(xs), nout = ref_numel(&ks);
+	int64_t count = nout ? total / nout : 0;
+	if (ref_numel(&out->shape) != nout)
+		return sn_errf(e, SN_EINTERNAL, "%s: output size disagrees with the axes", ir_ops[n->op].name);
+	ir_op op = n->op;
+	ir_dtype xt = in[0].dtype;
+	ref_iter it;
+	ref_iter_init(&it, xs);
+	ref_iter_view(&it, 0, kst);
+	if (ref_is_int(xt) && op != IR_OP_reduce_mean) {
+		int64_t *acc = ref_malloc((size_t)nout * sizeof *acc, e);
+		if (!acc)
+			return e->code;
+		for (int64_t o = 0; o < nout; o++)
+			acc[o] = op == IR_OP_reduce_max ? INT64_MIN : op == IR_OP_reduce_min ? INT64_MAX : 0;
+		for (int64_t i = 0; i < total; i++, ref_iter_next(&it)) {
+			int64_t v = ref_load_int(xt, in[0].data, (size_t)i), *a = &acc[it.off[0]];
+			if (op == IR_OP_reduce_sum)
+				*a = (int64_t)((uint64_t)*a + (uint64_t)v);
+			else if (op == IR_OP_reduce_max ? v > *a : v < *a)
+				*a = v;
+		}
+		for (int64_t o = 0; o < nout; o++)
+			ref_store_int(out->dtype, out->data, (size_t)o, acc[o]);
+		free(acc);
+		return SN_OK;
+	}
+	double *acc = ref_malloc((size_t)nout * sizeof *acc, e);
+	if (!acc)
+		return e->code;
+	for (int64_t o = 0; o < nout; o++)
+		acc[o] = op == IR_OP_reduce_max ? -INFINITY : op == IR_OP_reduce_min ? INFINITY : 0;
+	for (int64_t i = 0; i < total; i++, ref_iter_next(&it)) {
+		double v = ir_load(xt, in[0].data, (size_t)i), *a = &acc[it.off[0]];
+		if (op == IR_OP_reduce_sum || op == IR_OP_reduce_mean)
+			*a += v;
+		else if (isnan(v) || (op == IR_OP_reduce_max ? v > *a : v < *a))
+			*a = isnan(*a) ? *a : v; /* NaN sticks */
+	}
+	for (int64_t o = 0; o < nout; o++)
+		ir_store(out->dtype, out->data, (size_t)o,
+			 op == IR_OP_reduce_mean ? acc[o] / (double)count : acc[o]);
+	free(acc);
+	return SN_OK;
+}
+
+int ref_softmax(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
+{
+	const ir_shape *xs = &in[0].shape;
+	int ax = ir_axis(n->attrs->axis, xs->rank);
+	if (ax < 0)
+		return sn_errf(e, SN_EINPUT, "%s: axis %lld out of range for rank %d", ir_ops[n->op].name,
+			       (long long)n->attrs->axis, xs->rank);
+	int64_t outer = ref_span(xs, 0, ax), len = xs->d[ax], inner = ref_span(xs, ax + 1, xs->rank);
+	double *x = ref_to_double(&in[0], e);
+	if (!x)
+		return e->code;
+	bool logsm = n->op == IR_OP_log_softmax;
+	for (int64_t o = 0; o < outer; o++) {
+		for (int64_t j = 0; j < inner; j++) {
+			double *row = x + o * len * inner + j;
+			double m = -INFINITY, sum = 0;
+			for (int64_t k = 0; k < len; k++)
+				if (row[k * inner] > m || isnan(row[k * inner]))
+					m = isnan(m) ? m : row[k * inner];
+			/* A row of -inf has m = -inf and gives NaN, as PyTorch. */
+			for (int64_t k = 0; k < len; k++)
+				sum += exp(row[k * inner] - m);
+			double ls = log(sum);
+			for (int64_t k = 0; k < len; k++) {
+				double v = row[k * inner] - m;
+				size_t idx = (size_t)((o * len + k) * inner + j);
+				ir_store(out->dtype, out->data, idx, logsm ? v - ls : exp(v) / sum);
+			}
+		}
+	}
+	free(x);
+	return SN_OK;
+}
+
+/* An optional per-element operand of the normalized block (the dims
+ * [ax, rank) of x), broadcast to that block, as doubles; NULL with e unset
+ * when absent. */
+static double *block_operand(const ir_tensor *t, const ir_shape *xs, int ax, double fill, sn_err *e)
+{
+	ir_shape bs = {xs->rank - ax, {0}};
+	for (int d = ax; d < xs->rank; d++)
+		bs.d[d - ax] = xs->d[d];
+	int64_t m = ref_numel(&bs);
+	double *p = ref_malloc((size_t)m * sizeof *p, e);
+	if (!p)
+		return NULL;
+	if (!t) {
+		for (int64_t i = 0; i < m; i++)
+			p[i] = fill;
+		return p;
+	}
+	ref_iter it;
+	ref_iter_init(&it, &bs);
+	if (ref_iter_bcast(&it, &t->shape) < 0) {
+		free(p);
+		sn_errf(e, SN_EINPUT, "norm: weight or bias does not match the normalized dims");
+		return NULL;
+	}
+	for (int64_t i = 0; i < m; i++, ref_iter_next(&it))
+		p[i] = ir_load(t->dtype, t->data, (size_t)it.off[0]);
+	return p;
+}
+
+int ref_layer_norm(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
+{
+	const ir_shape *xs = &in[0].shape;
+	int ax = ir_axis(n->attrs->axis, xs->rank);
+	if (ax < 0)
+		return sn_errf(e, SN_EINPUT, "%s: axis %lld out of range for rank %d", ir_ops[n->op].name,
+			       (long long)n->attrs->axis, xs->rank);
+	bool rms = n->op == IR_OP_rms_norm;
+	int64_t outer = ref_span(xs, 0, ax), m = ref_span(xs, ax, xs->rank);
+	double eps = n->attrs->eps;
+	double *x = ref_to_double(&in[0], e);
+	double *w = x ? block_operand(n->nin > 1 ? &in[1] : NULL, xs, ax, 1, e) : NULL;
+	double *b = w ? block_operand(n->nin > 2 ? &in[2] : NULL, xs, ax, 0, e) : NULL;
+	if (!b) {
+		free(x);
+		free(w);
+		return e->code;
+	}
+	for (int64_t o = 0; o < outer; o++) {
+		const double *r = x + o * m;
+		double mean = 0, var = 0;
+		if (!rms) {
+			for (int64_t i = 0; i < m; i++)
+				mean += r[i];
+			mean /= (double)m;
+		}
+		for (int64_t i = 0; i < m; i++)
+			var += (r[i] - mean) * (r[i] - mean);
+		var /= (double)m; /* biased; for rms_norm this is mean(x^2) */
+		double inv = 1 / sqrt(var + eps);
+		for (int64_t i = 0; i < m; i++)
+			ir_store(out->dtype, out->data, (size_t)(o * m + i), (r[i] - mean) * inv * w[i] + b[i]);
+	}
+	free(x);
+	free(w);
+	free(b);
+	return SN_OK;
+}
+
+int ref_batch_norm(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
+{
+	const ir_shape *xs = &in[0].shape;
+	int cax = n->attrs->layout == IR_NHWC || xs->rank < 2 ? xs->rank - 1 : 1;
+	if (cax < 0)
+		return sn_errf(e, SN_EINPUT, "batch_norm: input must have a channel axis");
+	int64_t c = xs->d[cax], inner = ref_span(xs, cax + 1, xs->rank), total = ref_numel(xs);
+	for (int k = 1; k < 5; k++)
+		if (ref_numel(&in[k].shape) != c)
+			return sn_errf(e, SN_EINPUT, "batch_norm: operand %d has %lld elements, expected %lld channels",
+				       k, (long long)ref_numel(&in[k].shape), (long long)c);
+	double *p = ref_malloc((size_t)c * 3 * sizeof *p, e);
+	if (!p)
+		return e->code;
+	double *mean = p, *scale = p + c, *shift = p + 2 * c;
+	for (int64_t j = 0; j < c; j++) {
+		mean[j] = ir_load(in[3].dtype, in[3].data, (size_t)j);
+		scale[j] = ir_load(in[1].dtype, in[1].data, (size_t)j) /
+			   sqrt(ir_load(in[4].dtype, in[4].data, (size_t)j) + n->attrs->eps);
+		shift[j] = ir_load(in[2].dtype, in[2].data, (size_t)j);
+	}
+	for (int64_t i = 0; i < total; i++) {
+		int64_t j = i / inner % c;
+		double x = ir_load(in[0].dtype, in[0].data, (size_t)i);
+		ir_store(out->dtype, out->data, (size_t)i, (x - mean[j]) * scale[j] + shift[j]);
+	}
+	free(p);
+	return SN_OK;
+}
