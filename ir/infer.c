@@ -1,6 +1,6 @@
 /* infer.c: shape and dtype inference. ir_infer dispatches through a table
  * expanded from ops.def's rule column to one static rule_<rule> per row.
- * Semantics are PyTorch's or ONNX's (docs/IR_OPS.md); every rule checks its
+ * Semantics are PyTorch's or ONNX's (docs/IR.md, The ops); every rule checks its
  * operands and attributes and fails with SN_EINPUT and a message that starts
  * with the op's name. Dim arithmetic is checked: an overflow is an error. */
 #include "ir.h"

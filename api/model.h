@@ -1,0 +1,30 @@
+/* model.h: the model handle, shared by the API's files. */
+#ifndef SINTER_API_MODEL_H
+#define SINTER_API_MODEL_H
+
+#include "sinter.h"
+
+#include "ir/ir.h"
+
+struct sinter_model {
+	ir_graph *g;
+	ir_tensor *vals; /* g->nnodes entries; params' data malloc'ed once loaded */
+	bool weights;    /* every param holds data */
+	char *dir;       /* directory of the source file, for the weights path */
+};
+
+/* Copies an internal error into err; returns its status. */
+sinter_status api_fail(sinter_error *err, const sn_err *e);
+sinter_status api_failf(sinter_error *err, sinter_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* SINTER_E_USAGE naming the first unbound symbol, or SINTER_OK. */
+sinter_status api_need_shaped(const sinter_model *m, sinter_error *err);
+/* Points vals at the caller's inputs (matched by name or position) after
+ * checking dtype and shape; SINTER_E_INPUT otherwise. */
+sinter_status api_bind_inputs(const ir_graph *g, const sinter_tensor *inputs, size_t n,
+			      ir_tensor *vals, sinter_error *err);
+/* Moves ir tensors (outputs) into a new sinter_tensor array named after the
+ * graph's outputs; frees nothing on failure but returns NULL. */
+sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs);
+
+#endif

@@ -1,0 +1,742 @@
+/* sinter.c: the public API. A thin layer that sequences frontend, IR and
+ * runtime; it owns no algorithm. */
+#include "api/model.h"
+
+#include "frontend/safetensors.h"
+#include "frontend/sir.h"
+#include "ir/ir.h"
+#include "runtime/kcache.h"
+#include "runtime/ref.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert((int)SINTER_BOOL == (int)IR_BOOL && (int)SINTER_F8E5M2 == (int)IR_F8E5M2,
+	       "sinter_dtype follows ir_dtype");
+_Static_assert(SINTER_MAX_RANK == IR_MAX_RANK, "one maximum rank");
+
+sinter_status api_fail(sinter_error *err, const sn_err *e)
+{
+	if (err) {
+		err->status = (sinter_status)e->code;
+		snprintf(err->message, sizeof err->message, "%s", e->msg);
+	}
+	return (sinter_status)e->code;
+}
+
+sinter_status api_failf(sinter_error *err, sinter_status st, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		err->status = st;
+		vsnprintf(err->message, sizeof err->message, fmt, ap);
+		va_end(ap);
+	}
+	return st;
+}
+
+const char *sinter_version(void)
+{
+	return SINTER_VERSION;
+}
+
+const char *sinter_dtype_name(sinter_dtype t)
+{
+	return ir_dtype_name((ir_dtype)t);
+}
+
+size_t sinter_dtype_size(sinter_dtype t)
+{
+	return (unsigned)t < IR_NDTYPES ? ir_dtype_size((ir_dtype)t) : 0;
+}
+
+void sinter_options_init(sinter_options *o)
+{
+	memset(o, 0, sizeof *o);
+}
+
+void sinter_free(void *p)
+{
+	free(p);
+}
+
+/* ---- models ---- */
+
+static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sinter_error *err)
+{
+	sn_err e = {0};
+	if (ir_verify(g, &e) != SN_OK) {
+		ir_graph_free(g);
+		return api_fail(err, &e);
+	}
+	sinter_model *m = calloc(1, sizeof *m);
+	if (m)
+		m->vals = calloc(g->nnodes ? g->nnodes : 1, sizeof *m->vals);
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	if (m)
+		m->dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	if (!m || !m->vals || !m->dir) {
+		if (m) {
+			free(m->vals);
+			free(m->dir);
+		}
+		free(m);
+		ir_graph_free(g);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	m->g = g;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		m->vals[i].dtype = g->nodes[i].dtype;
+		m->vals[i].shape = g->nodes[i].shape;
+	}
+	*out = m;
+	return SINTER_OK;
+}
+
+static sir_bind *binds_of(const sinter_options *opt)
+{
+	if (!opt || !opt->nshapes)
+		return NULL;
+	sir_bind *b = calloc(opt->nshapes, sizeof *b);
+	for (size_t i = 0; b && i < opt->nshapes; i++) {
+		b[i].name = opt->shapes[i].name;
+		b[i].value = opt->shapes[i].value;
+	}
+	return b;
+}
+
+sinter_status sinter_model_load(const char *path, const sinter_options *opt,
+				sinter_model **out, sinter_error *err)
+{
+	*out = NULL;
+	sn_err e = {0};
+	ir_graph *g = NULL;
+	sir_bind *b = binds_of(opt);
+	if (opt && opt->nshapes && !b)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	int rc = sir_parse_file(path, b, b ? opt->nshapes : 0, &g, &e);
+	free(b);
+	if (rc != SN_OK)
+		return api_fail(err, &e);
+	return wrap(g, path, out, err);
+}
+
+sinter_status sinter_model_parse(const char *text, size_t len, const char *name,
+				 const sinter_options *opt, sinter_model **out,
+				 sinter_error *err)
+{
+	*out = NULL;
+	sn_err e = {0};
+	ir_graph *g = NULL;
+	sir_bind *b = binds_of(opt);
+	if (opt && opt->nshapes && !b)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	int rc = sir_parse(text, len, name, b, b ? opt->nshapes : 0, &g, &e);
+	free(b);
+	if (rc != SN_OK)
+		return api_fail(err, &e);
+	return wrap(g, NULL, out, err);
+}
+
+static void free_params(sinter_model *m)
+{
+	for (uint32_t i = 0; i < m->g->nnodes; i++)
+		if (m->g->nodes[i].op == IR_OP_param) {
+			free(m->vals[i].data);
+			m->vals[i].data = NULL;
+			m->vals[i].nbytes = 0;
+		}
+	m->weights = false;
+}
+
+void sinter_model_free(sinter_model *m)
+{
+	if (!m)
+		return;
+	free_params(m);
+	free(m->vals);
+	free(m->dir);
+	ir_graph_free(m->g);
+	free(m);
+}
+
+char *sinter_model_print(const sinter_model *m)
+{
+	sn_buf b = {0};
+	ir_print(m->g, &b);
+	if (b.oom) {
+		sn_buf_free(&b);
+		return NULL;
+	}
+	return b.s;
+}
+
+void sinter_model_hash(const sinter_model *m, char hex[33])
+{
+	uint8_t h[16];
+	ir_hash(m->g, h);
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", h[i]);
+}
+
+/* The first symbol some value's shape still holds, or NULL. */
+static const char *unbound_symbol(const ir_graph *g)
+{
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		for (int k = 0; k < g->nodes[i].shape.rank; k++)
+			if (IR_IS_SYM(g->nodes[i].shape.d[k]))
+				return g->syms[IR_SYM_ID(g->nodes[i].shape.d[k])];
+	return NULL;
+}
+
+const char *sinter_model_input_symbol(const sinter_model *m, size_t i, int dim)
+{
+	if (i >= m->g->ninputs)
+		return NULL;
+	const ir_shape *s = &m->g->nodes[m->g->inputs[i]].shape;
+	if (dim < 0 || dim >= s->rank || !IR_IS_SYM(s->d[dim]))
+		return NULL;
+	return m->g->syms[IR_SYM_ID(s->d[dim])];
+}
+
+sinter_status api_need_shaped(const sinter_model *m, sinter_error *err)
+{
+	const char *s = unbound_symbol(m->g);
+	if (!s)
+		return SINTER_OK;
+	return api_failf(err, SINTER_E_USAGE, "symbol %s is not bound: pass --shape %s=VALUE", s, s);
+}
+
+size_t sinter_model_num_nodes(const sinter_model *m) { return m->g->nnodes; }
+size_t sinter_model_num_symbols(const sinter_model *m)
+{
+	return unbound_symbol(m->g) ? m->g->nsyms : 0;
+}
+size_t sinter_model_num_inputs(const sinter_model *m) { return m->g->ninputs; }
+size_t sinter_model_num_outputs(const sinter_model *m) { return m->g->noutputs; }
+
+const char *sinter_model_symbol(const sinter_model *m, size_t i)
+{
+	return i < m->g->nsyms ? m->g->syms[i] : NULL;
+}
+
+static void describe(const ir_node *n, sinter_tensor *d)
+{
+	memset(d, 0, sizeof *d);
+	d->name = n->name;
+	d->dtype = (sinter_dtype)n->dtype;
+	d->rank = n->shape.rank;
+	for (int i = 0; i < n->shape.rank; i++)
+		d->shape[i] = n->shape.d[i] < 0 ? -1 : n->shape.d[i];
+	int64_t k = ir_numel(&n->shape);
+	d->nbytes = k < 0 ? 0 : (size_t)k * ir_dtype_size(n->dtype);
+}
+
+sinter_status sinter_model_input(const sinter_model *m, size_t i, sinter_tensor *d)
+{
+	if (i >= m->g->ninputs)
+		return api_failf(NULL, SINTER_E_USAGE, "no input %zu", i);
+	describe(&m->g->nodes[m->g->inputs[i]], d);
+	return SINTER_OK;
+}
+
+sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor *d)
+{
+	if (i >= m->g->noutputs)
+		return api_failf(NULL, SINTER_E_USAGE, "no output %zu", i);
+	const ir_graph *g = m->g;
+	describe(&g->nodes[g->outputs[i]], d);
+	/* An output that is a graph input or a param keeps that value's name. */
+	return SINTER_OK;
+}
+
+
+/* ---- weights ---- */
+
+sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	sinter_status st = api_need_shaped(m, err);
+	if (st != SINTER_OK)
+		return st;
+	char *full = NULL;
+	if (!path) {
+		bool any = false;
+		for (uint32_t i = 0; i < g->nnodes; i++)
+			any |= g->nodes[i].op == IR_OP_param;
+		if (!any) {
+			m->weights = true;
+			return SINTER_OK;
+		}
+		if (!g->weights)
+			return api_failf(err, SINTER_E_INPUT,
+				     "%s: the model has params but names no weights file (add a `weights \"FILE\"` line, pass --weights FILE, or --init random)",
+				     g->path ? g->path : "model");
+		if (g->weights[0] == '/') {
+			full = strdup(g->weights);
+		} else {
+			size_t n = strlen(m->dir) + strlen(g->weights) + 2;
+			full = malloc(n);
+			if (full)
+				snprintf(full, n, "%s/%s", m->dir, g->weights);
+		}
+		if (!full)
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		path = full;
+	}
+	sn_err e = {0};
+	st_file *f = NULL;
+	if (st_open(path, &f, &e) != SN_OK) {
+		free(full);
+		return api_fail(err, &e);
+	}
+	free_params(m);
+	for (uint32_t i = 0; i < g->nnodes && e.code == SN_OK; i++) {
+		const ir_node *n = &g->nodes[i];
+		if (n->op != IR_OP_param)
+			continue;
+		const st_entry *en = st_find(f, n->pname);
+		char want[160], have[160];
+		ir_type_str(g, n->dtype, &n->shape, want, sizeof want);
+		char loc[512] = "";
+		if (g->path && n->line)
+			snprintf(loc, sizeof loc, "%s:%u:%u: error: ", g->path, n->line, n->col);
+		if (!en) {
+			sn_errf(&e, SN_EINPUT, "%sparam \"%s\" (%s) is not in %s", loc, n->pname, want, path);
+			break;
+		}
+		ir_shape s = {.rank = en->rank};
+		memcpy(s.d, en->shape, sizeof s.d);
+		if (!ir_shape_eq(&s, &n->shape)) {
+			int t = st_to_ir(en->dtype);
+			ir_type_str(g, t < 0 ? IR_F32 : (ir_dtype)t, &s, have, sizeof have);
+			if (t < 0)
+				memcpy(have, "f64", 3); /* f64 has no IR dtype; the dims are what differ */
+			sn_errf(&e, SN_EINPUT, "%sparam \"%s\" is %s in %s, the model declares %s", loc,
+				n->pname, have, path, want);
+			break;
+		}
+		size_t nb = (size_t)ir_numel(&n->shape) * ir_dtype_size(n->dtype);
+		void *p = malloc(nb ? nb : 1);
+		if (!p) {
+			sn_errf(&e, SN_EINTERNAL, "out of memory");
+			break;
+		}
+		m->vals[i].data = p;
+		m->vals[i].nbytes = nb;
+		st_read_as(en, n->dtype, p, &e);
+	}
+	st_close(f);
+	free(full);
+	if (e.code != SN_OK) {
+		free_params(m);
+		return api_fail(err, &e);
+	}
+	m->weights = true;
+	return SINTER_OK;
+}
+
+/* splitmix64: small, fast, and good enough to fill weights and inputs. */
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double rng_uniform(uint64_t *s) /* [0, 1) */
+{
+	return (double)(rng_next(s) >> 11) * 0x1.0p-53;
+}
+
+static double rng_normal(uint64_t *s)
+{
+	double u = rng_uniform(s), v = rng_uniform(s);
+	return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
+}
+
+static uint64_t str_seed(const char *s, uint64_t seed)
+{
+	uint64_t h = 1469598103934665603ull ^ seed;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+enum fill { FILL_UNIFORM, FILL_ONES, FILL_ZEROS, FILL_NORMAL };
+
+/* How a param is filled: by its first reader (norm statistics, embedding
+ * tables), and the fan-in that sets the uniform bound. */
+static enum fill param_role(const ir_graph *g, ir_ref p, double *fan_in)
+{
+	const ir_shape *s = &g->nodes[p].shape;
+	int64_t numel = ir_numel(s);
+	*fan_in = s->rank >= 2 && s->d[0] > 0 ? (double)numel / (double)s->d[0] : (double)numel;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		for (uint32_t k = 0; k < n->nin; k++) {
+			if (n->in[k] != p)
+				continue;
+			switch (n->op) {
+			case IR_OP_batch_norm:
+				return k == 1 || k == 4 ? FILL_ONES : FILL_ZEROS;
+			case IR_OP_layer_norm:
+			case IR_OP_rms_norm:
+				return k == 1 ? FILL_ONES : FILL_ZEROS;
+			case IR_OP_gather:
+				return k == 0 ? FILL_NORMAL : FILL_UNIFORM;
+			case IR_OP_conv2d:
+			case IR_OP_linear:
+				if (k == 2) { /* bias: the weight's fan-in */
+					const ir_shape *w = &g->nodes[n->in[1]].shape;
+					*fan_in = (double)ir_numel(w) / (double)(w->d[0] ? w->d[0] : 1);
+				}
+				return FILL_UNIFORM;
+			case IR_OP_matmul:
+				if (k == 1 && s->rank >= 2) /* x @ W with W [.., in, out] */
+					*fan_in = (double)s->d[s->rank - 2];
+				return FILL_UNIFORM;
+			default:
+				return FILL_UNIFORM;
+			}
+		}
+	}
+	return FILL_UNIFORM;
+}
+
+sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	sinter_status st = api_need_shaped(m, err);
+	if (st != SINTER_OK)
+		return st;
+	free_params(m);
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		if (n->op != IR_OP_param)
+			continue;
+		int64_t count = ir_numel(&n->shape);
+		size_t nb = (size_t)count * ir_dtype_size(n->dtype);
+		void *p = malloc(nb ? nb : 1);
+		if (!p) {
+			free_params(m);
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		}
+		m->vals[i].data = p;
+		m->vals[i].nbytes = nb;
+		double fan;
+		enum fill how = param_role(g, i, &fan);
+		double bound = 1.0 / sqrt(fan > 0 ? fan : 1);
+		uint64_t s = str_seed(n->pname, seed);
+		for (int64_t k = 0; k < count; k++) {
+			double x = how == FILL_ONES ? 1 : how == FILL_ZEROS ? 0
+				 : how == FILL_NORMAL ? rng_normal(&s)
+				 : (2 * rng_uniform(&s) - 1) * bound;
+			if (!ir_dtype_is_float(n->dtype))
+				x = (double)(rng_next(&s) % 10);
+			ir_store(n->dtype, p, (size_t)k, x);
+		}
+	}
+	m->weights = true;
+	return SINTER_OK;
+}
+
+/* ---- tensors ---- */
+
+void sinter_tensors_free(sinter_tensor *ts, size_t n)
+{
+	if (!ts)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(ts[i].data);
+		free((char *)ts[i].name);
+	}
+	free(ts);
+}
+
+static int set_tensor(sinter_tensor *t, const char *name, ir_dtype dt, const ir_shape *s)
+{
+	memset(t, 0, sizeof *t);
+	t->name = strdup(name ? name : "");
+	t->dtype = (sinter_dtype)dt;
+	t->rank = s->rank;
+	memcpy(t->shape, s->d, sizeof t->shape);
+	t->nbytes = (size_t)ir_numel(s) * ir_dtype_size(dt);
+	t->data = malloc(t->nbytes ? t->nbytes : 1);
+	return t->name && t->data ? SN_OK : SN_EINTERNAL;
+}
+
+sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
+				   sinter_tensor **inputs, size_t *n, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	*inputs = NULL;
+	*n = 0;
+	sinter_status st = api_need_shaped(m, err);
+	if (st != SINTER_OK)
+		return st;
+	sinter_tensor *ts = calloc(g->ninputs ? g->ninputs : 1, sizeof *ts);
+	if (!ts)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const ir_node *in = &g->nodes[g->inputs[i]];
+		if (set_tensor(&ts[i], in->name, in->dtype, &in->shape) != SN_OK) {
+			sinter_tensors_free(ts, i + 1);
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		}
+		/* Integer inputs that index a gather stay inside its table. */
+		int64_t limit = 10;
+		for (uint32_t k = 0; k < g->nnodes; k++) {
+			const ir_node *u = &g->nodes[k];
+			if (u->op == IR_OP_gather && u->in[1] == g->inputs[i]) {
+				const ir_shape *d = &g->nodes[u->in[0]].shape;
+				limit = d->d[ir_axis(u->attrs->axis, d->rank)];
+				break;
+			}
+		}
+		uint64_t s = str_seed(in->name ? in->name : "", seed ^ 0x5eed);
+		size_t count = (size_t)ir_numel(&in->shape);
+		for (size_t k = 0; k < count; k++) {
+			double x = ir_dtype_is_float(in->dtype) ? rng_normal(&s)
+				 : in->dtype == IR_BOOL ? (double)(rng_next(&s) & 1)
+				 : (double)(rng_next(&s) % (uint64_t)(limit > 0 ? limit : 1));
+			ir_store(in->dtype, ts[i].data, k, x);
+		}
+	}
+	*inputs = ts;
+	*n = g->ninputs;
+	return SINTER_OK;
+}
+
+static const sinter_tensor *find_input(const sinter_tensor *ts, size_t n, const char *name, size_t pos)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ts[i].name && name && strcmp(ts[i].name, name) == 0)
+			return &ts[i];
+	if (pos < n && (!ts[pos].name || !ts[pos].name[0]))
+		return &ts[pos];
+	return NULL;
+}
+
+sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
+			     sinter_tensor **outputs, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	*outputs = NULL;
+	sinter_status st = api_need_shaped(m, err);
+	if (st != SINTER_OK)
+		return st;
+	if (!m->weights)
+		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	st = api_bind_inputs(g, inputs, ninputs, m->vals, err);
+	if (st != SINTER_OK)
+		return st;
+	ir_tensor *outs = calloc(g->noutputs ? g->noutputs : 1, sizeof *outs);
+	if (!outs)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	sn_err e = {0};
+	int rc = ref_run(g, m->vals, outs, &e);
+	for (uint32_t i = 0; i < g->ninputs; i++)
+		m->vals[g->inputs[i]].data = NULL; /* borrowed from the caller */
+	if (rc != SN_OK) {
+		free(outs);
+		return api_fail(err, &e);
+	}
+	*outputs = api_wrap_outputs(g, outs);
+	free(outs);
+	return *outputs ? SINTER_OK : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+}
+
+sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs)
+{
+	sinter_tensor *res = calloc(g->noutputs ? g->noutputs : 1, sizeof *res);
+	if (!res) {
+		for (uint32_t i = 0; i < g->noutputs; i++)
+			free(outs[i].data);
+		return NULL;
+	}
+	bool oom = false;
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		const ir_node *o = &g->nodes[g->outputs[i]];
+		char name[32];
+		snprintf(name, sizeof name, "output%u", i);
+		res[i].name = strdup(o->name ? o->name : name);
+		oom |= !res[i].name;
+		res[i].dtype = (sinter_dtype)outs[i].dtype;
+		res[i].rank = outs[i].shape.rank;
+		memcpy(res[i].shape, outs[i].shape.d, sizeof res[i].shape);
+		res[i].data = outs[i].data;
+		res[i].nbytes = outs[i].nbytes;
+	}
+	if (oom) {
+		sinter_tensors_free(res, g->noutputs);
+		return NULL;
+	}
+	return res;
+}
+
+sinter_status api_bind_inputs(const ir_graph *g, const sinter_tensor *inputs, size_t ninputs,
+			      ir_tensor *vals, sinter_error *err)
+{
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const ir_node *in = &g->nodes[g->inputs[i]];
+		const sinter_tensor *t = find_input(inputs, ninputs, in->name, i);
+		char want[160], have[160];
+		ir_type_str(g, in->dtype, &in->shape, want, sizeof want);
+		if (!t)
+			return api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s (%s)", in->name, want);
+		ir_shape s = {.rank = t->rank};
+		memcpy(s.d, t->shape, sizeof s.d);
+		if ((unsigned)t->dtype >= IR_NDTYPES || t->rank < 0 || t->rank > IR_MAX_RANK)
+			return api_failf(err, SINTER_E_INPUT, "input %%%s: bad tensor description", in->name);
+		ir_type_str(g, (ir_dtype)t->dtype, &s, have, sizeof have);
+		if ((ir_dtype)t->dtype != in->dtype || !ir_shape_eq(&s, &in->shape))
+			return api_failf(err, SINTER_E_INPUT, "input %%%s: got %s, the model takes %s", in->name,
+				     have, want);
+		if (t->nbytes < (size_t)ir_numel(&s) * ir_dtype_size(in->dtype) || !t->data)
+			return api_failf(err, SINTER_E_INPUT, "input %%%s: %zu bytes of data, %s needs more",
+				     in->name, t->nbytes, want);
+		vals[g->inputs[i]].data = t->data;
+		vals[g->inputs[i]].nbytes = t->nbytes;
+	}
+	return SINTER_OK;
+}
+
+sinter_status sinter_tensors_read(const char *path, sinter_tensor **out, size_t *n, sinter_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	sn_err e = {0};
+	st_file *f = NULL;
+	if (st_open(path, &f, &e) != SN_OK)
+		return api_fail(err, &e);
+	size_t count = st_count(f);
+	sinter_tensor *ts = calloc(count ? count : 1, sizeof *ts);
+	if (!ts) {
+		st_close(f);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	for (size_t i = 0; i < count && e.code == SN_OK; i++) {
+		const st_entry *en = st_get(f, i);
+		int t = st_to_ir(en->dtype);
+		ir_shape s = {.rank = en->rank};
+		memcpy(s.d, en->shape, sizeof s.d);
+		if (set_tensor(&ts[i], en->name, t < 0 ? IR_F32 : (ir_dtype)t, &s) != SN_OK)
+			sn_errf(&e, SN_EINTERNAL, "out of memory");
+		else
+			st_read_as(en, t < 0 ? IR_F32 : (ir_dtype)t, ts[i].data, &e);
+	}
+	st_close(f);
+	if (e.code != SN_OK) {
+		sinter_tensors_free(ts, count);
+		return api_fail(err, &e);
+	}
+	*out = ts;
+	*n = count;
+	return SINTER_OK;
+}
+
+sinter_status sinter_tensors_write(const char *path, const sinter_tensor *ts, size_t n, sinter_error *err)
+{
+	st_entry *en = calloc(n ? n : 1, sizeof *en);
+	if (!en)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned)ts[i].dtype >= IR_NDTYPES || ts[i].rank < 0 || ts[i].rank > IR_MAX_RANK) {
+			free(en);
+			return api_failf(err, SINTER_E_INPUT, "tensor %zu: bad description", i);
+		}
+		en[i].name = ts[i].name;
+		en[i].dtype = st_from_ir((ir_dtype)ts[i].dtype);
+		en[i].rank = ts[i].rank;
+		memcpy(en[i].shape, ts[i].shape, sizeof en[i].shape);
+		en[i].data = ts[i].data;
+		en[i].nbytes = ts[i].nbytes;
+	}
+	sn_err e = {0};
+	int rc = st_write(path, en, n, NULL, 0, &e);
+	free(en);
+	return rc == SN_OK ? SINTER_OK : api_fail(err, &e);
+}
+
+/* ---- caches ---- */
+
+sinter_status sinter_cache_dir(char *out, size_t cap, sinter_error *err)
+{
+	if (kc_default_dir(out, cap) != SN_OK)
+		return api_failf(err, SINTER_E_ENV,
+				 "no cache directory: set SINTER_CACHE_DIR, XDG_CACHE_HOME or HOME");
+	return SINTER_OK;
+}
+
+sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
+{
+	char def[4096];
+	if (!dir) {
+		sinter_status st = sinter_cache_dir(def, sizeof def, err);
+		if (st)
+			return st;
+		dir = def;
+	}
+	sn_err e = {0};
+	return kc_stats(dir, entries, bytes, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
+}
+
+sinter_status sinter_cache_clear(const char *dir, size_t *removed, sinter_error *err)
+{
+	char def[4096];
+	if (!dir) {
+		sinter_status st = sinter_cache_dir(def, sizeof def, err);
+		if (st)
+			return st;
+		dir = def;
+	}
+	sn_err e = {0};
+	return kc_clear(dir, removed, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
+}
+
+#ifndef SINTER_HAVE_CUDA
+/* Built without the CUDA toolkit: every device entry point says so. */
+static sinter_status no_cuda(sinter_error *err)
+{
+	return api_failf(err, SINTER_E_ENV, "this build of sinter has no CUDA backend (the CUDA toolkit was not found at build time)");
+}
+
+bool sinter_cuda_available(char *why, size_t cap)
+{
+	snprintf(why, cap, "this build of sinter has no CUDA backend");
+	return false;
+}
+
+sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o,
+				     sinter_compile_stats *stats, sinter_error *err)
+{
+	return no_cuda(err);
+}
+
+sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
+			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	return no_cuda(err);
+}
+
+void sinter_compiled_free(sinter_compiled *c) {}
+
+sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
+				  sinter_tensor **outputs, sinter_error *err)
+{
+	return no_cuda(err);
+}
+
+sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
+				    sinter_error *err)
+{
+	return no_cuda(err);
+}
+#endif

@@ -1,0 +1,717 @@
+/* main.c: the sinter command. A client of include/sinter.h like any
+ * embedding application; exit codes are the API's status codes. */
+#include "sinter.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { EXIT_USAGE = SINTER_E_USAGE };
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "sinter%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(see 'sinter %s%s--help')\n", cmd ? cmd : "", cmd ? " " : "");
+	return EXIT_USAGE;
+}
+
+static int report(const sinter_error *err)
+{
+	fprintf(stderr, "%s\n", err->message);
+	return err->status ? (int)err->status : SINTER_E_INTERNAL;
+}
+
+static const char *const main_help =
+	"usage: sinter COMMAND [ARGS]\n"
+	"\n"
+	"sinter is a graph compiler for neural networks. Commands:\n"
+	"  check FILE.sir     parse, verify, infer shapes\n"
+	"  print FILE.sir     print the canonical IR\n"
+	"  hash  FILE.sir     print the structural hash (XXH3-128)\n"
+	"  run   FILE.sir     run the model and summarize its outputs\n"
+	"  compile FILE.sir   generate and compile the model's kernels\n"
+	"  bench FILE.sir     compile times, warm start, memory and latency on the GPU\n"
+	"  cache stats|clear  inspect or empty the kernel cache\n"
+	"\n"
+	"'sinter COMMAND --help' describes a command's options.\n"
+	"Exit codes: 0 ok, 1 bad input, 2 usage, 3 environment, 4 internal error.\n";
+
+static const char *const shape_help =
+	"  --shape SYM=VALUE  bind a symbolic dim, e.g. --shape N=32 (repeatable;\n"
+	"                     also N=32,M=4)\n";
+
+static const char *const check_help =
+	"usage: sinter check FILE.sir [--shape SYM=VALUE]...\n"
+	"\n"
+	"Parses FILE, verifies it and infers every shape; prints a one-line summary.\n";
+static const char *const print_help =
+	"usage: sinter print FILE.sir [--shape SYM=VALUE]...\n"
+	"\n"
+	"Prints the canonical text of FILE (parse, print, parse, print is a fixed point).\n";
+static const char *const hash_help =
+	"usage: sinter hash FILE.sir [--shape SYM=VALUE]...\n"
+	"\n"
+	"Prints the structural hash: topology, ops, attributes, shapes and dtypes;\n"
+	"not value names, param keys or weight values.\n";
+static const char *const run_help =
+	"usage: sinter run FILE.sir [options]\n"
+	"\n"
+	"Runs the model and prints, per output, its type, mean, abs-max and first values.\n"
+	"  --device D         ref (the reference interpreter) or cuda; default: cuda\n"
+	"                     when a GPU is usable, else ref\n"
+	"  --inputs FILE      inputs from a .safetensors file, matched by input name\n"
+	"                     (symbolic dims are bound from their shapes)\n"
+	"  --init random      fill every param (and, without --inputs, every input)\n"
+	"                     deterministically instead of reading the weights file\n"
+	"  --seed S           seed for --init random (default 0)\n"
+	"  --weights FILE     read params from FILE instead of the model's weights line\n"
+	"  -o FILE            write the outputs to a .safetensors file, named by output\n";
+
+static const char *const compile_help =
+	"usage: sinter compile FILE.sir [--target sm_XX] [--dump-dir DIR] [--shape SYM=VALUE]...\n"
+	"\n"
+	"Generates CUDA C for every kernel of the model and compiles it with NVRTC\n"
+	"through the kernel cache. With --target no GPU is needed; without it the\n"
+	"present GPU's arch is used.\n"
+	"  --target sm_XX     compile for this arch (e.g. sm_80, sm_90)\n"
+	"  --dump-dir DIR     write every kernel's source to DIR\n"
+	"  --no-cache         do not read or write the kernel cache\n";
+static const char *const bench_help =
+	"usage: sinter bench FILE.sir [options]\n"
+	"\n"
+	"On the GPU: cold compile (empty kernel cache) split into parse, codegen,\n"
+	"NVRTC, load and upload; warm start (kernel cache hit); device memory;\n"
+	"latency median and min over --iters calls timed with CUDA events after\n"
+	"--warmup calls. Weights and inputs: as for run (default --init random).\n"
+	"  --iters N          timed calls (default 50)\n"
+	"  --warmup N         untimed calls first (default 5)\n"
+	"  --json             one JSON object instead of text\n"
+	"  --inputs, --weights, --seed: as for run\n";
+static const char *const cache_help =
+	"usage: sinter cache stats|clear [--dir DIR]\n"
+	"\n"
+	"The kernel cache lives in $SINTER_CACHE_DIR, else $XDG_CACHE_HOME/sinter,\n"
+	"else ~/.cache/sinter (docs/CACHE.md).\n";
+
+typedef struct opts {
+	const char *file;
+	const char *target, *dump_dir, *dir;
+	int iters, warmup;
+	bool json, no_cache;
+	sinter_shape_binding shapes[16];
+	size_t nshapes;
+	char *shape_text[16];
+	const char *device, *inputs, *init, *weights, *out;
+	uint64_t seed;
+	bool help;
+} opts;
+
+static int parse_int(const char *s, int64_t *v)
+{
+	char *end;
+	errno = 0;
+	long long x = strtoll(s, &end, 10);
+	if (errno || end == s || *end)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static int add_shapes(const char *cmd, opts *o, const char *arg)
+{
+	char *dup = strdup(arg);
+	if (!dup)
+		return SINTER_E_INTERNAL;
+	if (o->nshapes < 16)
+		o->shape_text[o->nshapes] = dup;
+	for (char *tok = strtok(dup, ","); tok; tok = strtok(NULL, ",")) {
+		char *eq = strchr(tok, '=');
+		int64_t v;
+		if (!eq || eq == tok || parse_int(eq + 1, &v) || v < 1)
+			return usage_error(cmd, "--shape wants SYM=VALUE with VALUE >= 1, got '%s'", tok);
+		if (o->nshapes == 16)
+			return usage_error(cmd, "too many --shape bindings at '%s'", tok);
+		*eq = 0;
+		o->shapes[o->nshapes].name = tok;
+		o->shapes[o->nshapes++].value = v;
+		if (o->nshapes < 16)
+			o->shape_text[o->nshapes] = NULL;
+	}
+	return 0;
+}
+
+/* Parses argv after the command. allow: which value options this command
+ * takes ("shape" always). */
+static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
+{
+	memset(o, 0, sizeof *o);
+	o->iters = 50;
+	o->warmup = 5;
+	bool is_compile = !strcmp(cmd, "compile"), is_bench = !strcmp(cmd, "bench");
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = NULL;
+#define VALUE()                                                                  \
+	do {                                                                     \
+		if (i + 1 >= argc)                                               \
+			return usage_error(cmd, "option %s needs a value", a);   \
+		val = argv[++i];                                                 \
+	} while (0)
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			o->help = true;
+		} else if (!strcmp(a, "--shape")) {
+			VALUE();
+			int rc = add_shapes(cmd, o, val);
+			if (rc)
+				return rc;
+		} else if (!strncmp(a, "--shape=", 8)) {
+			int rc = add_shapes(cmd, o, a + 8);
+			if (rc)
+				return rc;
+		} else if (run && !strcmp(a, "--device")) {
+			VALUE();
+			o->device = val;
+		} else if (run && !strcmp(a, "--inputs")) {
+			VALUE();
+			o->inputs = val;
+		} else if (run && !strcmp(a, "--init")) {
+			VALUE();
+			o->init = val;
+		} else if (run && !strcmp(a, "--weights")) {
+			VALUE();
+			o->weights = val;
+		} else if (run && !strcmp(a, "-o")) {
+			VALUE();
+			o->out = val;
+		} else if (run && !strcmp(a, "--seed")) {
+			VALUE();
+			int64_t s;
+			if (parse_int(val, &s) || s < 0)
+				return usage_error(cmd, "--seed wants a number >= 0, got '%s'", val);
+			o->seed = (uint64_t)s;
+		} else if (is_compile && !strcmp(a, "--target")) {
+			VALUE();
+			o->target = val;
+		} else if (is_compile && !strcmp(a, "--dump-dir")) {
+			VALUE();
+			o->dump_dir = val;
+		} else if (is_compile && !strcmp(a, "--no-cache")) {
+			o->no_cache = true;
+		} else if (is_bench && !strcmp(a, "--json")) {
+			o->json = true;
+		} else if (is_bench && (!strcmp(a, "--iters") || !strcmp(a, "--warmup"))) {
+			VALUE();
+			int64_t v;
+			if (parse_int(val, &v) || v < (a[2] == 'i' ? 1 : 0) || v > 100000)
+				return usage_error(cmd, "--iters and --warmup want a count (iters >= 1), got '%s'", val);
+			*(a[2] == 'i' ? &o->iters : &o->warmup) = (int)v;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error(cmd, "unknown option '%s'", a);
+		} else if (o->file) {
+			return usage_error(cmd, "one model file only; '%s' is extra", a);
+		} else {
+			o->file = a;
+		}
+#undef VALUE
+	}
+	if (!o->help && !o->file)
+		return usage_error(cmd, "%s", "no model file given");
+	return 0;
+}
+
+static void free_opts(opts *o)
+{
+	for (size_t i = 0; i < 16; i++)
+		free(o->shape_text[i]);
+}
+
+static int load(const opts *o, sinter_model **m)
+{
+	sinter_options so;
+	sinter_options_init(&so);
+	so.shapes = o->shapes;
+	so.nshapes = o->nshapes;
+	sinter_error err;
+	if (sinter_model_load(o->file, &so, m, &err) != SINTER_OK)
+		return report(&err);
+	return 0;
+}
+
+static int cmd_check(const opts *o)
+{
+	sinter_model *m;
+	int rc = load(o, &m);
+	if (rc)
+		return rc;
+	printf("%s: ok: %zu nodes, %zu inputs, %zu outputs\n", o->file, sinter_model_num_nodes(m),
+	       sinter_model_num_inputs(m), sinter_model_num_outputs(m));
+	sinter_model_free(m);
+	return 0;
+}
+
+static int cmd_print(const opts *o)
+{
+	sinter_model *m;
+	int rc = load(o, &m);
+	if (rc)
+		return rc;
+	char *text = sinter_model_print(m);
+	sinter_model_free(m);
+	if (!text) {
+		fprintf(stderr, "sinter print: out of memory\n");
+		return SINTER_E_INTERNAL;
+	}
+	fputs(text, stdout);
+	sinter_free(text);
+	return 0;
+}
+
+static int cmd_hash(const opts *o)
+{
+	sinter_model *m;
+	int rc = load(o, &m);
+	if (rc)
+		return rc;
+	char hex[33];
+	sinter_model_hash(m, hex);
+	printf("%s\n", hex);
+	sinter_model_free(m);
+	return 0;
+}
+
+static void type_str(const sinter_tensor *t, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s[", sinter_dtype_name(t->dtype));
+	for (int i = 0; i < t->rank && n > 0 && (size_t)n < cap; i++)
+		n += snprintf(out + n, cap - (size_t)n, "%s%" PRId64, i ? "," : "", t->shape[i]);
+	if (n > 0 && (size_t)n < cap)
+		snprintf(out + n, cap - (size_t)n, "]");
+}
+
+static double elem(const sinter_tensor *t, size_t i);
+
+static void summarize(const sinter_tensor *t)
+{
+	char type[200];
+	type_str(t, type, sizeof type);
+	size_t n = t->nbytes / (sinter_dtype_size(t->dtype) ? sinter_dtype_size(t->dtype) : 1);
+	double sum = 0, amax = 0;
+	for (size_t i = 0; i < n; i++) {
+		double x = elem(t, i);
+		sum += x;
+		if (fabs(x) > amax || isnan(x))
+			amax = isnan(x) ? x : fabs(x);
+	}
+	printf("%%%s: %s  mean %.6g  abs-max %.6g  first:", t->name, type, n ? sum / (double)n : 0.0, amax);
+	for (size_t i = 0; i < n && i < 6; i++)
+		printf(" %.6g", elem(t, i));
+	printf("%s\n", n > 6 ? " ..." : "");
+}
+
+/* Element i as a double, for the summary (via the bit layouts of the dtypes). */
+static double elem(const sinter_tensor *t, size_t i)
+{
+	const unsigned char *p = t->data;
+	switch (t->dtype) {
+	case SINTER_F32: { float f; memcpy(&f, p + 4 * i, 4); return f; }
+	case SINTER_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+	case SINTER_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+	case SINTER_I8: return (int8_t)p[i];
+	case SINTER_U8: return p[i];
+	case SINTER_BOOL: return p[i] != 0;
+	case SINTER_BF16: {
+		uint32_t u = (uint32_t)(p[2 * i] | p[2 * i + 1] << 8) << 16;
+		float f;
+		memcpy(&f, &u, 4);
+		return f;
+	}
+	case SINTER_F16: {
+		unsigned h = (unsigned)(p[2 * i] | p[2 * i + 1] << 8);
+		int ex = (h >> 10) & 31, man = h & 1023;
+		double v = ex == 0 ? ldexp(man, -24) : ex == 31 ? (man ? NAN : INFINITY)
+								  : ldexp(man | 1024, ex - 25);
+		return h & 0x8000 ? -v : v;
+	}
+	default: return NAN; /* fp8 summaries are not needed yet */
+	}
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Binds the symbols of the model's inputs from the shapes of the given
+ * tensors, adding to o->shapes; returns 1 if any binding was added. */
+static int bind_from_inputs(sinter_model *m, const sinter_tensor *ts, size_t n, opts *o)
+{
+	int added = 0;
+	for (size_t i = 0; i < sinter_model_num_inputs(m); i++) {
+		sinter_tensor d;
+		sinter_model_input(m, i, &d);
+		const sinter_tensor *t = NULL;
+		for (size_t k = 0; k < n; k++)
+			if (d.name && !strcmp(ts[k].name, d.name))
+				t = &ts[k];
+		if (!t || t->rank != d.rank)
+			continue; /* the run reports the mismatch */
+		for (int k = 0; k < d.rank; k++) {
+			const char *sym = sinter_model_input_symbol(m, i, k);
+			bool known = false;
+			for (size_t j = 0; sym && j < o->nshapes; j++)
+				known |= !strcmp(o->shapes[j].name, sym);
+			if (sym && !known && o->nshapes < 16) {
+				o->shapes[o->nshapes].name = sym;
+				o->shapes[o->nshapes++].value = t->shape[k];
+				added = 1;
+			}
+		}
+	}
+	return added;
+}
+
+/* A model ready to run: loaded (symbols bound from --inputs if needed),
+ * weights loaded or random, inputs read or random. */
+typedef struct prepared {
+	sinter_model *m;
+	sinter_tensor *ins;
+	size_t nins;
+	double load_s, parse_s;
+} prepared;
+
+static void prepared_free(prepared *p)
+{
+	sinter_tensors_free(p->ins, p->nins);
+	sinter_model_free(p->m);
+	memset(p, 0, sizeof *p);
+}
+
+static int prepare(opts *o, bool default_random, prepared *p)
+{
+	memset(p, 0, sizeof *p);
+	const char *init = o->init ? o->init : default_random && !o->weights ? "random" : NULL;
+	if (init && strcmp(init, "random"))
+		return usage_error("run", "--init takes 'random', got '%s'", init);
+	if (o->init && o->weights)
+		return usage_error("run", "%s", "--init random and --weights exclude each other");
+	sinter_error err;
+	if (o->inputs && sinter_tensors_read(o->inputs, &p->ins, &p->nins, &err) != SINTER_OK)
+		return report(&err);
+	double t0 = now();
+	int rc = load(o, &p->m);
+	if (!rc && p->ins && sinter_model_num_symbols(p->m) && bind_from_inputs(p->m, p->ins, p->nins, o)) {
+		sinter_model *bound;
+		/* names in o->shapes point into p->m: load the bound model first */
+		rc = load(o, &bound);
+		for (size_t i = 0; i < o->nshapes; i++)
+			o->shapes[i].name = NULL;
+		sinter_model_free(p->m);
+		p->m = rc ? NULL : bound;
+	}
+	p->parse_s = now() - t0;
+	if (rc) {
+		prepared_free(p);
+		return rc;
+	}
+	t0 = now();
+	if (init ? sinter_model_init_random(p->m, o->seed, &err)
+		 : sinter_model_load_weights(p->m, o->weights, &err))
+		goto fail;
+	if (!p->ins && !init) {
+		err.status = SINTER_E_USAGE;
+		snprintf(err.message, sizeof err.message,
+			 "sinter run: no inputs: pass --inputs FILE.safetensors or --init random");
+		goto fail;
+	}
+	if (!p->ins && sinter_random_inputs(p->m, o->seed, &p->ins, &p->nins, &err))
+		goto fail;
+	p->load_s = now() - t0;
+	return 0;
+fail:
+	prepared_free(p);
+	return report(&err);
+}
+
+static int cmd_run(opts *o)
+{
+	char why[512] = "";
+	const char *device = o->device;
+	if (device && strcmp(device, "ref") && strcmp(device, "cpu") && strcmp(device, "cuda"))
+		return usage_error("run", "unknown device '%s' (ref or cuda)", device);
+	if (device && !strcmp(device, "cpu")) {
+		fprintf(stderr, "sinter run: the cpu device is not built yet; use --device ref or cuda\n");
+		return SINTER_E_ENV;
+	}
+	bool cuda = device ? !strcmp(device, "cuda") : sinter_cuda_available(why, sizeof why);
+	if (!device && !cuda)
+		device = "ref";
+	prepared p;
+	int rc = prepare(o, false, &p);
+	if (rc)
+		return rc;
+	sinter_error err;
+	sinter_tensor *outs = NULL;
+	sinter_compiled *c = NULL;
+	double t1 = now(), t2;
+	if (cuda) {
+		sinter_compile_options co = {0};
+		if (sinter_compile(p.m, &co, &c, NULL, &err))
+			goto fail;
+		t1 = now();
+		if (sinter_compiled_run(c, p.ins, p.nins, &outs, &err))
+			goto fail;
+	} else if (sinter_run_ref(p.m, p.ins, p.nins, &outs, &err)) {
+		goto fail;
+	}
+	t2 = now();
+	size_t nout = sinter_model_num_outputs(p.m);
+	for (size_t i = 0; i < nout; i++)
+		summarize(&outs[i]);
+	printf("ran %s on %s in %.3f s (weights and inputs %.3f s)\n", o->file, cuda ? "cuda" : "ref",
+	       t2 - t1, p.load_s);
+	if (o->out && sinter_tensors_write(o->out, outs, nout, &err)) {
+		sinter_tensors_free(outs, nout);
+		goto fail;
+	}
+	sinter_tensors_free(outs, nout);
+	sinter_compiled_free(c);
+	prepared_free(&p);
+	return 0;
+fail:
+	sinter_compiled_free(c);
+	prepared_free(&p);
+	return report(&err);
+}
+
+static int parse_target(const char *t, int *sm)
+{
+	int64_t v;
+	if (!t || strncmp(t, "sm_", 3) || parse_int(t + 3, &v) || v < 50 || v > 200)
+		return -1;
+	*sm = (int)v;
+	return 0;
+}
+
+static int cmd_compile(opts *o)
+{
+	sinter_compile_options co = {0};
+	char why[512];
+	if (o->target && parse_target(o->target, &co.target_sm))
+		return usage_error("compile", "--target wants sm_XX (e.g. sm_90), got '%s'", o->target);
+	if (!o->target && !sinter_cuda_available(why, sizeof why)) {
+		fprintf(stderr, "sinter compile: %s; pass --target sm_XX to compile without a GPU\n", why);
+		return SINTER_E_ENV;
+	}
+	co.dump_dir = o->dump_dir;
+	co.cache_dir = o->no_cache ? "" : NULL;
+	sinter_model *m;
+	double t0 = now();
+	int rc = load(o, &m);
+	if (rc)
+		return rc;
+	double parse_s = now() - t0;
+	sinter_compile_stats st;
+	sinter_error err;
+	if (sinter_compile_kernels(m, &co, &st, &err)) {
+		sinter_model_free(m);
+		return report(&err);
+	}
+	printf("%s: %zu steps, %zu kernels (%zu unique, %zu from the cache) for %s\n", o->file, st.steps,
+	       st.kernels, st.unique_kernels, st.cache_hits, o->target ? o->target : "the GPU");
+	printf("time: parse %.3f s, codegen %.3f s, nvrtc %.3f s\n", parse_s, st.codegen_s, st.nvrtc_s);
+	printf("peak arena: %.1f MiB (%zu bytes)\n", (double)st.arena_bytes / 1048576.0, st.arena_bytes);
+	if (o->dump_dir)
+		printf("sources written to %s\n", o->dump_dir);
+	sinter_model_free(m);
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static int cmd_bench(opts *o)
+{
+	char why[512];
+	if (!sinter_cuda_available(why, sizeof why)) {
+		fprintf(stderr, "sinter bench: %s\n", why);
+		return SINTER_E_ENV;
+	}
+	/* Cold: an empty kernel cache of our own; warm: the same cache again. */
+	char dir[] = "/tmp/sinter-bench-XXXXXX";
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "sinter bench: cannot make a temporary cache directory: %s\n", strerror(errno));
+		return SINTER_E_ENV;
+	}
+	prepared p;
+	int rc = prepare(o, true, &p);
+	if (rc)
+		return rc;
+	sinter_error err;
+	sinter_compile_options co = {.cache_dir = dir};
+	sinter_compile_stats cold, warm;
+	sinter_compiled *c = NULL;
+	double *ms = calloc((size_t)o->iters, sizeof *ms);
+	sinter_tensor *outs = NULL;
+	double t0 = now();
+	if (!ms || sinter_compile(p.m, &co, &c, &cold, &err))
+		goto fail;
+	double cold_s = now() - t0 + p.parse_s;
+	sinter_compiled_free(c);
+	c = NULL;
+	t0 = now();
+	sinter_model *m2;
+	if ((rc = load(o, &m2)))
+		goto out;
+	if (sinter_model_init_random(m2, o->seed, &err) == SINTER_OK)
+		sinter_model_free(m2);
+	else {
+		sinter_model_free(m2);
+		goto fail;
+	}
+	double reparse_s = now() - t0;
+	t0 = now();
+	if (sinter_compile(p.m, &co, &c, &warm, &err))
+		goto fail;
+	double warm_s = now() - t0 + reparse_s;
+	if (sinter_compiled_run(c, p.ins, p.nins, &outs, &err))
+		goto fail;
+	if (sinter_compiled_bench(c, o->warmup, o->iters, ms, &err))
+		goto fail;
+	qsort(ms, (size_t)o->iters, sizeof *ms, cmp_double);
+	double med = o->iters % 2 ? ms[o->iters / 2] : 0.5 * (ms[o->iters / 2 - 1] + ms[o->iters / 2]);
+	if (o->json) {
+		printf("{\"file\": \"%s\", \"device\": \"%s\", \"cold_compile_s\": %.4f, \"parse_s\": %.4f, "
+		       "\"codegen_s\": %.4f, \"nvrtc_s\": %.4f, \"load_s\": %.4f, \"upload_s\": %.4f, "
+		       "\"warm_start_s\": %.4f, \"kernels\": %zu, \"unique_kernels\": %zu, "
+		       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"median_ms\": %.4f, \"min_ms\": %.4f, "
+		       "\"iters\": %d}\n",
+		       o->file, why, cold_s, p.parse_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s,
+		       warm_s, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes, med, ms[0],
+		       o->iters);
+	} else {
+		printf("%s on %s\n", o->file, why);
+		printf("cold compile: %.3f s (parse %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f); %zu kernels, %zu unique\n",
+		       cold_s, p.parse_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s, cold.kernels,
+		       cold.unique_kernels);
+		printf("warm start:   %.3f s (kernel cache: %zu of %zu hits)\n", warm_s, warm.cache_hits,
+		       warm.unique_kernels);
+		printf("memory:       arena %.1f MiB, weights %.1f MiB\n", (double)cold.arena_bytes / 1048576.0,
+		       (double)cold.weight_bytes / 1048576.0);
+		printf("latency:      median %.4f ms, min %.4f ms over %d calls (%d warm-up)\n", med, ms[0],
+		       o->iters, o->warmup);
+	}
+	rc = 0;
+	goto out;
+fail:
+	rc = report(&err);
+out:
+	if (outs)
+		sinter_tensors_free(outs, sinter_model_num_outputs(p.m));
+	sinter_compiled_free(c);
+	prepared_free(&p);
+	free(ms);
+	size_t removed;
+	sinter_cache_clear(dir, &removed, NULL);
+	char sub[64];
+	for (int i = 0; i < 256; i++) {
+		snprintf(sub, sizeof sub, "%s/kernels/%02x", dir, i);
+		rmdir(sub);
+	}
+	snprintf(sub, sizeof sub, "%s/kernels", dir);
+	rmdir(sub);
+	rmdir(dir);
+	return rc;
+}
+
+static int cmd_cache(int argc, char **argv)
+{
+	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+		fputs(cache_help, argc < 1 ? stderr : stdout);
+		return argc < 1 ? EXIT_USAGE : 0;
+	}
+	const char *dir = NULL;
+	if (argc == 3 && !strcmp(argv[1], "--dir"))
+		dir = argv[2];
+	else if (argc != 1)
+		return usage_error("cache", "%s", "expected: stats|clear [--dir DIR]");
+	sinter_error err;
+	char def[4096];
+	if (!dir) {
+		if (sinter_cache_dir(def, sizeof def, &err))
+			return report(&err);
+		dir = def;
+	}
+	if (!strcmp(argv[0], "stats")) {
+		size_t n;
+		uint64_t bytes;
+		if (sinter_cache_stats(dir, &n, &bytes, &err))
+			return report(&err);
+		printf("kernel cache %s: %zu entries, %.1f MiB\n", dir, n, (double)bytes / 1048576.0);
+		return 0;
+	}
+	if (!strcmp(argv[0], "clear")) {
+		size_t n;
+		if (sinter_cache_clear(dir, &n, &err))
+			return report(&err);
+		printf("kernel cache %s: removed %zu entries\n", dir, n);
+		return 0;
+	}
+	return usage_error("cache", "unknown cache command '%s' (stats or clear)", argv[0]);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(main_help, stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		fputs(main_help, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("sinter %s\n", sinter_version());
+		return 0;
+	}
+	static const struct {
+		const char *name, *help;
+		bool run;
+	} cmds[] = {
+		{"check", check_help, false},
+		{"print", print_help, false},
+		{"hash", hash_help, false},
+		{"run", run_help, true},
+		{"compile", compile_help, false},
+		{"bench", bench_help, true},
+	};
+	if (!strcmp(cmd, "cache"))
+		return cmd_cache(argc - 2, argv + 2);
+	for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+		if (strcmp(cmd, cmds[c].name))
+			continue;
+		opts o;
+		int rc = parse_args(cmd, argc - 2, argv + 2, &o, cmds[c].run);
+		if (!rc && o.help) {
+			fputs(cmds[c].help, stdout);
+			fputs(shape_help, stdout);
+		} else if (!rc) {
+			rc = c == 0 ? cmd_check(&o) : c == 1 ? cmd_print(&o) : c == 2 ? cmd_hash(&o)
+			   : c == 3 ? cmd_run(&o) : c == 4 ? cmd_compile(&o) : cmd_bench(&o);
+		}
+		free_opts(&o);
+		return rc;
+	}
+	return usage_error(NULL, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,5 @@
+# The command as a user sees it: exit codes, messages, files (run_cli.sh).
+add_test(NAME cli.behaviour COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.sh $<TARGET_FILE:sinter_cli>)
+# The embedding example runs end to end (on the GPU when present, else ref).
+add_test(NAME cli.embed COMMAND sinter_embed ${CMAKE_SOURCE_DIR}/samples/resblock.sir N=2)
+set_tests_properties(cli.embed PROPERTIES PASS_REGULAR_EXPRESSION "out: f32\\[2,8,16,16\\] -?[0-9]")

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# run_cli.sh SINTER: the sinter command's behaviour as a user sees it: exit
+# codes, messages, weights and inputs files, outputs checked against values
+# worked out by hand. Runs in a scratch directory; prints every failure.
+set -u
+sinter=$1
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp "$here/cli/tiny.sir" "$tmp/"
+cd "$tmp"
+mkst() { python3 "$here/cli/mkst.py" "$@"; }
+fails=0
+# expect CODE STDERR_PATTERN -- command...: exit code and a grep -E pattern on stderr
+expect() {
+	local code=$1 pat=$2
+	shift 3
+	"$@" >out.txt 2>err.txt
+	local rc=$?
+	if [ "$rc" != "$code" ] || { [ -n "$pat" ] && ! grep -qE -- "$pat" err.txt; }; then
+		echo "FAIL: $* -> exit $rc (want $code), stderr:"; sed 's/^/    /' err.txt
+		fails=$((fails + 1))
+	fi
+}
+# expect_out PATTERN: the last command's stdout matches
+expect_out() {
+	if ! grep -qE -- "$1" out.txt; then
+		echo "FAIL: stdout does not match '$1':"; sed 's/^/    /' out.txt
+		fails=$((fails + 1))
+	fi
+}
+
+# usage errors: exit 2
+expect 2 "usage: sinter COMMAND" -- "$sinter"
+expect 2 "unknown command 'frob'" -- "$sinter" frob
+expect 2 "unknown option '--frob'" -- "$sinter" check tiny.sir --frob
+expect 2 "no model file given" -- "$sinter" check
+expect 2 "unknown device 'tpu'" -- "$sinter" run tiny.sir --device tpu
+expect 2 "--shape wants SYM=VALUE" -- "$sinter" check tiny.sir --shape N
+expect 2 "symbol M is bound but" -- "$sinter" check tiny.sir --shape M=3
+expect 2 "symbol N is not bound" -- "$sinter" run tiny.sir --init random
+expect 2 "--init takes 'random'" -- "$sinter" run tiny.sir --shape N=1 --init zeros
+for c in check print hash run compile bench; do
+	"$sinter" $c --help >out.txt 2>&1 || { echo "FAIL: $c --help exits nonzero"; fails=$((fails + 1)); }
+	expect_out "usage: sinter $c"
+done
+
+# bad input: exit 1
+expect 1 "cannot read nope.sir" -- "$sinter" check nope.sir
+mkst in1.safetensors x:F32:1,3:1
+expect 1 "cannot open empty.safetensors" -- "$sinter" run tiny.sir --weights empty.safetensors --inputs in1.safetensors
+mkst empty.safetensors other:F32:1:1
+expect 1 "tiny.sir:6:8: error: param \"fc.weight\" \(f32\[2,3\]\) is not in empty.safetensors" -- "$sinter" run tiny.sir --shape N=1 --weights empty.safetensors --inputs empty.safetensors
+expect 1 "cannot open tiny.safetensors|tiny.safetensors: " -- "$sinter" run tiny.sir --shape N=1 --inputs empty.safetensors
+mkst wrongshape.safetensors fc.weight:F32:3,2:1 fc.bias:F32:2:0
+expect 2 "exclude each other" -- "$sinter" run tiny.sir --shape N=1 --weights wrongshape.safetensors --init random
+expect 1 "tiny.sir:6:8: error: param \"fc.weight\" is f32\[3,2\] in wrongshape.safetensors, the model declares f32\[2,3\]" -- "$sinter" run tiny.sir --weights wrongshape.safetensors --inputs in1.safetensors
+cp "$here/st/truncated.safetensors" trunc.safetensors
+expect 1 "trunc.safetensors: tensor \"weight\": data_offsets \[0, 24\] exceed the data buffer of 10 bytes" -- "$sinter" run tiny.sir --shape N=1 --inputs trunc.safetensors --init random
+head -c 5 trunc.safetensors >short.safetensors
+expect 1 "short.safetensors" -- "$sinter" run tiny.sir --inputs short.safetensors --init random
+
+# the right answer: w = [[1,2,3],[-1,-1,-1]], b = [0.5,-0.5]; x = [[1,1,1],[2,0,-1]]
+# h = [[6.5,-3.5],[-0.5,-1.5]] -> relu*2 = [[13,0],[0,0]]
+mkst tiny.safetensors fc.weight:F32:2,3:1,2,3,-1,-1,-1 fc.bias:F32:2:0.5,-0.5
+mkst in.safetensors x:F32:2,3:1,1,1,2,0,-1
+expect 0 "" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o out.safetensors
+expect_out "%y: f32\[2,2\]  mean 3.25  abs-max 13  first: 13 0 0 0"
+python3 - <<'PY' || { echo "FAIL: out.safetensors"; fails=$((fails + 1)); }
+import json, struct
+raw = open("out.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+assert h["y"]["dtype"] == "F32" and h["y"]["shape"] == [2, 2], h
+b, e = h["y"]["data_offsets"]
+assert struct.unpack("<4f", raw[8 + n + b:8 + n + e]) == (13.0, 0.0, 0.0, 0.0)
+PY
+# N was bound from the inputs; an input of the wrong dtype is refused
+mkst in64.safetensors x:F64:2,3:1
+expect 0 "" -- "$sinter" run tiny.sir --device ref --inputs in64.safetensors
+mkst ini.safetensors x:I64:2,3:1
+expect 1 "input %x: got i64\[2,3\], the model takes f32\[2,3\]" -- "$sinter" run tiny.sir --device ref --inputs ini.safetensors
+mkst nox.safetensors z:F32:2,3:1
+expect 1 "no tensor for input %x" -- "$sinter" run tiny.sir --device ref --shape N=2 --inputs nox.safetensors
+
+# --init random is deterministic and depends on the seed
+"$sinter" run tiny.sir --device ref --shape N=4 --init random --seed 3 -o a.safetensors >/dev/null 2>&1
+"$sinter" run tiny.sir --device ref --shape N=4 --init random --seed 3 -o b.safetensors >/dev/null 2>&1
+"$sinter" run tiny.sir --device ref --shape N=4 --init random --seed 4 -o c.safetensors >/dev/null 2>&1
+cmp -s a.safetensors b.safetensors || { echo "FAIL: --init random is not deterministic"; fails=$((fails + 1)); }
+cmp -s a.safetensors c.safetensors && { echo "FAIL: --seed does not change the result"; fails=$((fails + 1)); }
+
+# print and hash: value names do not change the hash, an attribute does
+"$sinter" hash tiny.sir >h1.txt
+sed 's/%h/%hidden/g' tiny.sir >renamed.sir
+"$sinter" hash renamed.sir >h2.txt
+sed 's/relu(%h)/gelu(%h)/' tiny.sir >other.sir
+"$sinter" hash other.sir >h3.txt
+cmp -s h1.txt h2.txt || { echo "FAIL: renaming a value changed the hash"; fails=$((fails + 1)); }
+cmp -s h1.txt h3.txt && { echo "FAIL: changing an op kept the hash"; fails=$((fails + 1)); }
+grep -qE "^[0-9a-f]{32}$" h1.txt || { echo "FAIL: hash format"; fails=$((fails + 1)); }
+
+# devices this build or machine lacks: exit 3
+if ! nvidia-smi >/dev/null 2>&1; then
+	expect 3 "" -- "$sinter" run tiny.sir --device cuda --shape N=1 --init random
+	expect 3 "pass --target" -- "$sinter" compile tiny.sir --shape N=1
+fi
+expect 3 "cpu device is not built" -- "$sinter" run tiny.sir --device cpu --shape N=1 --init random
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails CLI check(s) failed"
+	exit 1
+fi
+echo "cli: all checks passed"
