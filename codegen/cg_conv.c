@@ -1,0 +1,447 @@
+/* cg_conv.c: conv2d as an implicit GEMM.
+ *
+ * Per group g: Y[m][o] = sum_k A[m][k] * B[k][o] (+ bias[o]) with
+ *   m = (n, ho, wo)                   M = N*Ho*Wo output pixels
+ *   o in [0, O/groups)                the group's output channels
+ *   k = (c, r, s) in NCHW (OIHW weights), (r, s, c) in NHWC (OHWI weights),
+ *   so that B[k][o] = w[(g*Og + o)*K + k] is contiguous in k for both;
+ *   A[m][k] = x[n][g*Cg + c][ho*sh - pt + r*dh][wo*sw - pl + s*dw] or 0 in
+ *   the padding (gathered on the fly, never materialized).
+ * Kernels (each block computes a 64x64 tile of Y for one group):
+ *  - f16/bf16 on sm_80+: tensor cores, mma.sync m16n8k16 (fp32 accumulate),
+ *    64x64x32 tiles, 4 warps of 32x32; 16-byte loads where channels allow;
+ *  - other floats: SIMT, 64x64x16 tiles, 256 threads of 4x4 outputs, exact
+ *    fp32 FMA (no TF32); loads converted to fp32 on the way to shared memory;
+ *  - integers, and groups too narrow for a tile (depthwise): a direct
+ *    kernel, one thread per output element.
+ * Both tiled kernels stage the next K slice in registers while the current
+ * one is multiplied from shared memory (double-buffered, one barrier per
+ * slice). Buffers must be 16-byte aligned (the arena guarantees it). */
+#include "codegen/cg_render.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /* cg_common.c */
+
+typedef struct conv {
+	bool nhwc;
+	int64_t n, c, h, w, o, ho, wo, kh, kw, groups, cg, og;
+	int64_t sh, sw, pt, pl, dh, dw;
+	int64_t m, k; /* GEMM dims per group */
+	bool bias;
+	ir_dtype t;
+} conv;
+
+static int conv_dims(const ir_graph *g, const ir_node *nd, conv *cv, sn_err *e)
+{
+	const ir_node *x = &g->nodes[nd->in[0]], *w = &g->nodes[nd->in[1]];
+	const ir_attrs *at = nd->attrs;
+	if (x->shape.rank != 4 || w->shape.rank != 4 || at->stride.n != 2 || at->dilation.n != 2 || at->pad.n != 4)
+		return sn_errf(e, SN_EINPUT, "conv2d: needs rank-4 x and weight, 2 strides, 2 dilations, 4 pads");
+	bool nhwc = at->layout == IR_NHWC;
+	const int64_t *xd = x->shape.d, *wd = w->shape.d, *yd = nd->shape.d;
+	*cv = (conv){
+		.nhwc = nhwc, .n = xd[0], .c = xd[nhwc ? 3 : 1], .h = xd[nhwc ? 1 : 2], .w = xd[nhwc ? 2 : 3],
+		.o = yd[nhwc ? 3 : 1], .ho = yd[nhwc ? 1 : 2], .wo = yd[nhwc ? 2 : 3],
+		.kh = wd[nhwc ? 1 : 2], .kw = wd[nhwc ? 2 : 3], .groups = at->groups, .cg = wd[nhwc ? 3 : 1],
+		.sh = at->stride.v[0], .sw = at->stride.v[1], .pt = at->pad.v[0], .pl = at->pad.v[1],
+		.dh = at->dilation.v[0], .dw = at->dilation.v[1], .bias = nd->nin > 2, .t = nd->dtype,
+	};
+	if (cv->groups < 1 || cv->c != cv->cg * cv->groups || cv->o % cv->groups)
+		return sn_errf(e, SN_EINPUT, "conv2d: channels do not agree with groups %lld", (long long)cv->groups);
+	cv->og = cv->o / cv->groups;
+	cv->m = cv->n * cv->ho * cv->wo;
+	cv->k = cv->cg * cv->kh * cv->kw;
+	return SN_OK;
+}
+
+/* The compile-time constants every conv kernel uses, and the index type:
+ * int when every buffer has fewer than 2^31 elements. */
+static void emit_consts(sn_buf *b, const conv *cv)
+{
+	int64_t big = cv->n * cv->c * cv->h * cv->w;
+	if (cv->m * cv->o > big)
+		big = cv->m * cv->o;
+	sn_buf_printf(b, "typedef %s ix;\n", big < 0x7fffffffLL ? "int" : "long");
+	sn_buf_printf(b, "#define CN %lld\n#define CC %lld\n#define CH %lld\n#define CW %lld\n"
+			 "#define CO %lld\n#define HO %lld\n#define WO %lld\n#define KH %lld\n#define KW %lld\n"
+			 "#define CG %lld\n#define OG %lld\n#define SH %lld\n#define SW %lld\n#define PT %lld\n"
+			 "#define PL %lld\n#define DH %lld\n#define DW %lld\n#define MM %lld\n#define KK %lld\n\n",
+		      (long long)cv->n, (long long)cv->c, (long long)cv->h, (long long)cv->w, (long long)cv->o,
+		      (long long)cv->ho, (long long)cv->wo, (long long)cv->kh, (long long)cv->kw,
+		      (long long)cv->cg, (long long)cv->og, (long long)cv->sh, (long long)cv->sw,
+		      (long long)cv->pt, (long long)cv->pl, (long long)cv->dh, (long long)cv->dw,
+		      (long long)cv->m, (long long)cv->k);
+}
+
+/* Device helpers of the tiled kernels:
+ *   pixel(m, g, &p): where output pixel m of group g reads its input (an
+ *     invalid m gets a window that is all padding);
+ *   a_off(p, k, &ok): the offset of A[m][k], ok false in the padding;
+ *   y_off(m, o): the offset of Y[m][o] (o a channel of the whole tensor). */
+static void emit_index_fns(sn_buf *b, bool nhwc)
+{
+	sn_buf_puts(b, "struct pix {\n\tix base;\n\tint hi0, wi0;\n};\n\n"
+		       "static __device__ __forceinline__ pix pixel(ix m, int g)\n{\n"
+		       "\tpix p;\n"
+		       "\tix n = m / (HO * WO);\n"
+		       "\tint q = (int)(m % (HO * WO)), ho = q / WO, wo = q % WO;\n"
+		       "\tp.hi0 = m < MM ? ho * SH - PT : -(1 << 29);\n"
+		       "\tp.wi0 = wo * SW - PL;\n");
+	if (nhwc)
+		sn_buf_puts(b, "\tp.base = (m < MM ? n : 0) * ((ix)CH * CW * CC) + (ix)g * CG;\n");
+	else
+		sn_buf_puts(b, "\tp.base = (m < MM ? n : 0) * ((ix)CC * CH * CW) + (ix)g * CG * CH * CW;\n");
+	sn_buf_puts(b, "\treturn p;\n}\n\n"
+		       "static __device__ __forceinline__ ix a_off(pix p, int k, bool *ok)\n{\n");
+	if (nhwc)
+		sn_buf_puts(b, "\tint rs = k / CG, c = k % CG, r = rs / KW, s = rs % KW;\n");
+	else
+		sn_buf_puts(b, "\tint c = k / (KH * KW), rs = k % (KH * KW), r = rs / KW, s = rs % KW;\n");
+	sn_buf_puts(b, "\tint h = p.hi0 + r * DH, w = p.wi0 + s * DW;\n"
+		       "\t*ok = k < KK && (unsigned)h < (unsigned)CH && (unsigned)w < (unsigned)CW;\n");
+	if (nhwc)
+		sn_buf_puts(b, "\treturn p.base + ((ix)h * CW + w) * CC + c;\n}\n\n");
+	else
+		sn_buf_puts(b, "\treturn p.base + ((ix)c * CH + h) * CW + w;\n}\n\n");
+	sn_buf_puts(b, "static __device__ __forceinline__ ix y_off(ix m, int o)\n{\n");
+	if (nhwc)
+		sn_buf_puts(b, "\treturn m * CO + o;\n}\n\n");
+	else
+		sn_buf_puts(b, "\treturn (m / (HO * WO) * CO + o) * ((ix)HO * WO) + m % (HO * WO);\n}\n\n");
+}
+
+static void kernel_head(sn_buf *b, const conv *cv, int threads)
+{
+	const char *ct = cg_ctype(cv->t);
+	sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+			 "%s(const %s *__restrict__ x, const %s *__restrict__ wt, ",
+		      threads, CG_NAME, ct, ct);
+	if (cv->bias)
+		sn_buf_printf(b, "const %s *__restrict__ bias, ", ct);
+	sn_buf_printf(b, "%s *__restrict__ y)\n{\n", ct);
+}
+
+/* ---- SIMT fp32 kernel ---- */
+static void emit_simt(sn_buf *b, const conv *cv)
+{
+	const char *tn = ir_dtype_name(cv->t);
+	kernel_head(b, cv, 256);
+	sn_buf_puts(b, "\t__shared__ __align__(16) float As[2][16][68], Bs[2][16][68];\n"
+		       "\tint tid = threadIdx.x, g = blockIdx.z;\n"
+		       "\tix m0 = (ix)blockIdx.x * 64;\n\tint n0 = blockIdx.y * 64;\n"
+		       "\tconst float zero = 0.0f;\n");
+	/* A loads: NCHW walks m across threads (coalesced along W), NHWC walks
+	 * k (coalesced along C). */
+	if (cv->nhwc)
+		sn_buf_puts(b, "\tint ak = tid % 16, am = tid / 16; /* rows am + 16*i */\n"
+			       "\tpix px[4];\n"
+			       "#pragma unroll\n\tfor (int i = 0; i < 4; i++)\n\t\tpx[i] = pixel(m0 + am + 16 * i, g);\n");
+	else
+		sn_buf_puts(b, "\tint am = tid % 64, ak = tid / 64; /* k slices ak + 4*i */\n"
+			       "\tpix px0 = pixel(m0 + am, g);\n");
+	sn_buf_puts(b, "\tint bk = tid % 16, bn = tid / 16; /* channels bn + 16*i */\n"
+		       "\tfloat ra[4], rb[4];\n"
+		       "#define LOAD(k0) do { \\\n"
+		       "\t\t_Pragma(\"unroll\") for (int i = 0; i < 4; i++) { \\\n"
+		       "\t\t\tbool ok; \\\n");
+	if (cv->nhwc)
+		sn_buf_printf(b, "\t\t\tix off = a_off(px[i], (k0) + ak, &ok); \\\n"
+				 "\t\t\tra[i] = ok ? ld_%s(x, off) : zero; \\\n", tn);
+	else
+		sn_buf_printf(b, "\t\t\tix off = a_off(px0, (k0) + ak + 4 * i, &ok); \\\n"
+				 "\t\t\tra[i] = ok ? ld_%s(x, off) : zero; \\\n", tn);
+	sn_buf_printf(b, "\t\t\tint o = n0 + bn + 16 * i, kb = (k0) + bk; \\\n"
+			 "\t\t\trb[i] = o < OG && kb < KK ? ld_%s(wt, ((ix)g * OG + o) * KK + kb) : zero; \\\n"
+			 "\t\t} \\\n\t} while (0)\n", tn);
+	sn_buf_puts(b, "#define STORE(buf) do { \\\n"
+		       "\t\t_Pragma(\"unroll\") for (int i = 0; i < 4; i++) { \\\n");
+	if (cv->nhwc)
+		sn_buf_puts(b, "\t\t\tAs[buf][ak][am + 16 * i] = ra[i]; \\\n");
+	else
+		sn_buf_puts(b, "\t\t\tAs[buf][ak + 4 * i][am] = ra[i]; \\\n");
+	sn_buf_puts(b, "\t\t\tBs[buf][bk][bn + 16 * i] = rb[i]; \\\n"
+		       "\t\t} \\\n\t} while (0)\n");
+	/* the thread's 4x4 outputs: in NCHW consecutive threads take
+	 * consecutive pixels (coalesced stores), in NHWC channels */
+	if (cv->nhwc)
+		sn_buf_puts(b, "\tint tm = (tid / 16) * 4, tn = (tid % 16) * 4;\n");
+	else
+		sn_buf_puts(b, "\tint tm = (tid % 16) * 4, tn = (tid / 16) * 4;\n");
+	sn_buf_puts(b, "\tfloat acc[4][4];\n"
+		       "#pragma unroll\n\tfor (int i = 0; i < 4; i++)\n"
+		       "#pragma unroll\n\t\tfor (int j = 0; j < 4; j++)\n\t\t\tacc[i][j] = 0.0f;\n"
+		       "\tconst int tiles = (KK + 15) / 16;\n"
+		       "\tLOAD(0);\n\tSTORE(0);\n\t__syncthreads();\n"
+		       "\tfor (int t = 0; t < tiles; t++) {\n"
+		       "\t\tint cur = t & 1;\n"
+		       "\t\tif (t + 1 < tiles)\n\t\t\tLOAD((t + 1) * 16);\n"
+		       "#pragma unroll\n\t\tfor (int kk = 0; kk < 16; kk++) {\n"
+		       "\t\t\tfloat4 av = *(const float4 *)&As[cur][kk][tm];\n"
+		       "\t\t\tfloat4 bv = *(const float4 *)&Bs[cur][kk][tn];\n"
+		       "\t\t\tfloat a4[4] = {av.x, av.y, av.z, av.w}, b4[4] = {bv.x, bv.y, bv.z, bv.w};\n"
+		       "#pragma unroll\n\t\t\tfor (int i = 0; i < 4; i++)\n"
+		       "#pragma unroll\n\t\t\t\tfor (int j = 0; j < 4; j++)\n"
+		       "\t\t\t\t\tacc[i][j] = fmaf(a4[i], b4[j], acc[i][j]);\n"
+		       "\t\t}\n"
+		       "\t\tif (t + 1 < tiles)\n\t\t\tSTORE(cur ^ 1);\n"
+		       "\t\t__syncthreads();\n\t}\n"
+		       "#undef LOAD\n#undef STORE\n"
+		       "#pragma unroll\n\tfor (int j = 0; j < 4; j++) {\n"
+		       "\t\tint o = n0 + tn + j;\n\t\tif (o >= OG)\n\t\t\tcontinue;\n"
+		       "\t\to += g * OG;\n");
+	if (cv->bias)
+		sn_buf_printf(b, "\t\tfloat bv = ld_%s(bias, o);\n", tn);
+	sn_buf_printf(b, "#pragma unroll\n\t\tfor (int i = 0; i < 4; i++) {\n"
+			 "\t\t\tix m = m0 + tm + i;\n"
+			 "\t\t\tif (m < MM)\n\t\t\t\tst_%s(y, y_off(m, o), acc[i][j]%s);\n"
+			 "\t\t}\n\t}\n}\n",
+		      tn, cv->bias ? " + bv" : "");
+}
+
+/* ---- tensor-core f16/bf16 kernel ---- */
+
+/* vec_a: A in 16-byte vectors of 8 channels (NHWC with CG % 8 == 0);
+ * vec_b: weights in 16-byte vectors (K % 8 == 0). */
+static void emit_mma(sn_buf *b, const conv *cv, bool vec_a, bool vec_b)
+{
+	const char *tn = ir_dtype_name(cv->t);
+	const char *mt = cv->t == IR_BF16 ? "bf16" : "f16";
+	sn_buf_printf(b, "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
+			 "\tasm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 "
+			 "{%%0,%%1,%%2,%%3}, {%%4,%%5,%%6,%%7}, {%%8,%%9}, {%%0,%%1,%%2,%%3};\"\n"
+			 "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+			 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
+		      mt, mt);
+	kernel_head(b, cv, 128);
+	/* rows of 32 k values padded to 40 halves (80 bytes): the fragment
+	 * reads of a warp hit 32 distinct banks */
+	sn_buf_puts(b, "\t__shared__ __align__(16) unsigned short As[2][64][40], Bs[2][64][40];\n"
+		       "\tint tid = threadIdx.x, g = blockIdx.z, lane = tid & 31, warp = tid >> 5;\n"
+		       "\tix m0 = (ix)blockIdx.x * 64;\n\tint n0 = blockIdx.y * 64;\n");
+	/* staging registers and the loads of one K slice */
+	if (vec_a)
+		sn_buf_puts(b, "\t/* A: 64 rows x 4 vectors of 8 channels, 2 per thread */\n"
+			       "\tint akv = tid % 4, am = tid / 4; /* rows am + 32*i */\n"
+			       "\tpix px[2];\n\tpx[0] = pixel(m0 + am, g);\n\tpx[1] = pixel(m0 + am + 32, g);\n"
+			       "\tuint4 ra[2];\n");
+	else if (cv->nhwc)
+		sn_buf_puts(b, "\t/* A: 64 rows x 32 k, 16 per thread, k across threads */\n"
+			       "\tint ak = tid % 32, am = tid / 32; /* rows am + 4*i */\n"
+			       "\tunsigned short ra[16];\n");
+	else
+		sn_buf_puts(b, "\t/* A: 64 rows x 32 k, 16 per thread, rows across threads */\n"
+			       "\tint am = tid % 64, ak = tid / 64; /* k slices ak + 2*i */\n"
+			       "\tpix px0 = pixel(m0 + am, g);\n"
+			       "\tunsigned short ra[16];\n");
+	if (vec_b)
+		sn_buf_puts(b, "\tint bkv = tid % 4, bn = tid / 4; /* channels bn + 32*i */\n\tuint4 rb[2];\n");
+	else
+		sn_buf_puts(b, "\tint bk = tid % 32, bn = tid / 32; /* channels bn + 4*i */\n\tunsigned short rb[16];\n");
+	sn_buf_puts(b, "#define LOAD(k0) do { \\\n");
+	if (vec_a)
+		sn_buf_puts(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < 2; i++) { \\\n"
+			       "\t\t\tbool ok; \\\n"
+			       "\t\t\tix off = a_off(px[i], (k0) + akv * 8, &ok); \\\n"
+			       "\t\t\tra[i] = ok ? *(const uint4 *)(x + off) : make_uint4(0, 0, 0, 0); \\\n"
+			       "\t\t} \\\n");
+	else if (cv->nhwc)
+		sn_buf_puts(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < 16; i++) { \\\n"
+			       "\t\t\tbool ok; \\\n"
+			       "\t\t\tix off = a_off(pixel(m0 + am + 4 * i, g), (k0) + ak, &ok); \\\n"
+			       "\t\t\tra[i] = ok ? x[off] : (unsigned short)0; \\\n"
+			       "\t\t} \\\n");
+	else
+		sn_buf_puts(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < 16; i++) { \\\n"
+			       "\t\t\tbool ok; \\\n"
+			       "\t\t\tix off = a_off(px0, (k0) + ak + 2 * i, &ok); \\\n"
+			       "\t\t\tra[i] = ok ? x[off] : (unsigned short)0; \\\n"
+			       "\t\t} \\\n");
+	if (vec_b)
+		sn_buf_puts(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < 2; i++) { \\\n"
+			       "\t\t\tint o = n0 + bn + 32 * i, kb = (k0) + bkv * 8; \\\n"
+			       "\t\t\trb[i] = o < OG && kb < KK ? *(const uint4 *)(wt + ((ix)g * OG + o) * KK + kb) \\\n"
+			       "\t\t\t\t\t\t : make_uint4(0, 0, 0, 0); \\\n"
+			       "\t\t} \\\n");
+	else
+		sn_buf_puts(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < 16; i++) { \\\n"
+			       "\t\t\tint o = n0 + bn + 4 * i, kb = (k0) + bk; \\\n"
+			       "\t\t\trb[i] = o < OG && kb < KK ? wt[((ix)g * OG + o) * KK + kb] : (unsigned short)0; \\\n"
+			       "\t\t} \\\n");
+	sn_buf_puts(b, "\t} while (0)\n#define STORE(buf) do { \\\n");
+	if (vec_a)
+		sn_buf_puts(b, "\t\t*(uint4 *)&As[buf][am][akv * 8] = ra[0]; \\\n"
+			       "\t\t*(uint4 *)&As[buf][am + 32][akv * 8] = ra[1]; \\\n");
+	else if (cv->nhwc)
+		sn_buf_puts(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < 16; i++) \\\n"
+			       "\t\t\tAs[buf][am + 4 * i][ak] = ra[i]; \\\n");
+	else
+		sn_buf_puts(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < 16; i++) \\\n"
+			       "\t\t\tAs[buf][am][ak + 2 * i] = ra[i]; \\\n");
+	if (vec_b)
+		sn_buf_puts(b, "\t\t*(uint4 *)&Bs[buf][bn][bkv * 8] = rb[0]; \\\n"
+			       "\t\t*(uint4 *)&Bs[buf][bn + 32][bkv * 8] = rb[1]; \\\n");
+	else
+		sn_buf_puts(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < 16; i++) \\\n"
+			       "\t\t\tBs[buf][bn + 4 * i][bk] = rb[i]; \\\n");
+	sn_buf_puts(b, "\t} while (0)\n");
+	/* warps 2x2, each 32 rows x 32 channels: 2 m16 x 4 n8 fragments */
+	sn_buf_puts(b, "\tint wm = (warp >> 1) * 32, wn = (warp & 1) * 32, gid = lane >> 2, tig = lane & 3;\n"
+		       "\tfloat acc[2][4][4];\n"
+		       "#pragma unroll\n\tfor (int i = 0; i < 2; i++)\n"
+		       "#pragma unroll\n\t\tfor (int j = 0; j < 4; j++)\n"
+		       "#pragma unroll\n\t\t\tfor (int q = 0; q < 4; q++)\n\t\t\t\tacc[i][j][q] = 0.0f;\n"
+		       "\tconst int tiles = (KK + 31) / 32;\n"
+		       "\tLOAD(0);\n\tSTORE(0);\n\t__syncthreads();\n"
+		       "\tfor (int t = 0; t < tiles; t++) {\n"
+		       "\t\tint cur = t & 1;\n"
+		       "\t\tif (t + 1 < tiles)\n\t\t\tLOAD((t + 1) * 32);\n"
+		       "#pragma unroll\n\t\tfor (int kk = 0; kk < 32; kk += 16) {\n"
+		       "\t\t\tunsigned af[2][4], bf[4][2];\n"
+		       "#pragma unroll\n\t\t\tfor (int i = 0; i < 2; i++) {\n"
+		       "\t\t\t\tint row = wm + i * 16 + gid;\n"
+		       "\t\t\t\taf[i][0] = *(const unsigned *)&As[cur][row][kk + tig * 2];\n"
+		       "\t\t\t\taf[i][1] = *(const unsigned *)&As[cur][row + 8][kk + tig * 2];\n"
+		       "\t\t\t\taf[i][2] = *(const unsigned *)&As[cur][row][kk + tig * 2 + 8];\n"
+		       "\t\t\t\taf[i][3] = *(const unsigned *)&As[cur][row + 8][kk + tig * 2 + 8];\n"
+		       "\t\t\t}\n"
+		       "#pragma unroll\n\t\t\tfor (int j = 0; j < 4; j++) {\n"
+		       "\t\t\t\tint col = wn + j * 8 + gid;\n"
+		       "\t\t\t\tbf[j][0] = *(const unsigned *)&Bs[cur][col][kk + tig * 2];\n"
+		       "\t\t\t\tbf[j][1] = *(const unsigned *)&Bs[cur][col][kk + tig * 2 + 8];\n"
+		       "\t\t\t}\n"
+		       "#pragma unroll\n\t\t\tfor (int i = 0; i < 2; i++)\n"
+		       "#pragma unroll\n\t\t\t\tfor (int j = 0; j < 4; j++)\n"
+		       "\t\t\t\t\tmma(acc[i][j], af[i], bf[j]);\n"
+		       "\t\t}\n"
+		       "\t\tif (t + 1 < tiles)\n\t\t\tSTORE(cur ^ 1);\n"
+		       "\t\t__syncthreads();\n\t}\n"
+		       "#undef LOAD\n#undef STORE\n");
+	/* accumulator fragment: c0,c1 at (gid, 2*tig + {0,1}), c2,c3 at row gid + 8 */
+	sn_buf_puts(b, "#pragma unroll\n\tfor (int j = 0; j < 4; j++)\n"
+		       "#pragma unroll\n\t\tfor (int q = 0; q < 2; q++) {\n"
+		       "\t\t\tint o = n0 + wn + j * 8 + tig * 2 + q;\n"
+		       "\t\t\tif (o >= OG)\n\t\t\t\tcontinue;\n"
+		       "\t\t\to += g * OG;\n");
+	if (cv->bias)
+		sn_buf_printf(b, "\t\t\tfloat bv = ld_%s(bias, o);\n", tn);
+	sn_buf_printf(b, "#pragma unroll\n\t\t\tfor (int i = 0; i < 2; i++)\n"
+			 "#pragma unroll\n\t\t\t\tfor (int h = 0; h < 2; h++) {\n"
+			 "\t\t\t\t\tix m = m0 + wm + i * 16 + gid + h * 8;\n"
+			 "\t\t\t\t\tif (m < MM)\n\t\t\t\t\t\tst_%s(y, y_off(m, o), acc[i][j][h * 2 + q]%s);\n"
+			 "\t\t\t\t}\n\t\t}\n}\n",
+		      tn, cv->bias ? " + bv" : "");
+}
+
+/* ---- direct kernel: a thread per output ---- */
+static void emit_direct(sn_buf *b, const conv *cv)
+{
+	const char *tn = ir_dtype_name(cv->t);
+	bool isf = ir_dtype_is_float(cv->t);
+	if (!isf) {
+		const char *lo = "(-9223372036854775807LL - 1)", *hi = "9223372036854775807LL";
+		switch (cv->t) {
+		case IR_I32: lo = "(-2147483647LL - 1)"; hi = "2147483647LL"; break;
+		case IR_I8: lo = "-128LL"; hi = "127LL"; break;
+		case IR_U8: lo = "0LL"; hi = "255LL"; break;
+		default: break;
+		}
+		/* the reference rounds through double and saturates */
+		sn_buf_printf(b, "static __device__ __forceinline__ long long sat(long long v)\n{\n"
+				 "\treturn v < %s ? %s : v > %s ? %s : v;\n}\n\n", lo, lo, hi, hi);
+	}
+	kernel_head(b, cv, 256);
+	sn_buf_printf(b, "\ttypedef %s acc_t;\n", isf ? "float" : "long long");
+	sn_buf_puts(b, "\tfor (ix i = (ix)blockIdx.x * 256 + threadIdx.x; i < (ix)MM * CO; i += (ix)gridDim.x * 256) {\n");
+	if (cv->nhwc)
+		sn_buf_puts(b, "\t\tint o = (int)(i % CO);\n\t\tix m = i / CO;\n");
+	else
+		sn_buf_puts(b, "\t\tix q = i % ((ix)HO * WO), nn = i / ((ix)HO * WO * CO);\n"
+			       "\t\tint o = (int)(i / ((ix)HO * WO) % CO);\n\t\tix m = nn * HO * WO + q;\n");
+	sn_buf_puts(b, "\t\tint g = o / OG;\n"
+		       "\t\tix n = m / (HO * WO);\n"
+		       "\t\tint p = (int)(m % (HO * WO)), hi0 = p / WO * SH - PT, wi0 = p % WO * SW - PL;\n"
+		       "\t\tacc_t acc = 0;\n"
+		       "\t\tfor (int r = 0; r < KH; r++) {\n"
+		       "\t\t\tint h = hi0 + r * DH;\n"
+		       "\t\t\tif ((unsigned)h >= (unsigned)CH)\n\t\t\t\tcontinue;\n"
+		       "\t\t\tfor (int s = 0; s < KW; s++) {\n"
+		       "\t\t\t\tint w = wi0 + s * DW;\n"
+		       "\t\t\t\tif ((unsigned)w >= (unsigned)CW)\n\t\t\t\t\tcontinue;\n"
+		       "\t\t\t\tfor (int c = 0; c < CG; c++) {\n");
+	if (cv->nhwc)
+		sn_buf_puts(b, "\t\t\t\t\tix xo = ((n * CH + h) * CW + w) * CC + g * CG + c;\n"
+			       "\t\t\t\t\tix wo_ = (((ix)o * KH + r) * KW + s) * CG + c;\n");
+	else
+		sn_buf_puts(b, "\t\t\t\t\tix xo = ((n * CC + g * CG + c) * CH + h) * CW + w;\n"
+			       "\t\t\t\t\tix wo_ = (((ix)o * CG + c) * KH + r) * KW + s;\n");
+	if (isf)
+		sn_buf_printf(b, "\t\t\t\t\tacc = fmaf(ld_%s(x, xo), ld_%s(wt, wo_), acc);\n", tn, tn);
+	else
+		sn_buf_printf(b, "\t\t\t\t\tacc = (acc_t)((unsigned long long)acc + (unsigned long long)ld_%s(x, xo) *"
+				 " (unsigned long long)ld_%s(wt, wo_));\n", tn, tn);
+	sn_buf_puts(b, "\t\t\t\t}\n\t\t\t}\n\t\t}\n");
+	if (cv->bias)
+		sn_buf_printf(b, "\t\tacc += (acc_t)ld_%s(bias, o);\n", tn);
+	sn_buf_printf(b, "\t\tst_%s(y, i, %s);\n\t}\n}\n", tn, isf ? "acc" : "sat(acc)");
+}
+
+int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+{
+	const ir_node *nd = &g->nodes[r];
+	conv cv = {0};
+	if (conv_dims(g, nd, &cv, e) != SN_OK)
+		return e->code;
+	bool isf = ir_dtype_is_float(cv.t);
+	bool half = cv.t == IR_F16 || cv.t == IR_BF16;
+	enum { DIRECT, SIMT, MMA } kind = !isf || cv.og < 16 ? DIRECT : half && tg->sm >= 80 ? MMA : SIMT;
+	bool vec_a = kind == MMA && cv.nhwc && cv.cg % 8 == 0 && cv.c % 8 == 0;
+	bool vec_b = kind == MMA && cv.k % 8 == 0;
+	int64_t mt = (cv.m + 63) / 64, nt = (cv.og + 63) / 64;
+	if (kind != DIRECT && (mt > 0x7fffffff || nt > 65535 || cv.groups > 65535))
+		return sn_errf(e, SN_EINPUT, "conv2d: too large for one launch");
+	if (cv.k > 0x7fffffff / 2 || cv.og > 0x7fffffff / 2)
+		return sn_errf(e, SN_EINPUT, "conv2d: reduction too large");
+	char cfg[256];
+	if (kind == DIRECT)
+		snprintf(cfg, sizeof cfg, "direct: a thread per output, %s accumulation", isf ? "fp32" : "64-bit integer");
+	else
+		snprintf(cfg, sizeof cfg, "implicit GEMM per group: M=%lld N=%lld K=%lld; %s%s%s",
+			 (long long)cv.m, (long long)cv.og, (long long)cv.k,
+			 kind == MMA ? "mma.sync m16n8k16, 64x64x32 tiles, 4 warps" : "SIMT fp32 FMA, 64x64x16 tiles, 4x4 per thread",
+			 vec_a ? ", 16-byte A loads" : "", vec_b ? ", 16-byte B loads" : "");
+	sn_buf b = {0};
+	cg_emit_spec(&b, g, r, cfg);
+	sn_buf_puts(&b, "\n");
+	cg_emit_dtype_helpers(&b, cv.t);
+	sn_buf_puts(&b, "\n");
+	emit_consts(&b, &cv);
+	cg_kernel *k = &st->k;
+	memset(k->grid, 0, sizeof k->grid);
+	if (kind == DIRECT) {
+		emit_direct(&b, &cv);
+		int64_t blocks = (cv.m * cv.o + 255) / 256;
+		k->grid[0] = (unsigned)(blocks < 1 ? 1 : blocks < (1 << 20) ? blocks : (1 << 20));
+		k->grid[1] = k->grid[2] = 1;
+		k->block[0] = 256;
+	} else {
+		emit_index_fns(&b, cv.nhwc);
+		if (kind == MMA)
+			emit_mma(&b, &cv, vec_a, vec_b);
+		else
+			emit_simt(&b, &cv);
+		k->grid[0] = (unsigned)(mt > 0 ? mt : 1);
+		k->grid[1] = (unsigned)(nt > 0 ? nt : 1);
+		k->grid[2] = (unsigned)cv.groups;
+		k->block[0] = kind == MMA ? 128 : 256;
+	}
+	k->block[1] = k->block[2] = 1;
+	k->smem = 0;
+	k->nbufs = 0;
+	for (uint32_t i = 0; i < nd->nin; i++)
+		k->bufs[k->nbufs++] = nd->in[i];
+	k->bufs[k->nbufs++] = r;
+	st->kind = CG_STEP_KERNEL;
+	return cg_finish(k, "conv2d", &b, e);
+}

@@ -1,0 +1,351 @@
+/* cg_norm.c: softmax, log_softmax, layer_norm, rms_norm and batch_norm
+ * (inference).
+ *
+ * Row ops (softmax along the last axis, the norms over [axis, rank)) give
+ * each row to a group of G threads: a warp for short rows, a block for long
+ * ones. A row of at most 16 values per thread is read once into registers;
+ * a longer one is read again for each pass (it stays in L2). Statistics are
+ * fp32: softmax subtracts the row max, layer_norm takes the mean first and
+ * then the mean of squared deviations (two passes, no cancellation).
+ * softmax along an inner axis gives each column to one thread, coalesced
+ * across threads. batch_norm is elementwise with a per-channel scale. */
+#include "codegen/cg_render.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /* cg_common.c */
+
+#define MAX_CACHED 16 /* values per thread kept in registers */
+
+static int64_t span(const ir_shape *s, int a, int z)
+{
+	int64_t p = 1;
+	for (int d = a; d < z; d++)
+		p *= s->d[d];
+	return p;
+}
+
+/* A float literal that reads back as the float nearest to x. */
+static void flit(char *out, double x)
+{
+	sn_fmt_float(out, (float)x);
+	if (!strchr(out, '.') && !strchr(out, 'e') && !strchr(out, 'n'))
+		strcat(out, ".0");
+	strcat(out, "f");
+}
+
+/* Emits `float name(float a)`: the reduction of a over a group of g
+ * threads (1, 32, or a whole block of g, a multiple of 32); every thread
+ * gets the result. max lets NaN win. */
+static void emit_group_fn(sn_buf *b, const char *name, int g, bool max)
+{
+	const char *comb = max ? "(v > a || v != v) ? v : a" : "a + v";
+	sn_buf_printf(b, "static __device__ __forceinline__ float %s_combine(float a, float v) { return %s; }\n\n",
+		      name, comb);
+	sn_buf_printf(b, "static __device__ __forceinline__ float %s(float a)\n{\n", name);
+	if (g >= 32)
+		sn_buf_printf(b, "\tfor (int m = 16; m > 0; m >>= 1)\n"
+				 "\t\ta = %s_combine(a, __shfl_xor_sync(0xffffffffu, a, m));\n", name);
+	if (g > 32)
+		sn_buf_printf(b, "\t__shared__ float part[%d];\n"
+				 "\tint w = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
+				 "\t__syncthreads(); /* part may still be read by a previous call */\n"
+				 "\tif (lane == 0)\n\t\tpart[w] = a;\n"
+				 "\t__syncthreads();\n"
+				 "\ta = part[0];\n"
+				 "\tfor (int k = 1; k < %d; k++)\n\t\ta = %s_combine(a, part[k]);\n",
+			      g / 32, g / 32, name);
+	sn_buf_puts(b, "\treturn a;\n}\n\n");
+}
+
+/* Group size and groups per block for rows of len elements. */
+static void row_groups(int64_t len, int *g, int *gpb)
+{
+	if (len <= 1024) {
+		*g = 32, *gpb = 8;
+	} else {
+		*g = len <= 4096 ? 256 : len <= 8192 ? 512 : 1024;
+		*gpb = 1;
+	}
+}
+
+static void set_launch(cg_kernel *k, int64_t blocks, int threads)
+{
+	k->grid[0] = (unsigned)(blocks > 0 ? blocks : 1);
+	k->grid[1] = k->grid[2] = 1;
+	k->block[0] = (unsigned)threads;
+	k->block[1] = k->block[2] = 1;
+	k->smem = 0;
+}
+
+/* The loop head over a row's elements of this thread: `i` is the index in
+ * the row, `c` the slot in the register cache. */
+static void row_loop(sn_buf *b, int64_t len, int g, int vpt)
+{
+	if (vpt <= MAX_CACHED)
+		sn_buf_printf(b, "#pragma unroll\n\tfor (int c = 0; c < %d; c++) {\n"
+				 "\t\tlong i = lane + (long)c * %d;\n\t\tif (i >= %lldL)\n\t\t\tbreak;\n",
+			      vpt, g, (long long)len);
+	else
+		sn_buf_printf(b, "\tfor (long i = lane; i < %lldL; i += %d) {\n", (long long)len, g);
+}
+
+/* The value at index i of the row: from the cache or from memory. */
+static const char *row_val(int vpt)
+{
+	return vpt <= MAX_CACHED ? "v[c]" : "X(i)";
+}
+
+static int render_softmax_rows(const ir_graph *g, ir_ref r, cg_step *st, int64_t rows, int64_t len, sn_err *e)
+{
+	const ir_node *n = &g->nodes[r];
+	ir_dtype t = n->dtype;
+	const char *tn = ir_dtype_name(t), *ct = cg_ctype(t);
+	bool logsm = n->op == IR_OP_log_softmax;
+	int gs, gpb;
+	row_groups(len, &gs, &gpb);
+	int64_t vpt = (len + gs - 1) / gs;
+	char cfg[200];
+	snprintf(cfg, sizeof cfg, "%lld rows of %lld; %d threads per row, %d rows per block; %s",
+		 (long long)rows, (long long)len, gs, gpb,
+		 vpt <= MAX_CACHED ? "row held in registers" : "row re-read per pass");
+	sn_buf b = {0};
+	cg_emit_spec(&b, g, r, cfg);
+	sn_buf_puts(&b, "\n");
+	cg_emit_dtype_helpers(&b, t);
+	sn_buf_puts(&b, "\n");
+	emit_group_fn(&b, "group_max", gs, true);
+	emit_group_fn(&b, "group_sum", gs, false);
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+			  "%s(const %s *__restrict__ x, %s *__restrict__ y)\n{\n"
+			  "\tlong row = (long)blockIdx.x * %d + threadIdx.x / %d;\n"
+			  "\tint lane = threadIdx.x %% %d;\n"
+			  "\tif (row >= %lldL)\n\t\treturn; /* uniform per group */\n"
+			  "\tconst %s *xr = x + row * %lldL;\n\t%s *yr = y + row * %lldL;\n"
+			  "#define X(i) ld_%s(xr, (i))\n",
+		      gs * gpb, CG_NAME, ct, ct, gpb, gs, gs, (long long)rows, ct, (long long)len, ct,
+		      (long long)len, tn);
+	const char *val = row_val((int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1));
+	sn_buf_puts(&b, "\tfloat m = -__int_as_float(0x7f800000);\n");
+	if (vpt <= MAX_CACHED)
+		sn_buf_printf(&b, "\tfloat v[%lld];\n", (long long)vpt);
+	row_loop(&b, len, gs, (int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1));
+	if (vpt <= MAX_CACHED)
+		sn_buf_puts(&b, "\t\tv[c] = X(i);\n");
+	sn_buf_printf(&b, "\t\tfloat t = %s;\n\t\tm = (t > m || t != t) ? t : m;\n\t}\n"
+			  "\tm = group_max(m); /* a row of -inf gives NaN, as PyTorch */\n"
+			  "\tfloat s = 0.0f;\n", val);
+	row_loop(&b, len, gs, (int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1));
+	sn_buf_printf(&b, "\t\ts += expf(%s - m);\n\t}\n\ts = group_sum(s);\n", val);
+	if (logsm)
+		sn_buf_puts(&b, "\tfloat ls = logf(s);\n");
+	else
+		sn_buf_puts(&b, "\tfloat inv = 1.0f / s;\n");
+	row_loop(&b, len, gs, (int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1));
+	if (logsm)
+		sn_buf_printf(&b, "\t\tst_%s(yr, i, (%s - m) - ls);\n\t}\n", tn, val);
+	else
+		sn_buf_printf(&b, "\t\tst_%s(yr, i, expf(%s - m) * inv);\n\t}\n", tn, val);
+	sn_buf_puts(&b, "#undef X\n}\n");
+	st->kind = CG_STEP_KERNEL;
+	set_launch(&st->k, (rows + gpb - 1) / gpb, gs * gpb);
+	st->k.nbufs = 2;
+	st->k.bufs[0] = n->in[0];
+	st->k.bufs[1] = r;
+	return cg_finish(&st->k, ir_ops[n->op].name, &b, e);
+}
+
+/* softmax along an axis that is not the last: a thread per column. */
+static int render_softmax_cols(const ir_graph *g, ir_ref r, cg_step *st, int64_t outer, int64_t len,
+			       int64_t inner, sn_err *e)
+{
+	const ir_node *n = &g->nodes[r];
+	ir_dtype t = n->dtype;
+	const char *tn = ir_dtype_name(t), *ct = cg_ctype(t);
+	bool logsm = n->op == IR_OP_log_softmax;
+	int64_t cols = outer * inner;
+	char cfg[200];
+	snprintf(cfg, sizeof cfg, "%lld columns of %lld with stride %lld; a thread per column",
+		 (long long)cols, (long long)len, (long long)inner);
+	sn_buf b = {0};
+	cg_emit_spec(&b, g, r, cfg);
+	sn_buf_puts(&b, "\n");
+	cg_emit_dtype_helpers(&b, t);
+	sn_buf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(256)\n"
+			  "%s(const %s *__restrict__ x, %s *__restrict__ y)\n{\n"
+			  "\tlong col = (long)blockIdx.x * 256 + threadIdx.x;\n"
+			  "\tif (col >= %lldL)\n\t\treturn;\n"
+			  "\tlong base = (col / %lldL) * %lldL + col %% %lldL;\n"
+			  "\tfloat m = -__int_as_float(0x7f800000), s = 0.0f;\n"
+			  "\tfor (long k = 0; k < %lldL; k++) {\n"
+			  "\t\tfloat t = ld_%s(x, base + k * %lldL);\n"
+			  "\t\tm = (t > m || t != t) ? t : m;\n\t}\n"
+			  "\tfor (long k = 0; k < %lldL; k++)\n"
+			  "\t\ts += expf(ld_%s(x, base + k * %lldL) - m);\n",
+		      CG_NAME, ct, ct, (long long)cols, (long long)inner, (long long)(len * inner),
+		      (long long)inner, (long long)len, tn, (long long)inner, (long long)len, tn,
+		      (long long)inner);
+	sn_buf_printf(&b, "\t%s\n\tfor (long k = 0; k < %lldL; k++) {\n"
+			  "\t\tfloat d = ld_%s(x, base + k * %lldL) - m;\n"
+			  "\t\tst_%s(y, base + k * %lldL, %s);\n\t}\n}\n",
+		      logsm ? "float ls = logf(s);" : "float inv = 1.0f / s;", (long long)len, tn,
+		      (long long)inner, tn, (long long)inner, logsm ? "d - ls" : "expf(d) * inv");
+	st->kind = CG_STEP_KERNEL;
+	set_launch(&st->k, (cols + 255) / 256, 256);
+	st->k.nbufs = 2;
+	st->k.bufs[0] = n->in[0];
+	st->k.bufs[1] = r;
+	return cg_finish(&st->k, ir_ops[n->op].name, &b, e);
+}
+
+static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t rows, int64_t len, sn_err *e)
+{
+	const ir_node *n = &g->nodes[r];
+	ir_dtype t = n->dtype;
+	const char *tn = ir_dtype_name(t), *ct = cg_ctype(t);
+	bool rms = n->op == IR_OP_rms_norm;
+	bool hw = n->nin > 1, hb = n->nin > 2;
+	const ir_node *w = hw ? &g->nodes[n->in[1]] : NULL, *bi = hb ? &g->nodes[n->in[2]] : NULL;
+	int gs, gpb;
+	row_groups(len, &gs, &gpb);
+	int64_t vpt = (len + gs - 1) / gs;
+	int cv = (int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1);
+	char cfg[200], eps[40], lenf[40];
+	snprintf(cfg, sizeof cfg, "%lld rows of %lld; %d threads per row, %d rows per block; %s",
+		 (long long)rows, (long long)len, gs, gpb,
+		 vpt <= MAX_CACHED ? "row held in registers" : "row re-read per pass");
+	flit(eps, n->attrs->eps);
+	flit(lenf, (double)len);
+	sn_buf b = {0};
+	cg_emit_spec(&b, g, r, cfg);
+	sn_buf_puts(&b, "\n");
+	cg_emit_dtype_helpers(&b, t);
+	if (w)
+		cg_emit_dtype_helpers(&b, w->dtype);
+	if (bi)
+		cg_emit_dtype_helpers(&b, bi->dtype);
+	sn_buf_puts(&b, "\n");
+	emit_group_fn(&b, "group_sum", gs, false);
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+			  "%s(const %s *__restrict__ x, ", gs * gpb, CG_NAME, ct);
+	if (w)
+		sn_buf_printf(&b, "const %s *__restrict__ w, ", cg_ctype(w->dtype));
+	if (bi)
+		sn_buf_printf(&b, "const %s *__restrict__ bias, ", cg_ctype(bi->dtype));
+	sn_buf_printf(&b, "%s *__restrict__ y)\n{\n"
+			  "\tlong row = (long)blockIdx.x * %d + threadIdx.x / %d;\n"
+			  "\tint lane = threadIdx.x %% %d;\n"
+			  "\tif (row >= %lldL)\n\t\treturn; /* uniform per group */\n"
+			  "\tconst %s *xr = x + row * %lldL;\n\t%s *yr = y + row * %lldL;\n"
+			  "#define X(i) ld_%s(xr, (i))\n",
+		      ct, gpb, gs, gs, (long long)rows, ct, (long long)len, ct, (long long)len, tn);
+	const char *val = row_val(cv);
+	if (vpt <= MAX_CACHED) {
+		sn_buf_printf(&b, "\tfloat v[%lld];\n", (long long)vpt);
+		row_loop(&b, len, gs, cv);
+		sn_buf_puts(&b, "\t\tv[c] = X(i);\n\t}\n");
+	}
+	sn_buf_puts(&b, "\tfloat mean = 0.0f, var = 0.0f;\n");
+	if (!rms) {
+		row_loop(&b, len, gs, cv);
+		sn_buf_printf(&b, "\t\tmean += %s;\n\t}\n\tmean = group_sum(mean) / %s;\n", val, lenf);
+	}
+	row_loop(&b, len, gs, cv);
+	sn_buf_printf(&b, "\t\tfloat d = %s - mean;\n\t\tvar += d * d;\n\t}\n"
+			  "\tvar = group_sum(var) / %s; /* biased; mean(x^2) for rms_norm */\n"
+			  "\tfloat inv = 1.0f / sqrtf(var + %s);\n",
+		      val, lenf, eps);
+	row_loop(&b, len, gs, cv);
+	sn_buf_printf(&b, "\t\tfloat o = (%s - mean) * inv;\n", val);
+	if (w)
+		sn_buf_printf(&b, "\t\to *= ld_%s(w, i);\n", ir_dtype_name(w->dtype));
+	if (bi)
+		sn_buf_printf(&b, "\t\to += ld_%s(bias, i);\n", ir_dtype_name(bi->dtype));
+	sn_buf_printf(&b, "\t\tst_%s(yr, i, o);\n\t}\n#undef X\n}\n", tn);
+	st->kind = CG_STEP_KERNEL;
+	set_launch(&st->k, (rows + gpb - 1) / gpb, gs * gpb);
+	st->k.nbufs = 0;
+	for (uint32_t i = 0; i < n->nin; i++)
+		st->k.bufs[st->k.nbufs++] = n->in[i];
+	st->k.bufs[st->k.nbufs++] = r;
+	return cg_finish(&st->k, ir_ops[n->op].name, &b, e);
+}
+
+static int render_batch_norm(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e)
+{
+	const ir_node *n = &g->nodes[r];
+	const ir_shape *xs = &n->shape;
+	int cax = n->attrs->layout == IR_NHWC ? xs->rank - 1 : 1;
+	int64_t c = xs->d[cax], inner = span(xs, cax + 1, xs->rank), total = span(xs, 0, xs->rank);
+	ir_dtype t = n->dtype;
+	static const char *const pn[] = {"w", "bias", "mean", "var"};
+	char cfg[160], eps[40];
+	snprintf(cfg, sizeof cfg, "%lld elements, %lld channels (every %lld elements); grid-stride",
+		 (long long)total, (long long)c, (long long)inner);
+	flit(eps, n->attrs->eps);
+	sn_buf b = {0};
+	cg_emit_spec(&b, g, r, cfg);
+	sn_buf_puts(&b, "\n");
+	cg_emit_dtype_helpers(&b, t);
+	for (int i = 1; i < 5; i++)
+		cg_emit_dtype_helpers(&b, g->nodes[n->in[i]].dtype);
+	sn_buf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(256)\n%s(const %s *__restrict__ x",
+		      CG_NAME, cg_ctype(t));
+	for (int i = 1; i < 5; i++)
+		sn_buf_printf(&b, ", const %s *__restrict__ %s", cg_ctype(g->nodes[n->in[i]].dtype), pn[i - 1]);
+	char chan[96];
+	if (inner == 1)
+		snprintf(chan, sizeof chan, c == total ? "i" : "i %% %lldL", (long long)c);
+	else
+		snprintf(chan, sizeof chan, "i / %lldL %% %lldL", (long long)inner, (long long)c);
+	sn_buf_printf(&b, ", %s *__restrict__ y)\n{\n"
+			  "\tfor (long i = (long)blockIdx.x * 256 + threadIdx.x; i < %lldL; i += (long)gridDim.x * 256) {\n"
+			  "\t\tlong c = %s;\n",
+		      cg_ctype(t), (long long)total, chan);
+	sn_buf_printf(&b, "\t\tfloat scale = ld_%s(w, c) / sqrtf(ld_%s(var, c) + %s);\n"
+			  "\t\tst_%s(y, i, (ld_%s(x, i) - ld_%s(mean, c)) * scale + ld_%s(bias, c));\n\t}\n}\n",
+		      ir_dtype_name(g->nodes[n->in[1]].dtype), ir_dtype_name(g->nodes[n->in[4]].dtype), eps,
+		      ir_dtype_name(t), ir_dtype_name(t), ir_dtype_name(g->nodes[n->in[3]].dtype),
+		      ir_dtype_name(g->nodes[n->in[2]].dtype));
+	int64_t blocks = (total + 255) / 256;
+	st->kind = CG_STEP_KERNEL;
+	set_launch(&st->k, blocks < 65536 ? blocks : 65536, 256);
+	st->k.nbufs = 0;
+	for (uint32_t i = 0; i < 5; i++)
+		st->k.bufs[st->k.nbufs++] = n->in[i];
+	st->k.bufs[st->k.nbufs++] = r;
+	return cg_finish(&st->k, "batch_norm", &b, e);
+}
+
+int cg_render_norm(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+{
+	const ir_node *n = &g->nodes[r];
+	const ir_shape *xs = &n->shape;
+	const char *opname = ir_ops[n->op].name;
+	(void)tg;
+	if (n->op == IR_OP_batch_norm) {
+		if (xs->rank < 2)
+			return sn_errf(e, SN_EINPUT, "batch_norm: x must have rank >= 2");
+		return render_batch_norm(g, r, st, e);
+	}
+	int ax = ir_axis(n->attrs->axis, xs->rank);
+	if (ax < 0)
+		return sn_errf(e, SN_EINPUT, "%s: axis %lld out of range for rank %d", opname,
+			       (long long)n->attrs->axis, xs->rank);
+	int64_t outer = span(xs, 0, ax), len = xs->d[ax], inner = span(xs, ax + 1, xs->rank);
+	if (outer * len * inner > 0 && (outer * inner + 7) / 8 > 0x7fffffff)
+		return sn_errf(e, SN_EINPUT, "%s: too many rows for one launch", opname);
+	switch (n->op) {
+	case IR_OP_softmax:
+	case IR_OP_log_softmax:
+		if (inner == 1)
+			return render_softmax_rows(g, r, st, outer, len, e);
+		return render_softmax_cols(g, r, st, outer, len, inner, e);
+	case IR_OP_layer_norm:
+	case IR_OP_rms_norm:
+		return render_layer_norm(g, r, st, outer, len * inner, e);
+	default:
+		return sn_errf(e, SN_EINTERNAL, "%s: not a normalization", opname);
+	}
+}

@@ -1,0 +1,705 @@
+/* test_cg_render2.c: the reduction, normalization, pooling, convolution,
+ * GEMM and attention renderers. Every kernel they produce is compiled with
+ * NVRTC for sm_80 and sm_90 (NVRTC is loaded with dlopen; without it the
+ * compile checks are skipped and said so); launch shapes and cuBLASLt
+ * descriptions are checked against values worked out by hand. Numerics are
+ * the GPU tests' job (tests/gpu/test_cuda_{reduce,conv,gemm}.c).
+ * SINTER_DUMP_DIR=dir writes every source there. */
+#include "check.h"
+#include "codegen/cg_render.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- NVRTC, loaded by hand (the test includes no CUDA header) ---- */
+typedef void *nvrtc_prog;
+static struct {
+	void *lib;
+	int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *);
+	int (*compile)(nvrtc_prog, int, const char *const *);
+	int (*log_size)(nvrtc_prog, size_t *);
+	int (*log)(nvrtc_prog, char *);
+	int (*destroy)(nvrtc_prog *);
+} nv;
+
+static bool nvrtc_open(void)
+{
+	const char *paths[] = {"libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13",
+			       "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
+	for (size_t i = 0; i < SN_COUNT(paths) && !nv.lib; i++)
+		nv.lib = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+	if (!nv.lib)
+		return false;
+	*(void **)&nv.create = dlsym(nv.lib, "nvrtcCreateProgram");
+	*(void **)&nv.compile = dlsym(nv.lib, "nvrtcCompileProgram");
+	*(void **)&nv.log_size = dlsym(nv.lib, "nvrtcGetProgramLogSize");
+	*(void **)&nv.log = dlsym(nv.lib, "nvrtcGetProgramLog");
+	*(void **)&nv.destroy = dlsym(nv.lib, "nvrtcDestroyProgram");
+	return nv.create && nv.compile && nv.log_size && nv.log && nv.destroy;
+}
+
+static bool have_nvrtc;
+static int ncompiled;
+
+/* Kernels wait in a list and compile at the end on every core; each
+ * distinct source (by its content-derived name) compiles once. */
+typedef struct job {
+	char *src, *label, name[64];
+	bool ok;
+} job;
+static job *jobs;
+static int njobs, capjobs, next_job;
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void queue(const cg_kernel *k, const char *label)
+{
+	for (int i = 0; i < njobs; i++)
+		if (strcmp(jobs[i].name, k->name) == 0)
+			return;
+	if (njobs == capjobs) {
+		capjobs = capjobs ? 2 * capjobs : 256;
+		jobs = realloc(jobs, (size_t)capjobs * sizeof *jobs);
+		CHECK(jobs != NULL);
+		if (!jobs)
+			exit(1);
+	}
+	job *j = &jobs[njobs++];
+	j->src = strdup(k->src);
+	j->label = strdup(label);
+	snprintf(j->name, sizeof j->name, "%s", k->name);
+	j->ok = false;
+}
+
+/* Compiles src for sm; prints the log and the source's name on failure. */
+static bool nvrtc_build(const char *src, const char *name, int sm)
+{
+	nvrtc_prog p = NULL;
+	if (nv.create(&p, src, name, 0, NULL, NULL) != 0)
+		return false;
+	char arch[48];
+	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
+	const char *opts[] = {arch, "--std=c++17", "-default-device"};
+	int rc = nv.compile(p, 3, opts);
+	if (rc != 0) {
+		size_t n = 0;
+		nv.log_size(p, &n);
+		char *log = malloc(n + 1);
+		if (log) {
+			log[0] = 0;
+			nv.log(p, log);
+			fprintf(stderr, "nvrtc sm_%d %s:\n%s\n", sm, name, log);
+			free(log);
+		}
+	}
+	nv.destroy(&p);
+	return rc == 0;
+}
+
+static void *compile_worker(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&job_lock);
+		int i = next_job < njobs ? next_job++ : -1;
+		pthread_mutex_unlock(&job_lock);
+		if (i < 0)
+			return NULL;
+		job *j = &jobs[i];
+		j->ok = nvrtc_build(j->src, j->label, 80) && nvrtc_build(j->src, j->label, 90);
+	}
+}
+
+/* Compiles every queued kernel for sm_80 and sm_90; each must compile. */
+static void compile_all(void)
+{
+	if (have_nvrtc) {
+		long nt = sysconf(_SC_NPROCESSORS_ONLN);
+		nt = nt < 1 ? 1 : nt > 32 ? 32 : nt;
+		pthread_t th[32];
+		int started = 0;
+		for (long i = 0; i < nt; i++)
+			started += pthread_create(&th[started], NULL, compile_worker, NULL) == 0;
+		compile_worker(NULL);
+		for (int i = 0; i < started; i++)
+			pthread_join(th[i], NULL);
+		for (int i = 0; i < njobs; i++) {
+			if (!jobs[i].ok)
+				fprintf(stderr, "%s: kernel %s does not compile\n", jobs[i].label, jobs[i].name);
+			CHECK(jobs[i].ok);
+		}
+		ncompiled = njobs;
+	}
+	for (int i = 0; i < njobs; i++) {
+		free(jobs[i].src);
+		free(jobs[i].label);
+	}
+	free(jobs);
+}
+
+static void dump(const cg_kernel *k)
+{
+	const char *dir = getenv("SINTER_DUMP_DIR");
+	if (!dir)
+		return;
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s.cu", dir, k->name);
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(k->src, f);
+		fclose(f);
+	}
+}
+
+/* ---- graph building ---- */
+static ir_shape mk_shape(const int64_t *d, int rank)
+{
+	ir_shape s = {rank, {0}};
+	for (int i = 0; i < rank; i++)
+		s.d[i] = d[i];
+	return s;
+}
+#define SHAPE(...) mk_shape((const int64_t[]){__VA_ARGS__}, \
+			    (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+#define INTS(...) ((ir_ints){(int32_t)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
+
+static ir_graph *G;
+static sn_err E;
+
+static void fresh(void)
+{
+	if (G)
+		ir_graph_free(G);
+	G = ir_graph_new();
+	memset(&E, 0, sizeof E);
+}
+
+static ir_ref in(ir_dtype t, ir_shape s)
+{
+	char name[16];
+	snprintf(name, sizeof name, "x%u", G->nnodes);
+	ir_ref r = ir_add_input(G, name, t, &s, &E);
+	CHECK(r != IR_NONE);
+	return r;
+}
+
+static ir_ref op(ir_op o, const ir_ref *ins, uint32_t nin, const ir_attrs *a)
+{
+	ir_ref r = ir_add(G, o, ins, nin, a, &E);
+	if (r == IR_NONE)
+		fprintf(stderr, "builder: %s\n", E.msg);
+	CHECK(r != IR_NONE);
+	return r;
+}
+
+static ir_attrs attrs(ir_op o)
+{
+	ir_attrs a;
+	ir_attrs_init(o, &a);
+	return a;
+}
+
+/* Renders node r with fn into *st, checks the result is sane and, for a
+ * kernel, that it compiles for sm_80 and sm_90. */
+static bool render(cg_render_fn *fn, ir_ref r, cg_step *st, const char *label)
+{
+	memset(st, 0, sizeof *st);
+	st->node = r;
+	if (r == IR_NONE)
+		return false;
+	cg_target t = {90};
+	sn_err e = {0};
+	int rc = fn(G, r, &t, st, &e);
+	if (rc != SN_OK)
+		fprintf(stderr, "%s: render failed: %s\n", label, e.msg);
+	CHECK(rc == SN_OK);
+	if (rc != SN_OK)
+		return false;
+	if (st->kind != CG_STEP_KERNEL)
+		return true;
+	const cg_kernel *k = &st->k;
+	CHECK(k->src && k->name[0]);
+	CHECK(k->grid[0] >= 1 && k->grid[1] >= 1 && k->grid[2] >= 1);
+	CHECK(k->block[0] * k->block[1] * k->block[2] >= 32 && k->block[0] * k->block[1] * k->block[2] <= 1024);
+	CHECK(k->nbufs >= 2 && k->nbufs <= CG_MAX_BUFS && k->bufs[k->nbufs - 1] == r);
+	CHECK(k->smem <= 48 * 1024);
+	CHECK(strstr(k->src, k->name) != NULL);
+	CHECK(strstr(k->src, "#include") == NULL);
+	if (!k->src)
+		return false;
+	dump(k);
+	queue(k, label);
+	return true;
+}
+
+static void step_free(cg_step *st)
+{
+	free(st->k.src);
+	st->k.src = NULL;
+}
+
+/* Renders and compiles, for cases where only compiling matters. */
+static void build(cg_render_fn *fn, ir_ref r, const char *label)
+{
+	cg_step st;
+	render(fn, r, &st, label);
+	step_free(&st);
+}
+
+static const ir_dtype fdt[] = {IR_F32, IR_F16, IR_BF16};
+
+/* ---- reductions ---- */
+static void test_reduce(void)
+{
+	static const ir_op ops[] = {IR_OP_reduce_sum, IR_OP_reduce_mean, IR_OP_reduce_max, IR_OP_reduce_min};
+	struct {
+		ir_shape s;
+		ir_ints axes;
+		bool keep;
+	} cases[] = {
+		{SHAPE(8, 300), INTS(1), false},          /* short rows: warp per row */
+		{SHAPE(3, 5000), INTS(-1), true},         /* long rows: block per row */
+		{SHAPE(4, 7, 33), INTS(1), false},        /* columns */
+		{SHAPE(2, 3, 4, 5), INTS(0, 2), true},    /* non-contiguous axes */
+		{SHAPE(6, 70000), INTS(), false},         /* everything, one output */
+		{SHAPE(2, 64, 56, 56), INTS(2, 3), true}, /* global pooling shape */
+	};
+	char label[96];
+	for (size_t c = 0; c < SN_COUNT(cases); c++)
+		for (size_t o = 0; o < SN_COUNT(ops); o++)
+			for (size_t d = 0; d < SN_COUNT(fdt); d++) {
+				if (d > 0 && (o > 1 || c > 2))
+					continue; /* the narrow dtypes on a few shapes are enough */
+				fresh();
+				ir_attrs a = attrs(ops[o]);
+				a.axes = cases[c].axes;
+				a.keepdims = cases[c].keep;
+				ir_ref x = in(fdt[d], cases[c].s);
+				snprintf(label, sizeof label, "%s case %zu %s", ir_ops[ops[o]].name, c,
+					 ir_dtype_name(fdt[d]));
+				build(cg_render_reduce, op(ops[o], &x, 1, &a), label);
+			}
+	/* integers: sum and max in i32, a mean in i64 */
+	static const ir_dtype idt[] = {IR_I32, IR_I64, IR_I8};
+	for (size_t d = 0; d < SN_COUNT(idt); d++) {
+		fresh();
+		ir_attrs a = attrs(IR_OP_reduce_sum);
+		a.axes = INTS(1);
+		ir_ref x = in(idt[d], SHAPE(5, 100, 3));
+		build(cg_render_reduce, op(IR_OP_reduce_sum, &x, 1, &a), "reduce_sum int");
+		build(cg_render_reduce, op(IR_OP_reduce_max, &x, 1, &a), "reduce_max int");
+		build(cg_render_reduce, op(IR_OP_reduce_mean, &x, 1, &a), "reduce_mean int");
+	}
+
+	/* The launch shape follows the strategy, worked out by hand. */
+	cg_step st;
+	fresh();
+	ir_attrs a = attrs(IR_OP_reduce_sum);
+	a.axes = INTS(1);
+	ir_ref x = in(IR_F32, SHAPE(100, 300));
+	if (render(cg_render_reduce, op(IR_OP_reduce_sum, &x, 1, &a), &st, "rows")) {
+		/* 100 rows of 300: a warp each, 8 per block of 256 -> 13 blocks */
+		CHECK(st.k.grid[0] == 13 && st.k.block[0] == 256);
+		CHECK(st.k.nbufs == 2 && st.k.bufs[0] == x);
+		CHECK(strstr(st.k.name, "reduce_sum_") == st.k.name);
+	}
+	step_free(&st);
+	x = in(IR_F32, SHAPE(3, 5000));
+	if (render(cg_render_reduce, op(IR_OP_reduce_sum, &x, 1, &a), &st, "long rows")) /* a block per row */
+		CHECK(st.k.grid[0] == 3 && st.k.block[0] == 256);
+	step_free(&st);
+	x = in(IR_F32, SHAPE(64, 10, 128)); /* columns: 8192 outputs, a thread each */
+	if (render(cg_render_reduce, op(IR_OP_reduce_sum, &x, 1, &a), &st, "columns"))
+		CHECK(st.k.grid[0] == 32 && st.k.block[0] == 256);
+	step_free(&st);
+	/* identical specs give identical kernels */
+	cg_step s1, s2;
+	ir_ref x1 = in(IR_F16, SHAPE(4, 4000)), x2 = in(IR_F16, SHAPE(4, 4000));
+	render(cg_render_reduce, op(IR_OP_reduce_mean, &x1, 1, &a), &s1, "same 1");
+	render(cg_render_reduce, op(IR_OP_reduce_mean, &x2, 1, &a), &s2, "same 2");
+	CHECK(s1.k.src && s2.k.src && strcmp(s1.k.name, s2.k.name) == 0 && strcmp(s1.k.src, s2.k.src) == 0);
+	step_free(&s1);
+	step_free(&s2);
+}
+
+/* ---- softmax and the norms ---- */
+static void test_norm(void)
+{
+	char label[96];
+	struct {
+		ir_shape s;
+		int axis;
+	} sm[] = {
+		{SHAPE(4, 100), -1},      /* warp per row, in registers */
+		{SHAPE(2, 3000), 1},      /* block per row, in registers */
+		{SHAPE(2, 50257), -1},    /* long rows, re-read */
+		{SHAPE(2, 5, 7), 1},      /* an inner axis: columns */
+		{SHAPE(3, 1, 12, 64), 0}, /* outer 1 */
+	};
+	for (size_t c = 0; c < SN_COUNT(sm); c++)
+		for (size_t d = 0; d < SN_COUNT(fdt); d++)
+			for (int lg = 0; lg < 2; lg++) {
+				if (lg && d == 2)
+					continue;
+				fresh();
+				ir_op o = lg ? IR_OP_log_softmax : IR_OP_softmax;
+				ir_attrs a = attrs(o);
+				a.axis = sm[c].axis;
+				ir_ref x = in(fdt[d], sm[c].s);
+				snprintf(label, sizeof label, "%s case %zu %s", ir_ops[o].name, c, ir_dtype_name(fdt[d]));
+				build(cg_render_norm, op(o, &x, 1, &a), label);
+			}
+	for (size_t d = 0; d < SN_COUNT(fdt); d++) {
+		fresh();
+		ir_attrs a = attrs(IR_OP_layer_norm);
+		ir_ref x = in(fdt[d], SHAPE(2, 16, 768));
+		ir_ref ins[3] = {x, in(fdt[d], SHAPE(768)), in(IR_F32, SHAPE(768))}; /* mixed dtypes */
+		snprintf(label, sizeof label, "layer_norm %s", ir_dtype_name(fdt[d]));
+		build(cg_render_norm, op(IR_OP_layer_norm, ins, 3, &a), label);
+		build(cg_render_norm, op(IR_OP_layer_norm, ins, 1, &a), label);
+		a.axis = 1;
+		ir_ref x2 = in(fdt[d], SHAPE(3, 4, 9000));
+		ir_ref ins2[2] = {x2, in(fdt[d], SHAPE(4, 9000))};
+		build(cg_render_norm, op(IR_OP_layer_norm, ins2, 2, &a), label);
+		a = attrs(IR_OP_rms_norm);
+		a.eps = 1e-6;
+		ins[2] = ins[1];
+		snprintf(label, sizeof label, "rms_norm %s", ir_dtype_name(fdt[d]));
+		build(cg_render_norm, op(IR_OP_rms_norm, ins, 2, &a), label);
+		build(cg_render_norm, op(IR_OP_rms_norm, &x, 1, &a), label);
+		for (int l = 0; l < 2; l++) {
+			a = attrs(IR_OP_batch_norm);
+			a.layout = l ? IR_NHWC : IR_NCHW;
+			ir_ref bx = in(fdt[d], l ? SHAPE(2, 7, 7, 64) : SHAPE(2, 64, 7, 7));
+			ir_ref bn[5] = {bx, in(fdt[d], SHAPE(64)), in(fdt[d], SHAPE(64)), in(IR_F32, SHAPE(64)),
+					in(IR_F32, SHAPE(64))};
+			snprintf(label, sizeof label, "batch_norm %s %s", ir_layout_name(a.layout), ir_dtype_name(fdt[d]));
+			build(cg_render_norm, op(IR_OP_batch_norm, bn, 5, &a), label);
+		}
+	}
+	fresh();
+	ir_attrs a = attrs(IR_OP_batch_norm);
+	ir_ref bx = in(IR_F32, SHAPE(4, 10));
+	ir_ref bn[5] = {bx, in(IR_F32, SHAPE(10)), in(IR_F32, SHAPE(10)), in(IR_F32, SHAPE(10)), in(IR_F32, SHAPE(10))};
+	cg_step st;
+	if (render(cg_render_norm, op(IR_OP_batch_norm, bn, 5, &a), &st, "batch_norm rank 2")) {
+		CHECK(st.k.nbufs == 6 && st.k.bufs[0] == bx && st.k.bufs[4] == bn[4]);
+		CHECK(strstr(st.k.src, "i % 10L") != NULL); /* channel = i % C for [N, C] */
+	}
+	step_free(&st);
+	a = attrs(IR_OP_softmax);
+	ir_ref x = in(IR_F16, SHAPE(100, 300));
+	if (render(cg_render_norm, op(IR_OP_softmax, &x, 1, &a), &st, "softmax launch"))
+		CHECK(st.k.grid[0] == 13 && st.k.block[0] == 256); /* a warp per row, 8 rows per block */
+	step_free(&st);
+	a = attrs(IR_OP_layer_norm);
+	x = in(IR_F32, SHAPE(3, 5000));
+	if (render(cg_render_norm, op(IR_OP_layer_norm, &x, 1, &a), &st, "layer_norm launch"))
+		CHECK(st.k.grid[0] == 3 && st.k.block[0] == 512 && st.k.nbufs == 2);
+	step_free(&st);
+}
+
+/* ---- pooling ---- */
+static void test_pool(void)
+{
+	char label[96];
+	for (size_t d = 0; d < SN_COUNT(fdt); d++)
+		for (int l = 0; l < 2; l++) {
+			fresh();
+			ir_layout lay = l ? IR_NHWC : IR_NCHW;
+			ir_ref x = in(fdt[d], l ? SHAPE(2, 17, 19, 8) : SHAPE(2, 8, 17, 19));
+			ir_attrs a = attrs(IR_OP_max_pool2d);
+			a.layout = lay;
+			a.kernel = INTS(3, 3);
+			a.stride = INTS(2, 2);
+			a.pad = INTS(1, 1, 1, 1);
+			snprintf(label, sizeof label, "max_pool2d %s %s", ir_layout_name(lay), ir_dtype_name(fdt[d]));
+			build(cg_render_pool, op(IR_OP_max_pool2d, &x, 1, &a), label);
+			a.ceil_mode = true;
+			a.dilation = INTS(2, 1);
+			a.pad = INTS(2, 0, 1, 1);
+			build(cg_render_pool, op(IR_OP_max_pool2d, &x, 1, &a), label);
+			ir_attrs v = attrs(IR_OP_avg_pool2d);
+			v.layout = lay;
+			v.kernel = INTS(3, 2);
+			v.pad = INTS(1, 1, 1, 0);
+			v.ceil_mode = true;
+			snprintf(label, sizeof label, "avg_pool2d %s %s", ir_layout_name(lay), ir_dtype_name(fdt[d]));
+			build(cg_render_pool, op(IR_OP_avg_pool2d, &x, 1, &v), label);
+			v.count_include_pad = true;
+			build(cg_render_pool, op(IR_OP_avg_pool2d, &x, 1, &v), label);
+			ir_attrs ga = attrs(IR_OP_global_avg_pool);
+			ga.layout = lay;
+			snprintf(label, sizeof label, "global_avg_pool %s %s", ir_layout_name(lay), ir_dtype_name(fdt[d]));
+			build(cg_render_pool, op(IR_OP_global_avg_pool, &x, 1, &ga), label);
+			ir_ref big = in(fdt[d], l ? SHAPE(1, 80, 80, 3) : SHAPE(1, 3, 80, 80));
+			build(cg_render_pool, op(IR_OP_global_avg_pool, &big, 1, &ga), label);
+		}
+	static const ir_dtype idt[] = {IR_I32, IR_U8, IR_I64};
+	for (size_t d = 0; d < SN_COUNT(idt); d++) {
+		fresh();
+		ir_ref x = in(idt[d], SHAPE(1, 3, 9, 9));
+		ir_attrs a = attrs(IR_OP_max_pool2d);
+		a.kernel = INTS(2, 2);
+		build(cg_render_pool, op(IR_OP_max_pool2d, &x, 1, &a), "max_pool2d int");
+	}
+	/* ResNet-50's stem pool: 64x112x112 -> 64x56x56 = 200704 outputs per image */
+	fresh();
+	ir_ref x = in(IR_F32, SHAPE(1, 64, 112, 112));
+	ir_attrs a = attrs(IR_OP_max_pool2d);
+	a.kernel = INTS(3, 3);
+	a.stride = INTS(2, 2);
+	a.pad = INTS(1, 1, 1, 1);
+	cg_step st;
+	if (render(cg_render_pool, op(IR_OP_max_pool2d, &x, 1, &a), &st, "stem pool"))
+		CHECK(st.k.grid[0] == 200704 / 256 && st.k.block[0] == 256 && st.k.bufs[0] == x);
+	step_free(&st);
+	ir_attrs ga = attrs(IR_OP_global_avg_pool);
+	x = in(IR_F16, SHAPE(2, 2048, 7, 7)); /* 4096 planes, a warp each, 8 per block */
+	if (render(cg_render_pool, op(IR_OP_global_avg_pool, &x, 1, &ga), &st, "head pool"))
+		CHECK(st.k.grid[0] == 512 && strstr(st.k.src, "/ 49.0f") != NULL);
+	step_free(&st);
+}
+
+/* ---- matmul and linear ---- */
+static bool gemm_is(const cg_step *st, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t sa, int64_t sb,
+		    int64_t sc, bool tb)
+{
+	const cg_gemm *q = &st->g;
+	bool ok = st->kind == CG_STEP_GEMM && q->batch == batch && q->m == m && q->n == n && q->k == k &&
+		  q->trans_b == tb && (batch == 1 || (q->stride_a == sa && q->stride_b == sb && q->stride_c == sc));
+	if (!ok)
+		fprintf(stderr, "gemm: kind %d batch %lld m %lld n %lld k %lld strides %lld %lld %lld trans %d\n",
+			(int)st->kind, (long long)q->batch, (long long)q->m, (long long)q->n, (long long)q->k,
+			(long long)q->stride_a, (long long)q->stride_b, (long long)q->stride_c, (int)q->trans_b);
+	return ok;
+}
+
+static void test_gemm(void)
+{
+	cg_step st;
+	fresh();
+	ir_ref ab[2] = {in(IR_F32, SHAPE(2, 3, 4, 5)), in(IR_F32, SHAPE(2, 3, 5, 6))};
+	ir_ref r = op(IR_OP_matmul, ab, 2, NULL);
+	render(cg_render_gemm, r, &st, "batched");
+	CHECK(gemm_is(&st, 6, 4, 6, 5, 20, 30, 24, false));
+	CHECK(st.g.a == ab[0] && st.g.b == ab[1] && st.g.out == r && st.g.bias == IR_NONE && st.g.dtype == IR_F32);
+	/* a shared b folds the batch into m: [8,16,32] @ [32,64] is 128x32 @ 32x64 */
+	ir_ref fo[2] = {in(IR_F16, SHAPE(8, 16, 32)), in(IR_F16, SHAPE(32, 64))};
+	render(cg_render_gemm, op(IR_OP_matmul, fo, 2, NULL), &st, "folded");
+	CHECK(gemm_is(&st, 1, 128, 64, 32, 0, 0, 0, false));
+	/* a shared a cannot fold: [1,16,32] @ [4,32,8] is 4 products with stride_a 0 */
+	ir_ref sh[2] = {in(IR_BF16, SHAPE(1, 16, 32)), in(IR_BF16, SHAPE(4, 32, 8))};
+	render(cg_render_gemm, op(IR_OP_matmul, sh, 2, NULL), &st, "shared a");
+	CHECK(gemm_is(&st, 4, 16, 8, 32, 0, 256, 128, false));
+	/* 1-D operands: [32] @ [4,32,10] is 4 products of 1x32 @ 32x10 */
+	ir_ref v1[2] = {in(IR_BF16, SHAPE(32)), in(IR_BF16, SHAPE(4, 32, 10))};
+	render(cg_render_gemm, op(IR_OP_matmul, v1, 2, NULL), &st, "vector a");
+	CHECK(gemm_is(&st, 4, 1, 10, 32, 0, 320, 10, false));
+	ir_ref v2[2] = {in(IR_F32, SHAPE(3, 7, 5)), in(IR_F32, SHAPE(5))}; /* [3,7] = 21x5 @ 5x1 */
+	render(cg_render_gemm, op(IR_OP_matmul, v2, 2, NULL), &st, "vector b");
+	CHECK(gemm_is(&st, 1, 21, 1, 5, 0, 0, 0, false));
+	ir_ref v3[2] = {in(IR_F32, SHAPE(5)), in(IR_F32, SHAPE(5))};
+	render(cg_render_gemm, op(IR_OP_matmul, v3, 2, NULL), &st, "dot");
+	CHECK(gemm_is(&st, 1, 1, 1, 5, 0, 0, 0, false));
+	/* linear: x [4,7,16] @ w[32,16]^T + b is 28x16 @ (32x16)^T */
+	ir_ref li[3] = {in(IR_F16, SHAPE(4, 7, 16)), in(IR_F16, SHAPE(32, 16)), in(IR_F16, SHAPE(32))};
+	render(cg_render_gemm, op(IR_OP_linear, li, 3, NULL), &st, "linear");
+	CHECK(gemm_is(&st, 1, 28, 32, 16, 0, 0, 0, true) && st.g.bias == li[2] && st.g.b == li[1]);
+	render(cg_render_gemm, op(IR_OP_linear, li, 2, NULL), &st, "linear no bias");
+	CHECK(gemm_is(&st, 1, 28, 32, 16, 0, 0, 0, true) && st.g.bias == IR_NONE);
+
+	/* a batch broadcast one stride cannot express: a kernel whose batch
+	 * offsets are a: 20 per index of dim 0, b: 30 per index of dim 1 */
+	for (size_t d = 0; d < SN_COUNT(fdt); d++) {
+		ir_ref bb[2] = {in(fdt[d], SHAPE(2, 1, 4, 5)), in(fdt[d], SHAPE(1, 3, 5, 6))};
+		if (render(cg_render_gemm, op(IR_OP_matmul, bb, 2, NULL), &st, "broadcast kernel")) {
+			CHECK(st.kind == CG_STEP_KERNEL);
+			CHECK(st.k.grid[0] == 6 && st.k.block[0] == 256 && st.k.nbufs == 3);
+			CHECK(st.k.src && strstr(st.k.src, "a += q * 20L") && strstr(st.k.src, "b += q * 30L"));
+			CHECK(st.k.src && strstr(st.k.src, "fmaf(") != NULL);
+		}
+		step_free(&st);
+	}
+	/* integers and fp8 take the kernel too */
+	static const ir_dtype kdt[] = {IR_I32, IR_I64, IR_I8, IR_U8, IR_F8E4M3, IR_F8E5M2};
+	for (size_t d = 0; d < SN_COUNT(kdt); d++) {
+		char label[64];
+		snprintf(label, sizeof label, "matmul %s", ir_dtype_name(kdt[d]));
+		ir_ref mm[2] = {in(kdt[d], SHAPE(3, 70, 33)), in(kdt[d], SHAPE(33, 65))};
+		if (render(cg_render_gemm, op(IR_OP_matmul, mm, 2, NULL), &st, label)) /* 2x2 tiles x 3 */
+			CHECK(st.kind == CG_STEP_KERNEL && st.k.grid[0] == 12);
+		step_free(&st);
+		ir_ref lk[3] = {in(kdt[d], SHAPE(9, 33)), in(kdt[d], SHAPE(65, 33)), in(kdt[d], SHAPE(65))};
+		if (render(cg_render_gemm, op(IR_OP_linear, lk, 3, NULL), &st, label))
+			CHECK(st.kind == CG_STEP_KERNEL && st.k.nbufs == 4 && st.k.grid[0] == 2);
+		step_free(&st);
+	}
+}
+
+/* ---- conv2d ---- */
+typedef struct cspec {
+	int64_t n, c, h, w, o, k, stride, pad, dil, groups;
+	bool bias;
+} cspec;
+
+/* conv2d of x [n,c,h,w] (or NHWC) with o filters of k x k */
+static ir_ref conv_node(const cspec *c, ir_dtype t, ir_layout lay)
+{
+	bool nhwc = lay == IR_NHWC;
+	ir_ref ins[3];
+	ins[0] = in(t, nhwc ? SHAPE(c->n, c->h, c->w, c->c) : SHAPE(c->n, c->c, c->h, c->w));
+	int64_t cg = c->c / c->groups;
+	ins[1] = in(t, nhwc ? SHAPE(c->o, c->k, c->k, cg) : SHAPE(c->o, cg, c->k, c->k));
+	ins[2] = in(t, SHAPE(c->o));
+	ir_attrs a = attrs(IR_OP_conv2d);
+	a.layout = lay;
+	a.stride = INTS(c->stride, c->stride);
+	a.pad = INTS(c->pad, c->pad, c->pad, c->pad);
+	a.dilation = INTS(c->dil, c->dil);
+	a.groups = c->groups;
+	return op(IR_OP_conv2d, ins, c->bias ? 3 : 2, &a);
+}
+
+static void test_conv(void)
+{
+	static const cspec cases[] = {
+		{1, 3, 224, 224, 64, 7, 2, 3, 1, 1, false},  /* ResNet stem: K = 147 */
+		{1, 64, 56, 56, 256, 1, 1, 0, 1, 1, false},  /* 1x1 expand */
+		{1, 128, 28, 28, 128, 3, 1, 1, 1, 1, false}, /* 3x3 */
+		{1, 256, 56, 56, 512, 1, 2, 0, 1, 1, false}, /* 1x1 stride-2 downsample */
+		{2, 20, 9, 11, 36, 3, 2, 1, 2, 2, true},     /* groups, dilation, bias, odd sizes */
+		{1, 16, 10, 10, 16, 3, 1, 1, 1, 16, true},   /* depthwise: direct */
+		{1, 1, 5, 5, 70, 2, 1, 0, 1, 1, true},       /* C = 1, edge tiles in N */
+	};
+	char label[96];
+	for (size_t c = 0; c < SN_COUNT(cases); c++)
+		for (size_t d = 0; d < SN_COUNT(fdt); d++)
+			for (int l = 0; l < 2; l++) {
+				fresh();
+				ir_layout lay = l ? IR_NHWC : IR_NCHW;
+				snprintf(label, sizeof label, "conv2d case %zu %s %s", c, ir_dtype_name(fdt[d]),
+					 ir_layout_name(lay));
+				build(cg_render_conv, conv_node(&cases[c], fdt[d], lay), label);
+			}
+	cg_step st;
+	/* the 3x3 case: M = 28*28 = 784 pixels -> 13 tiles, 128 channels -> 2 */
+	fresh();
+	ir_ref r = conv_node(&cases[2], IR_F16, IR_NHWC);
+	if (render(cg_render_conv, r, &st, "conv mma")) {
+		CHECK(st.k.grid[0] == 13 && st.k.grid[1] == 2 && st.k.grid[2] == 1 && st.k.block[0] == 128);
+		CHECK(strstr(st.k.src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL);
+		CHECK(strstr(st.k.src, "uint4") != NULL); /* 128 channels: 16-byte loads */
+		CHECK(strstr(st.k.src, "#define KK 1152") != NULL); /* K = 128 * 3 * 3 */
+		CHECK(st.k.nbufs == 3 && st.k.bufs[2] == r);
+	}
+	step_free(&st);
+	r = conv_node(&cases[2], IR_BF16, IR_NCHW);
+	if (render(cg_render_conv, r, &st, "conv mma bf16"))
+		CHECK(strstr(st.k.src, "m16n8k16.row.col.f32.bf16.bf16.f32") != NULL);
+	step_free(&st);
+	/* f32: SIMT, exact FMA; grouped: grid z = groups, tiles per group */
+	r = conv_node(&cases[4], IR_F32, IR_NCHW);
+	if (render(cg_render_conv, r, &st, "conv simt")) {
+		/* Ho = (9 + 2 - 5) / 2 + 1 = 4, Wo = (11 + 2 - 5) / 2 + 1 = 5: M = 40 -> 1 tile; 18 channels per group -> 1 tile; 2 groups */
+		CHECK(st.k.grid[0] == 1 && st.k.grid[1] == 1 && st.k.grid[2] == 2 && st.k.block[0] == 256);
+		CHECK(strstr(st.k.src, "fmaf(") && !strstr(st.k.src, "mma.sync"));
+		CHECK(st.k.nbufs == 4 && strstr(st.k.src, "#define KK 90") != NULL); /* 10 * 3 * 3 */
+	}
+	step_free(&st);
+	/* integers: the direct kernel, one thread per output */
+	static const ir_dtype idt[] = {IR_I32, IR_I8, IR_I64};
+	for (size_t d = 0; d < SN_COUNT(idt); d++) {
+		r = conv_node(&cases[4], idt[d], d ? IR_NHWC : IR_NCHW);
+		if (render(cg_render_conv, r, &st, "conv int"))
+			CHECK(strstr(st.k.src, "direct") != NULL && st.k.grid[0] == (2 * 36 * 4 * 5 + 255) / 256);
+		step_free(&st);
+	}
+	/* before sm_80 there is no bf16 mma: the SIMT kernel */
+	r = conv_node(&cases[1], IR_BF16, IR_NCHW);
+	memset(&st, 0, sizeof st);
+	cg_target old = {75};
+	sn_err e = {0};
+	CHECK(cg_render_conv(G, r, &old, &st, &e) == SN_OK && st.k.src && !strstr(st.k.src, "mma.sync"));
+	step_free(&st);
+}
+
+/* ---- attention ---- */
+static void test_attention(void)
+{
+	char label[96];
+	cg_step st;
+	for (size_t d = 0; d < SN_COUNT(fdt); d++) {
+		ir_dtype t = fdt[d];
+		fresh();
+		/* GPT-2 small: 12 heads of 64, causal */
+		ir_ref qkv[4] = {in(t, SHAPE(1, 12, 512, 64)), in(t, SHAPE(1, 12, 512, 64)), in(t, SHAPE(1, 12, 512, 64))};
+		ir_attrs a = attrs(IR_OP_scaled_dot_product_attention);
+		a.causal = true;
+		snprintf(label, sizeof label, "attention causal %s", ir_dtype_name(t));
+		ir_ref r = op(IR_OP_scaled_dot_product_attention, qkv, 3, &a);
+		if (render(cg_render_attention, r, &st, label)) {
+			/* 512 rows / 8 per block = 64 blocks per head, 12 heads */
+			CHECK(st.k.grid[0] == 768 && st.k.block[0] == 256 && st.k.nbufs == 4 && st.k.bufs[3] == r);
+			CHECK(strstr(st.k.src, "0.125f") != NULL); /* 1 / sqrt(64) */
+		}
+		step_free(&st);
+		/* a bool mask [L, S] and a float mask [1, 1, L, S], explicit scale */
+		a = attrs(IR_OP_scaled_dot_product_attention);
+		a.scale = 0.3;
+		ir_ref q2[4] = {in(t, SHAPE(2, 3, 100, 80)), in(t, SHAPE(2, 3, 70, 80)), in(t, SHAPE(2, 3, 70, 40)),
+				in(IR_BOOL, SHAPE(100, 70))};
+		snprintf(label, sizeof label, "attention bool mask %s", ir_dtype_name(t));
+		r = op(IR_OP_scaled_dot_product_attention, q2, 4, &a);
+		if (render(cg_render_attention, r, &st, label)) {
+			CHECK(st.k.grid[0] == 13 * 6 && st.k.nbufs == 5);
+			CHECK(strstr(st.k.src, "mp[o.m + i * 70L + j * 1L]") != NULL); /* the mask's row stride S */
+		}
+		step_free(&st);
+		q2[3] = in(t, SHAPE(1, 1, 100, 70));
+		snprintf(label, sizeof label, "attention float mask %s", ir_dtype_name(t));
+		build(cg_render_attention, op(IR_OP_scaled_dot_product_attention, q2, 4, &a), label);
+		/* k and v shared by 4 query heads; head dim 128, long sequences */
+		a = attrs(IR_OP_scaled_dot_product_attention);
+		ir_ref q3[3] = {in(t, SHAPE(2, 4, 1024, 128)), in(t, SHAPE(2, 1, 1024, 128)), in(t, SHAPE(2, 1, 1024, 128))};
+		snprintf(label, sizeof label, "attention broadcast %s", ir_dtype_name(t));
+		r = op(IR_OP_scaled_dot_product_attention, q3, 3, &a);
+		if (render(cg_render_attention, r, &st, label)) /* q: 131072 per head; k: 0 across heads */
+			CHECK(strstr(st.k.src, "o.q += c * 131072L;\n\t\to.k += c * 0L;") != NULL);
+		step_free(&st);
+		ir_ref q4[3] = {in(t, SHAPE(5, 200)), in(t, SHAPE(9, 200)), in(t, SHAPE(9, 256))}; /* chunks of 16 */
+		snprintf(label, sizeof label, "attention rank 2 %s", ir_dtype_name(t));
+		build(cg_render_attention, op(IR_OP_scaled_dot_product_attention, q4, 3, &a), label);
+	}
+	/* head dims past 256 are refused with a message */
+	fresh();
+	ir_ref q5[3] = {in(IR_F32, SHAPE(4, 300)), in(IR_F32, SHAPE(4, 300)), in(IR_F32, SHAPE(4, 8))};
+	ir_ref r = op(IR_OP_scaled_dot_product_attention, q5, 3, NULL);
+	memset(&st, 0, sizeof st);
+	cg_target t90 = {90};
+	sn_err e = {0};
+	CHECK(cg_render_attention(G, r, &t90, &st, &e) == SN_EINPUT);
+	CHECK_STR(e.msg, "scaled_dot_product_attention: head dims 300 and 8 exceed 256, the CUDA kernel's limit");
+	step_free(&st);
+}
+
+int main(void)
+{
+	have_nvrtc = nvrtc_open();
+	if (!have_nvrtc)
+		printf("cg_render2: NVRTC not found, kernels are rendered but not compiled\n");
+	test_reduce();
+	test_norm();
+	test_pool();
+	test_gemm();
+	test_conv();
+	test_attention();
+	if (G)
+		ir_graph_free(G);
+	compile_all();
+	printf("cg_render2: %d distinct kernels compiled for sm_80 and sm_90\n", ncompiled);
+	return check_done("cg_render2");
+}
