@@ -1,0 +1,177 @@
+/* gpu_check.c: the GPU tests' harness (gpu_check.h). */
+#include "gpu_check.h"
+
+#include "runtime/cuda_exec.h"
+#include "runtime/ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static rt_cuda *dev;
+static int opened, failures, passes;
+static uint64_t rng;
+
+bool gpu_available(void)
+{
+	if (!opened) {
+		opened = 1;
+		sn_err e = {0};
+		if (rt_cuda_open(0, &dev, &e) != SN_OK) {
+			printf("skipped: no CUDA device (%s)\n", e.msg);
+			dev = NULL;
+		} else {
+			rng = (uint64_t)time(NULL);
+			printf("device: %s (sm_%d), seed %llu\n", dev->name, dev->sm, (unsigned long long)rng);
+		}
+	}
+	return dev != NULL;
+}
+
+double gpu_tol(ir_dtype t)
+{
+	switch (t) {
+	case IR_F16: return 2e-3;
+	case IR_BF16: return 1e-2;
+	case IR_F8E4M3:
+	case IR_F8E5M2: return 1e-1;
+	default: return 1e-5;
+	}
+}
+
+static double uniform(void)
+{
+	uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* Fills a fresh tensor for node n: floats in [-1, 1) (norm variances and
+ * the like positive), integers in [0, hi). */
+static int fill(const ir_graph *g, ir_ref r, ir_tensor *t)
+{
+	const ir_node *n = &g->nodes[r];
+	t->dtype = n->dtype;
+	t->shape = n->shape;
+	size_t count = (size_t)ir_numel(&n->shape);
+	t->nbytes = count * ir_dtype_size(n->dtype);
+	t->data = malloc(t->nbytes ? t->nbytes : 1);
+	if (!t->data)
+		return -1;
+	int64_t hi = 4;
+	bool positive = false;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *u = &g->nodes[i];
+		for (uint32_t k = 0; k < u->nin; k++) {
+			if (u->in[k] != r)
+				continue;
+			if (u->op == IR_OP_gather && k == 1) {
+				const ir_shape *d = &g->nodes[u->in[0]].shape;
+				hi = d->d[ir_axis(u->attrs->axis, d->rank)];
+			}
+			if (u->op == IR_OP_batch_norm && k == 4)
+				positive = true;
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		double x = 2 * uniform() - 1;
+		if (positive)
+			x = 0.5 + uniform();
+		if (n->dtype == IR_BOOL)
+			x = uniform() < 0.5;
+		else if (!ir_dtype_is_float(n->dtype))
+			x = floor(uniform() * (double)hi);
+		ir_store(n->dtype, t->data, i, x);
+	}
+	return 0;
+}
+
+bool gpu_compare(ir_graph *g, double tol, const char *label)
+{
+	if (!gpu_available()) {
+		ir_graph_free(g);
+		return true;
+	}
+	sn_err e = {0};
+	bool ok = false;
+	ir_tensor *vals = calloc(g->nnodes, sizeof *vals);
+	ir_tensor *ins = calloc(g->ninputs + 1, sizeof *ins);
+	ir_tensor *ref = calloc(g->noutputs, sizeof *ref);
+	ir_tensor *got = calloc(g->noutputs, sizeof *got);
+	rt_model *m = NULL;
+	if (!vals || !ins || !ref || !got)
+		goto done;
+	if (ir_verify(g, &e) != SN_OK)
+		goto done;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		if ((g->nodes[i].op == IR_OP_input || g->nodes[i].op == IR_OP_param) && fill(g, i, &vals[i]))
+			goto done;
+	for (uint32_t i = 0; i < g->ninputs; i++)
+		ins[i] = vals[g->inputs[i]];
+	if (ref_run(g, vals, ref, &e) != SN_OK)
+		goto done;
+	rt_build_opts o = {.poison = true};
+	if (rt_model_build(dev, g, vals, &o, &m, NULL, &e) != SN_OK)
+		goto done;
+	if (rt_model_run(m, ins, got, &e) != SN_OK)
+		goto done;
+	double worst = 0;
+	for (uint32_t k = 0; k < g->noutputs; k++) {
+		size_t count = (size_t)ir_numel(&ref[k].shape);
+		double num = 0, den = 0;
+		for (size_t i = 0; i < count; i++) {
+			double a = ir_load(ref[k].dtype, ref[k].data, i), b = ir_load(got[k].dtype, got[k].data, i);
+			if (isnan(a) && isnan(b))
+				continue; /* both NaN: the same answer (a fully masked row) */
+			if (isnan(a) != isnan(b) || isinf(a) != isinf(b)) {
+				num = NAN;
+				break;
+			}
+			if (isinf(a) && a == b)
+				continue;
+			num += (a - b) * (a - b);
+			den += a * a;
+		}
+		double rel = isnan(num) ? NAN : den > 0 ? sqrt(num / den) : sqrt(num);
+		if (isnan(rel) || rel > worst)
+			worst = rel;
+		if (isnan(rel))
+			break;
+	}
+	ok = !isnan(worst) && worst <= tol;
+	printf("%-48s rel L2 %.3g (tol %.3g) %s\n", label, worst, tol, ok ? "ok" : "FAIL");
+done:
+	if (e.code != SN_OK)
+		printf("%-48s FAIL: %s\n", label, e.msg);
+	rt_model_free(m);
+	for (uint32_t i = 0; g && vals && i < g->nnodes; i++)
+		free(vals[i].data);
+	for (uint32_t k = 0; g && ref && got && k < g->noutputs; k++) {
+		free(ref[k].data);
+		free(got[k].data);
+	}
+	free(vals);
+	free(ins);
+	free(ref);
+	free(got);
+	ir_graph_free(g);
+	if (ok)
+		passes++;
+	else
+		failures++;
+	return ok;
+}
+
+int gpu_done(void)
+{
+	if (!dev)
+		return 0;
+	printf("%d passed, %d failed\n", passes, failures);
+	rt_cuda_close(dev);
+	dev = NULL;
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,21 @@
+/* gpu_check.h: the GPU tests' harness. gpu_compare runs a graph on the
+ * reference interpreter and on CUDA with the same fresh random inputs and
+ * params, the CUDA arena poisoned with NaN bytes first, and checks the
+ * relative L2 error of every output (NaN in either fails). */
+#ifndef SINTER_GPU_CHECK_H
+#define SINTER_GPU_CHECK_H
+
+#include "ir/ir.h"
+
+/* Opens the device once; false (after printing "skipped: no CUDA device
+ * (reason)") when there is none. */
+bool gpu_available(void);
+/* Compares; prints one line "label: rel L2 x (tol y) ok|FAIL"; returns
+ * true when within tol. Takes ownership of g. */
+bool gpu_compare(ir_graph *g, double tol, const char *label);
+/* Relative L2 bound per dtype for a single op: f32 1e-5, f16 2e-3, bf16 1e-2. */
+double gpu_tol(ir_dtype t);
+/* Exit code of a GPU test: 0 when everything passed or no device. */
+int gpu_done(void);
+
+#endif
