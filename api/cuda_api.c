@@ -138,7 +138,15 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 		.warn_ctx = o ? o->warn_ctx : NULL,
 	};
 	rt_times t = {0};
-	if (rt_model_build(c->dev, m->g, m->vals, &bo, &c->rm, &t, &e) != SN_OK)
+	ir_tensor *vals;
+	sinter_status vs = api_param_vals(m->g, m->ws, &vals, err);
+	if (vs) {
+		sinter_compiled_free(c);
+		return vs;
+	}
+	int brc = rt_model_build(c->dev, m->g, vals, &bo, &c->rm, &t, &e);
+	api_vals_free(m->g, m->ws, vals);
+	if (brc != SN_OK)
 		goto fail;
 	if (stats) {
 		memset(stats, 0, sizeof *stats);

@@ -5,11 +5,12 @@
 #include "sinter.h"
 
 #include "ir/ir.h"
+#include "ir/wstore.h"
 
 struct sinter_model {
 	ir_graph *g;
-	ir_tensor *vals; /* g->nnodes entries; params' data malloc'ed once loaded */
-	bool weights;    /* every param holds data */
+	ir_wstore *ws;   /* param values by key, once loaded */
+	bool weights;    /* every param of g has its value in ws */
 	char *dir;       /* directory of the source file, for the weights path */
 };
 
@@ -23,6 +24,11 @@ sinter_status api_need_shaped(const sinter_model *m, sinter_error *err);
  * checking dtype and shape; SINTER_E_INPUT otherwise. */
 sinter_status api_bind_inputs(const ir_graph *g, const sinter_tensor *inputs, size_t n,
 			      ir_tensor *vals, sinter_error *err);
+/* A g->nnodes array with every param's value (from ws, converted to the
+ * param's dtype where they differ); free with api_vals_free. */
+sinter_status api_param_vals(const ir_graph *g, const ir_wstore *ws, ir_tensor **vals,
+			     sinter_error *err);
+void api_vals_free(const ir_graph *g, const ir_wstore *ws, ir_tensor *vals);
 /* Moves ir tensors (outputs) into a new sinter_tensor array named after the
  * graph's outputs; frees nothing on failure but returns NULL. */
 sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs);

@@ -75,13 +75,13 @@ static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sin
 	}
 	sinter_model *m = calloc(1, sizeof *m);
 	if (m)
-		m->vals = calloc(g->nnodes ? g->nnodes : 1, sizeof *m->vals);
+		m->ws = ir_ws_new();
 	const char *slash = path ? strrchr(path, '/') : NULL;
 	if (m)
 		m->dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-	if (!m || !m->vals || !m->dir) {
+	if (!m || !m->ws || !m->dir) {
 		if (m) {
-			free(m->vals);
+			ir_ws_free(m->ws);
 			free(m->dir);
 		}
 		free(m);
@@ -89,10 +89,6 @@ static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sin
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
 	m->g = g;
-	for (uint32_t i = 0; i < g->nnodes; i++) {
-		m->vals[i].dtype = g->nodes[i].dtype;
-		m->vals[i].shape = g->nodes[i].shape;
-	}
 	*out = m;
 	return SINTER_OK;
 }
@@ -144,12 +140,8 @@ sinter_status sinter_model_parse(const char *text, size_t len, const char *name,
 
 static void free_params(sinter_model *m)
 {
-	for (uint32_t i = 0; i < m->g->nnodes; i++)
-		if (m->g->nodes[i].op == IR_OP_param) {
-			free(m->vals[i].data);
-			m->vals[i].data = NULL;
-			m->vals[i].nbytes = 0;
-		}
+	ir_ws_free(m->ws);
+	m->ws = ir_ws_new();
 	m->weights = false;
 }
 
@@ -157,8 +149,7 @@ void sinter_model_free(sinter_model *m)
 {
 	if (!m)
 		return;
-	free_params(m);
-	free(m->vals);
+	ir_ws_free(m->ws);
 	free(m->dir);
 	ir_graph_free(m->g);
 	free(m);
@@ -326,9 +317,11 @@ sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinte
 			sn_errf(&e, SN_EINTERNAL, "out of memory");
 			break;
 		}
-		m->vals[i].data = p;
-		m->vals[i].nbytes = nb;
-		st_read_as(en, n->dtype, p, &e);
+		if (st_read_as(en, n->dtype, p, &e) != SN_OK) {
+			free(p);
+			break;
+		}
+		ir_ws_put(m->ws, n->pname, (ir_tensor){n->dtype, n->shape, p, nb}, &e);
 	}
 	st_close(f);
 	free(full);
@@ -427,8 +420,6 @@ sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_er
 			free_params(m);
 			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 		}
-		m->vals[i].data = p;
-		m->vals[i].nbytes = nb;
 		double fan;
 		enum fill how = param_role(g, i, &fan);
 		double bound = 1.0 / sqrt(fan > 0 ? fan : 1);
@@ -440,6 +431,11 @@ sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_er
 			if (!ir_dtype_is_float(n->dtype))
 				x = (double)(rng_next(&s) % 10);
 			ir_store(n->dtype, p, (size_t)k, x);
+		}
+		sn_err e = {0};
+		if (ir_ws_put(m->ws, n->pname, (ir_tensor){n->dtype, n->shape, p, nb}, &e) != SN_OK) {
+			free_params(m);
+			return api_fail(err, &e);
 		}
 	}
 	m->weights = true;
@@ -533,16 +529,21 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 		return st;
 	if (!m->weights)
 		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
-	st = api_bind_inputs(g, inputs, ninputs, m->vals, err);
+	ir_tensor *vals;
+	st = api_param_vals(g, m->ws, &vals, err);
 	if (st != SINTER_OK)
 		return st;
+	st = api_bind_inputs(g, inputs, ninputs, vals, err);
+	if (st != SINTER_OK) {
+		api_vals_free(g, m->ws, vals);
+		return st;
+	}
 	ir_tensor *outs = calloc(g->noutputs ? g->noutputs : 1, sizeof *outs);
 	if (!outs)
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	sn_err e = {0};
-	int rc = ref_run(g, m->vals, outs, &e);
-	for (uint32_t i = 0; i < g->ninputs; i++)
-		m->vals[g->inputs[i]].data = NULL; /* borrowed from the caller */
+	int rc = ref_run(g, vals, outs, &e);
+	api_vals_free(g, m->ws, vals);
 	if (rc != SN_OK) {
 		free(outs);
 		return api_fail(err, &e);
@@ -550,6 +551,54 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 	*outputs = api_wrap_outputs(g, outs);
 	free(outs);
 	return *outputs ? SINTER_OK : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+}
+
+sinter_status api_param_vals(const ir_graph *g, const ir_wstore *ws, ir_tensor **out,
+			     sinter_error *err)
+{
+	ir_tensor *vals = calloc(g->nnodes ? g->nnodes : 1, sizeof *vals);
+	if (!vals)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	sn_err e = {0};
+	for (uint32_t i = 0; i < g->nnodes && !e.code; i++) {
+		const ir_node *n = &g->nodes[i];
+		vals[i].dtype = n->dtype;
+		vals[i].shape = n->shape;
+		if (n->op != IR_OP_param)
+			continue;
+		const ir_tensor *t = ir_ws_get(ws, n->pname);
+		size_t nb = (size_t)ir_numel(&n->shape) * ir_dtype_size(n->dtype);
+		vals[i].nbytes = nb;
+		if (t && t->dtype == n->dtype && ir_shape_eq(&t->shape, &n->shape)) {
+			vals[i].data = t->data; /* borrowed */
+			continue;
+		}
+		if (!(vals[i].data = malloc(nb ? nb : 1)))
+			sn_errf(&e, SN_EINTERNAL, "out of memory");
+		else
+			ir_ws_read_as(ws, n->pname, n->dtype, &n->shape, vals[i].data, &e);
+	}
+	if (e.code) {
+		api_vals_free(g, ws, vals);
+		return api_fail(err, &e);
+	}
+	*out = vals;
+	return SINTER_OK;
+}
+
+void api_vals_free(const ir_graph *g, const ir_wstore *ws, ir_tensor *vals)
+{
+	if (!vals)
+		return;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		if (n->op != IR_OP_param || !vals[i].data)
+			continue;
+		const ir_tensor *t = ir_ws_get(ws, n->pname);
+		if (!t || t->data != vals[i].data)
+			free(vals[i].data);
+	}
+	free(vals);
 }
 
 sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs)

@@ -200,7 +200,7 @@ static ir_graph *random_graph(void)
 	ir_graph *g = ir_graph_new();
 	uint32_t nin = 1 + rnd(3), total = 8 + rnd(40);
 	for (uint32_t i = 0; i < nin; i++) {
-		char nm[8];
+		char nm[16];
 		snprintf(nm, sizeof nm, "x%u", i);
 		ir_shape s = {1, {ks[rnd(4)]}};
 		ir_add_input(g, nm, IR_F32, &s, &err);
