@@ -3,3 +3,5 @@ add_test(NAME cli.behaviour COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.sh $<TAR
 # The embedding example runs end to end (on the GPU when present, else ref).
 add_test(NAME cli.embed COMMAND sinter_embed ${CMAKE_SOURCE_DIR}/samples/resblock.sir N=2)
 set_tests_properties(cli.embed PROPERTIES PASS_REGULAR_EXPRESSION "out: f32\\[2,8,16,16\\] -?[0-9]")
+# The benchmark harness's table and JSON code on fake numbers (no GPU, no torch).
+add_test(NAME benchmarks.dry_run COMMAND python3 ${CMAKE_SOURCE_DIR}/benchmarks/run.py --dry-run --out ${CMAKE_BINARY_DIR}/bench-dry)
