@@ -67,7 +67,7 @@ sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile
 	size_t nk = 0;
 	char cbuf[4096];
 	double t0 = now();
-	cg_target tgt = {.sm = sm};
+	cg_target tgt = {.sm = sm, .tf32 = o && o->tf32};
 	if (cg_lower(m->g, &tgt, &plan, &e) != SN_OK)
 		goto done;
 	mp_plan_t mp;
@@ -134,6 +134,8 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 		.cache_dir = cache_dir_of(o, cbuf, sizeof cbuf),
 		.dump_dir = o ? o->dump_dir : NULL,
 		.poison = o && o->poison,
+		.tf32 = o && o->tf32,
+		.graphs = o && o->cuda_graphs,
 		.warn = o && o->warn ? o->warn : warn_stderr,
 		.warn_ctx = o ? o->warn_ctx : NULL,
 	};

@@ -38,6 +38,7 @@ static const char *const main_help =
 	"  compile FILE.sir   generate and compile the model's kernels\n"
 	"  bench FILE.sir     compile times, warm start, memory and latency on the GPU\n"
 	"  cache stats|clear  inspect or empty the kernel cache\n"
+	"  import FILE.onnx -o FILE.sir   ONNX to sinter IR plus its weights\n"
 	"\n"
 	"'sinter COMMAND --help' describes a command's options.\n"
 	"Exit codes: 0 ok, 1 bad input, 2 usage, 3 environment, 4 internal error.\n";
@@ -51,9 +52,15 @@ static const char *const check_help =
 	"\n"
 	"Parses FILE, verifies it and infers every shape; prints a one-line summary.\n";
 static const char *const print_help =
-	"usage: sinter print FILE.sir [--shape SYM=VALUE]...\n"
+	"usage: sinter print FILE.sir [--passes a,b | --mode M] [--precision P] [--dump-dir D] [--shape SYM=VALUE]...\n"
 	"\n"
-	"Prints the canonical text of FILE (parse, print, parse, print is a fixed point).\n";
+	"Prints the canonical text of FILE (parse, print, parse, print is a fixed point),\n"
+	"after the graph passes asked for.\n";
+static const char *const passes_help =
+	"  --passes a,b,c     run these graph passes (canonicalize, fold-bn, layout, precision)\n"
+	"  --mode M           run mode M's pipeline: default, reduce-overhead, max-autotune\n"
+	"  --precision P      fp32 (default), tf32, bf16, fp16 or fp8\n"
+	"  --dump-dir D       (print, compile) write the IR after each pass / every kernel's source to D\n";
 static const char *const hash_help =
 	"usage: sinter hash FILE.sir [--shape SYM=VALUE]...\n"
 	"\n"
@@ -93,6 +100,12 @@ static const char *const bench_help =
 	"  --warmup N         untimed calls first (default 5)\n"
 	"  --json             one JSON object instead of text\n"
 	"  --inputs, --weights, --seed: as for run\n";
+static const char *const import_help =
+	"usage: sinter import MODEL.onnx -o MODEL.sir [--shape SYM=VALUE]...\n"
+	"\n"
+	"Translates an ONNX model to sinter IR: writes MODEL.sir and, beside it,\n"
+	"MODEL.safetensors with the initializers (the .sir's weights line names it).\n"
+	"Every command that takes a .sir also takes a .onnx directly.\n";
 static const char *const cache_help =
 	"usage: sinter cache stats|clear [--dir DIR]\n"
 	"\n"
@@ -102,6 +115,7 @@ static const char *const cache_help =
 typedef struct opts {
 	const char *file;
 	const char *target, *dump_dir, *dir;
+	const char *mode, *passes, *precision;
 	int iters, warmup;
 	bool json, no_cache;
 	sinter_shape_binding shapes[16];
@@ -154,6 +168,8 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 	o->iters = 50;
 	o->warmup = 5;
 	bool is_compile = !strcmp(cmd, "compile"), is_bench = !strcmp(cmd, "bench");
+	bool is_print = !strcmp(cmd, "print");
+	bool passes_ok = is_print || is_compile || is_bench || run;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = NULL;
@@ -186,7 +202,7 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 		} else if (run && !strcmp(a, "--weights")) {
 			VALUE();
 			o->weights = val;
-		} else if (run && !strcmp(a, "-o")) {
+		} else if ((run || !strcmp(cmd, "import")) && !strcmp(a, "-o")) {
 			VALUE();
 			o->out = val;
 		} else if (run && !strcmp(a, "--seed")) {
@@ -195,12 +211,22 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 			if (parse_int(val, &s) || s < 0)
 				return usage_error(cmd, "--seed wants a number >= 0, got '%s'", val);
 			o->seed = (uint64_t)s;
+		} else if (passes_ok && (!strcmp(a, "--mode") || !strcmp(a, "--passes") || !strcmp(a, "--precision"))) {
+			VALUE();
+			if (a[2] == 'm')
+				o->mode = val;
+			else if (a[4] == 's')
+				o->passes = val;
+			else if (sinter_precision_parse(val) < 0)
+				return usage_error(cmd, "--precision takes fp32, tf32, bf16, fp16 or fp8, got '%s'", val);
+			else
+				o->precision = val;
+		} else if ((is_compile || is_print) && !strcmp(a, "--dump-dir")) {
+			VALUE();
+			o->dump_dir = val;
 		} else if (is_compile && !strcmp(a, "--target")) {
 			VALUE();
 			o->target = val;
-		} else if (is_compile && !strcmp(a, "--dump-dir")) {
-			VALUE();
-			o->dump_dir = val;
 		} else if (is_compile && !strcmp(a, "--no-cache")) {
 			o->no_cache = true;
 		} else if (is_bench && !strcmp(a, "--json")) {
@@ -222,6 +248,8 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 	}
 	if (!o->help && !o->file)
 		return usage_error(cmd, "%s", "no model file given");
+	if (o->mode && o->passes)
+		return usage_error(cmd, "%s", "--mode and --passes exclude each other");
 	return 0;
 }
 
@@ -255,10 +283,26 @@ static int cmd_check(const opts *o)
 	return 0;
 }
 
+/* Runs the passes the options ask for: --passes, --mode, --precision.
+ * `always`: the default mode's pipeline even when none was named. */
+static int optimize(const opts *o, sinter_model *m, bool always, int sm)
+{
+	if (!always && !o->mode && !o->passes && !o->precision)
+		return 0;
+	sinter_error err;
+	int prec = o->precision ? sinter_precision_parse(o->precision) : SINTER_PREC_FP32;
+	if (sinter_model_optimize(m, o->mode, o->passes, (sinter_precision)prec, sm,
+				  o->passes || o->mode ? o->dump_dir : NULL, &err))
+		return report(&err);
+	return 0;
+}
+
 static int cmd_print(const opts *o)
 {
 	sinter_model *m;
 	int rc = load(o, &m);
+	if (!rc && (rc = optimize(o, m, false, 0)))
+		sinter_model_free(m);
 	if (rc)
 		return rc;
 	char *text = sinter_model_print(m);
@@ -461,8 +505,13 @@ static int cmd_run(opts *o)
 	sinter_tensor *outs = NULL;
 	sinter_compiled *c = NULL;
 	double t1 = now(), t2;
+	if ((rc = optimize(o, p.m, cuda, 0))) {
+		prepared_free(&p);
+		return rc;
+	}
 	if (cuda) {
-		sinter_compile_options co = {0};
+		sinter_compile_options co = {.tf32 = o->precision && !strcmp(o->precision, "tf32"),
+					     .cuda_graphs = o->mode && strcmp(o->mode, "default")};
 		if (sinter_compile(p.m, &co, &c, NULL, &err))
 			goto fail;
 		t1 = now();
@@ -517,6 +566,11 @@ static int cmd_compile(opts *o)
 	int rc = load(o, &m);
 	if (rc)
 		return rc;
+	if ((rc = optimize(o, m, true, co.target_sm))) {
+		sinter_model_free(m);
+		return rc;
+	}
+	co.tf32 = o->precision && !strcmp(o->precision, "tf32");
 	double parse_s = now() - t0;
 	sinter_compile_stats st;
 	sinter_error err;
@@ -558,29 +612,38 @@ static int cmd_bench(opts *o)
 	if (rc)
 		return rc;
 	sinter_error err;
-	sinter_compile_options co = {.cache_dir = dir};
+	sinter_compile_options co = {.cache_dir = dir, .tf32 = o->precision && !strcmp(o->precision, "tf32"),
+				     .cuda_graphs = o->mode && strcmp(o->mode, "default")};
 	sinter_compile_stats cold, warm;
 	sinter_compiled *c = NULL;
 	double *ms = calloc((size_t)o->iters, sizeof *ms);
 	sinter_tensor *outs = NULL;
+	prepared p2 = {0};
+	if (!ms) {
+		rc = SINTER_E_INTERNAL;
+		goto out;
+	}
+	/* Cold: passes, codegen, NVRTC into an empty cache, load, upload. */
 	double t0 = now();
-	if (!ms || sinter_compile(p.m, &co, &c, &cold, &err))
+	if ((rc = optimize(o, p.m, true, 0)))
+		goto out;
+	double passes_s = now() - t0;
+	t0 = now();
+	if (sinter_compile(p.m, &co, &c, &cold, &err))
 		goto fail;
-	double cold_s = now() - t0 + p.parse_s;
+	double cold_s = p.parse_s + passes_s + (now() - t0);
 	sinter_compiled_free(c);
 	c = NULL;
-	/* Warm start: parse again, then compile with every kernel in the cache
-	 * (weights stay loaded in p.m: reading them is not the compiler's cost). */
-	t0 = now();
-	sinter_model *m2;
-	if ((rc = load(o, &m2)))
+	/* Warm: the same again from a fresh parse, every kernel in the cache.
+	 * Reading (or generating) the weights is timed apart from both. */
+	if ((rc = prepare(o, true, &p2)))
 		goto out;
-	sinter_model_free(m2);
-	double reparse_s = now() - t0;
 	t0 = now();
-	if (sinter_compile(p.m, &co, &c, &warm, &err))
+	if ((rc = optimize(o, p2.m, true, 0)))
+		goto out;
+	if (sinter_compile(p2.m, &co, &c, &warm, &err))
 		goto fail;
-	double warm_s = now() - t0 + reparse_s;
+	double warm_s = p2.parse_s + (now() - t0);
 	if (sinter_compiled_run(c, p.ins, p.nins, &outs, &err))
 		goto fail;
 	if (sinter_compiled_bench(c, o->warmup, o->iters, ms, &err))
@@ -589,20 +652,20 @@ static int cmd_bench(opts *o)
 	double med = o->iters % 2 ? ms[o->iters / 2] : 0.5 * (ms[o->iters / 2 - 1] + ms[o->iters / 2]);
 	if (o->json) {
 		printf("{\"file\": \"%s\", \"device\": \"%s\", \"cold_compile_s\": %.4f, \"parse_s\": %.4f, "
-		       "\"codegen_s\": %.4f, \"nvrtc_s\": %.4f, \"load_s\": %.4f, \"upload_s\": %.4f, "
+		       "\"passes_s\": %.4f, \"weights_s\": %.4f, \"codegen_s\": %.4f, \"nvrtc_s\": %.4f, \"load_s\": %.4f, \"upload_s\": %.4f, "
 		       "\"warm_start_s\": %.4f, \"kernels\": %zu, \"unique_kernels\": %zu, "
 		       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"median_ms\": %.4f, \"min_ms\": %.4f, "
 		       "\"iters\": %d}\n",
-		       o->file, why, cold_s, p.parse_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s,
+		       o->file, why, cold_s, p.parse_s, passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s,
 		       warm_s, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes, med, ms[0],
 		       o->iters);
 	} else {
 		printf("%s on %s\n", o->file, why);
-		printf("cold compile: %.3f s (parse %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f); %zu kernels, %zu unique\n",
-		       cold_s, p.parse_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s, cold.kernels,
+		printf("cold compile: %.3f s (parse %.3f, passes %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f); %zu kernels, %zu unique\n",
+		       cold_s, p.parse_s, passes_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s, cold.kernels,
 		       cold.unique_kernels);
-		printf("warm start:   %.3f s (kernel cache: %zu of %zu hits)\n", warm_s, warm.cache_hits,
-		       warm.unique_kernels);
+		printf("warm start:   %.3f s (kernel cache: %zu of %zu hits); weights read apart: %.3f s\n", warm_s,
+		       warm.cache_hits, warm.unique_kernels, p.load_s);
 		printf("memory:       arena %.1f MiB, weights %.1f MiB\n", (double)cold.arena_bytes / 1048576.0,
 		       (double)cold.weight_bytes / 1048576.0);
 		printf("latency:      median %.4f ms, min %.4f ms over %d calls (%d warm-up)\n", med, ms[0],
@@ -617,6 +680,7 @@ out:
 		sinter_tensors_free(outs, sinter_model_num_outputs(p.m));
 	sinter_compiled_free(c);
 	prepared_free(&p);
+	prepared_free(&p2);
 	free(ms);
 	size_t removed;
 	sinter_cache_clear(dir, &removed, NULL);
@@ -629,6 +693,25 @@ out:
 	rmdir(sub);
 	rmdir(dir);
 	return rc;
+}
+
+static int cmd_import(const opts *o)
+{
+	if (!o->out)
+		return usage_error("import", "%s", "-o FILE.sir is required");
+	sinter_model *m;
+	int rc = load(o, &m);
+	if (rc)
+		return rc;
+	sinter_error err;
+	if (sinter_model_save(m, o->out, &err)) {
+		sinter_model_free(m);
+		return report(&err);
+	}
+	printf("%s: %zu nodes, %zu inputs, %zu outputs written to %s\n", o->file, sinter_model_num_nodes(m),
+	       sinter_model_num_inputs(m), sinter_model_num_outputs(m), o->out);
+	sinter_model_free(m);
+	return 0;
 }
 
 static int cmd_cache(int argc, char **argv)
@@ -692,6 +775,7 @@ int main(int argc, char **argv)
 		{"run", run_help, true},
 		{"compile", compile_help, false},
 		{"bench", bench_help, true},
+		{"import", import_help, false},
 	};
 	if (!strcmp(cmd, "cache"))
 		return cmd_cache(argc - 2, argv + 2);
@@ -703,9 +787,12 @@ int main(int argc, char **argv)
 		if (!rc && o.help) {
 			fputs(cmds[c].help, stdout);
 			fputs(shape_help, stdout);
+			if (c != 0 && c != 2 && c != 6)
+				fputs(passes_help, stdout);
 		} else if (!rc) {
 			rc = c == 0 ? cmd_check(&o) : c == 1 ? cmd_print(&o) : c == 2 ? cmd_hash(&o)
-			   : c == 3 ? cmd_run(&o) : c == 4 ? cmd_compile(&o) : cmd_bench(&o);
+			   : c == 3 ? cmd_run(&o) : c == 4 ? cmd_compile(&o) : c == 5 ? cmd_bench(&o)
+			   : cmd_import(&o);
 		}
 		free_opts(&o);
 		return rc;

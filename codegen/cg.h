@@ -39,6 +39,7 @@ typedef struct cg_gemm {
 	bool trans_b;
 	ir_dtype dtype; /* of A, B, bias and out */
 	cg_act act;
+	bool tf32; /* f32 only: cuBLASLt may round operands to TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) */
 } cg_gemm;
 
 typedef enum cg_step_kind {
@@ -60,7 +61,8 @@ typedef struct cg_plan {
 } cg_plan;
 
 typedef struct cg_target {
-	int sm; /* 80, 90, ...: the arch the sources are written for */
+	int sm;    /* 80, 90, ...: the arch the sources are written for */
+	bool tf32; /* fp32 contractions may use TF32 (--precision tf32) */
 } cg_target;
 
 /* Lowers every non-source node of g (which must be verified and have no

@@ -10,7 +10,8 @@
  * Everything else (batch dims that broadcast partly, e.g. [2,1,M,K] @
  * [1,3,K,N]; integer and fp8 dtypes) is a generated tiled SIMT kernel:
  * 64x64 output tiles, 16-deep K slices in shared memory, 4x4 outputs per
- * thread, fp32 FMA accumulation for floats (no TF32) and exact 64-bit
+ * thread, fp32 FMA accumulation for floats (no TF32: cg_target.tf32 only
+ * reaches cuBLASLt) and exact 64-bit
  * accumulation for integers, stored as the reference does. */
 #include "codegen/cg_render.h"
 
@@ -173,7 +174,7 @@ static int render_kernel(const ir_graph *g, ir_ref r, cg_step *st, const bdesc *
 	return cg_finish(kk, ir_ops[n->op].name, &b, e);
 }
 
-static int render_linear(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e)
+static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	const ir_node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
@@ -193,11 +194,12 @@ static int render_linear(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e)
 		.batch = 1, .m = m, .n = nn, .k = k,
 		.stride_a = m * k, .stride_b = 0, .stride_c = m * nn,
 		.trans_b = true, .dtype = n->dtype, .act = CG_ACT_NONE,
+		.tf32 = tg && tg->tf32 && n->dtype == IR_F32,
 	};
 	return SN_OK;
 }
 
-static int render_matmul(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e)
+static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	const ir_node *a = &g->nodes[n->in[0]], *bn = &g->nodes[n->in[1]];
@@ -225,6 +227,7 @@ static int render_matmul(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e)
 		.batch = bd.count, .m = m, .n = nn, .k = k,
 		.stride_a = sa, .stride_b = sb, .stride_c = m * nn,
 		.trans_b = false, .dtype = n->dtype, .act = CG_ACT_NONE,
+		.tf32 = tg && tg->tf32 && n->dtype == IR_F32,
 	};
 	if (bd.count > 1 && sb == 0 && sa != 0) { /* one shared B: fold the batch into M */
 		st->g.m = bd.count * m;
@@ -237,10 +240,9 @@ static int render_matmul(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e)
 
 int cg_render_gemm(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
 {
-	(void)tg;
 	switch (g->nodes[r].op) {
-	case IR_OP_linear: return render_linear(g, r, st, e);
-	case IR_OP_matmul: return render_matmul(g, r, st, e);
+	case IR_OP_linear: return render_linear(g, r, tg, st, e);
+	case IR_OP_matmul: return render_matmul(g, r, tg, st, e);
 	default: return sn_errf(e, SN_EINTERNAL, "%s: not a matrix product", ir_ops[g->nodes[r].op].name);
 	}
 }

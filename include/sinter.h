@@ -70,7 +70,8 @@ void sinter_options_init(sinter_options *o);
 /* ---- models ---- */
 typedef struct sinter_model sinter_model;
 
-/* Reads, parses and verifies a .sir file. opt may be NULL.
+/* Reads, parses and verifies a .sir file, or imports a .onnx file (whose
+ * initializers become the loaded weights). opt may be NULL.
  * Free the model with sinter_model_free. */
 sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 				sinter_model **out, sinter_error *err);
@@ -80,6 +81,10 @@ sinter_status sinter_model_parse(const char *text, size_t len, const char *name,
 				 const sinter_options *opt, sinter_model **out,
 				 sinter_error *err);
 void sinter_model_free(sinter_model *m);
+/* Writes the model as sir_path (a .sir) plus its weights beside it
+ * (the same name with .safetensors; the .sir's weights line names it):
+ * how `sinter import` turns an ONNX file into sinter IR. */
+sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sinter_error *err);
 
 /* The canonical text of the model. The caller frees it with sinter_free. */
 char *sinter_model_print(const sinter_model *m);
@@ -98,6 +103,28 @@ sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor
 
 /* The symbol at dim `dim` of input i, or NULL when that dim is a number. */
 const char *sinter_model_input_symbol(const sinter_model *m, size_t i, int dim);
+
+/* ---- graph passes ---- */
+typedef enum sinter_precision {
+	SINTER_PREC_FP32, /* as declared */
+	SINTER_PREC_TF32, /* fp32 values; fp32 contractions may use TF32 tensor cores */
+	SINTER_PREC_BF16, /* weights and activations bf16; accumulation and statistics fp32 */
+	SINTER_PREC_FP16,
+	SINTER_PREC_FP8,  /* bf16, with e4m3 matmul/linear weights (sm_89 and newer) */
+} sinter_precision;
+
+/* Rewrites the model with graph passes: the comma list `passes`, or when
+ * it is NULL the pipeline of `mode` ("default", "reduce-overhead",
+ * "max-autotune"). With weights loaded, derived weights (folded batch
+ * norms, channels-last kernels, converted dtypes) are computed in fp64 and
+ * stored in the weights' dtype; without, only the graph changes (for
+ * printing). target_sm: 0 when unknown (fp8 checks it). dump_dir (or NULL)
+ * receives the IR after each pass. */
+sinter_status sinter_model_optimize(sinter_model *m, const char *mode, const char *passes,
+				    sinter_precision precision, int target_sm, const char *dump_dir,
+				    sinter_error *err);
+/* The precision named by s ("fp32", "tf32", "bf16", "fp16", "fp8"); -1 if none. */
+int sinter_precision_parse(const char *s);
 
 /* ---- weights ---- */
 /* Reads every param from a .safetensors file: path, or when NULL the file
@@ -135,6 +162,8 @@ typedef struct sinter_compile_options {
 	const char *cache_dir; /* kernel cache; NULL: the default directory
 				* ($SINTER_CACHE_DIR, $XDG_CACHE_HOME/sinter, ~/.cache/sinter); "": none */
 	bool poison;           /* fill intermediates with NaN before each run (tests) */
+	bool tf32;             /* fp32 contractions may use TF32 tensor cores */
+	bool cuda_graphs;      /* reduce-overhead: capture the plan once as a CUDA graph, replay it */
 	void (*warn)(void *ctx, const char *msg); /* cache corruption reports; NULL: stderr */
 	void *warn_ctx;
 } sinter_compile_options;

@@ -54,6 +54,12 @@ static const struct {
 	ENTRY(ModuleGetFunction, "cuModuleGetFunction"),
 	ENTRY(FuncSetAttribute, "cuFuncSetAttribute"),
 	ENTRY(LaunchKernel, "cuLaunchKernel"),
+	ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+	ENTRY(StreamEndCapture, "cuStreamEndCapture"),
+	ENTRY(GraphInstantiate, "cuGraphInstantiateWithFlags"),
+	ENTRY(GraphLaunch, "cuGraphLaunch"),
+	ENTRY(GraphExecDestroy, "cuGraphExecDestroy"),
+	ENTRY(GraphDestroy, "cuGraphDestroy"),
 	ENTRY(GetErrorName, "cuGetErrorName"),
 	ENTRY(GetErrorString, "cuGetErrorString"),
 };

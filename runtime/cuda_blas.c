@@ -174,8 +174,9 @@ static const char *act_name(cg_act a)
 
 void rt_gemm_describe(const cg_gemm *g, char *out, size_t cap)
 {
-	snprintf(out, cap, "matmul %lldx%lldx%lld %s batch %lld%s%s%s%s", (long long)g->m, (long long)g->n,
-		 (long long)g->k, ir_dtype_name(g->dtype), (long long)g->batch, g->trans_b ? ", B transposed" : "",
+	snprintf(out, cap, "matmul %lldx%lldx%lld %s%s batch %lld%s%s%s%s", (long long)g->m, (long long)g->n,
+		 (long long)g->k, ir_dtype_name(g->dtype), g->tf32 && g->dtype == IR_F32 ? " (tf32)" : "",
+		 (long long)g->batch, g->trans_b ? ", B transposed" : "",
 		 g->bias != IR_NONE ? ", bias" : "", g->act != CG_ACT_NONE ? ", " : "",
 		 g->act != CG_ACT_NONE ? act_name(g->act) : "");
 }
@@ -264,9 +265,11 @@ int rt_gemm_prepare(rt_blas *b, const cg_gemm *g, rt_gemm **out, sn_err *e)
 	}
 
 	/* f32 accumulation and scale for every dtype; CUBLAS_COMPUTE_32F is
-	 * true fp32 (TF32 would be CUBLAS_COMPUTE_32F_FAST_TF32) */
+	 * true fp32, CUBLAS_COMPUTE_32F_FAST_TF32 (f32 with tf32 set) rounds
+	 * the f32 operands to TF32 on the tensor cores, accumulating in fp32 */
 	cublasLtMatmulPreference_t pref = NULL;
-	if (check(b, b->MatmulDescCreate(&gm->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate",
+	cublasComputeType_t ct = g->tf32 && g->dtype == IR_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	if (check(b, b->MatmulDescCreate(&gm->desc, ct, CUDA_R_32F), "cublasLtMatmulDescCreate",
 		  e)) {
 		gm->desc = NULL;
 		goto fail;

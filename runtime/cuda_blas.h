@@ -28,10 +28,10 @@ void rt_blas_close(rt_blas *b);
 /* cublasLtGetVersion(): 10000 * major + 100 * minor + patch. */
 int rt_blas_version(const rt_blas *b);
 
-/* Describes g for cuBLASLt (f32 with f32 compute and no TF32; f16 and bf16
- * with f32 accumulation; the epilogue for bias/relu/gelu) and picks an
- * algorithm with cublasLtMatmulAlgoGetHeuristic for RT_GEMM_ALIGN-aligned
- * operands. CG_ACT_GELU is cuBLASLt's GELU, the tanh approximation.
+/* Describes g for cuBLASLt (f32 with f32 compute, on TF32 tensor cores
+ * when g->tf32; f16 and bf16 with f32 accumulation; the epilogue for
+ * bias/relu/gelu) and picks an algorithm with
+ * cublasLtMatmulAlgoGetHeuristic for RT_GEMM_ALIGN-aligned operands. CG_ACT_GELU is cuBLASLt's GELU, the tanh approximation.
  * SN_EINPUT for a dtype or size cuBLASLt cannot take, SN_EINTERNAL when no
  * algorithm fits. Free with rt_gemm_free (before closing b). */
 int rt_gemm_prepare(rt_blas *b, const cg_gemm *g, rt_gemm **out, sn_err *e);

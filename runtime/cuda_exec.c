@@ -29,6 +29,8 @@ struct rt_model {
 	CUdeviceptr *ptr; /* per node */
 	bool poison;
 	CUevent ev[2];
+	CUgraph graph;     /* the plan captured once (reduce-overhead) */
+	CUgraphExec exec;
 };
 
 static double now(void)
@@ -76,6 +78,10 @@ void rt_model_free(rt_model *m)
 	for (int i = 0; i < 2; i++)
 		if (m->ev[i])
 			d->EventDestroy(m->ev[i]);
+	if (m->exec)
+		d->GraphExecDestroy(m->exec);
+	if (m->graph)
+		d->GraphDestroy(m->graph);
 	free(m->ptr);
 	cg_plan_free(m->plan);
 	ir_graph_free(m->g);
@@ -212,6 +218,8 @@ static int plan_memory(rt_model *m, sn_err *e)
 	return rc;
 }
 
+static int capture(rt_model *m, sn_err *e);
+
 int rt_model_build(rt_cuda *c, const ir_graph *g, const ir_tensor *vals, const rt_build_opts *o,
 		   rt_model **out, rt_times *times, sn_err *e)
 {
@@ -233,7 +241,7 @@ int rt_model_build(rt_cuda *c, const ir_graph *g, const ir_tensor *vals, const r
 			rc = sn_errf(e, SN_EINTERNAL, "out of memory");
 	}
 	double t0 = now();
-	cg_target tgt = {.sm = c->sm};
+	cg_target tgt = {.sm = c->sm, .tf32 = o && o->tf32};
 	if (!rc)
 		rc = cg_lower(m->g, &tgt, &m->plan, e);
 	tm.lower = now() - t0;
@@ -264,6 +272,8 @@ int rt_model_build(rt_cuda *c, const ir_graph *g, const ir_tensor *vals, const r
 		rc = rt_check(c, c->d.EventCreate(&m->ev[i], CU_EVENT_DEFAULT), "cuEventCreate", e);
 	if (!rc)
 		rc = rt_check(c, c->d.StreamSynchronize(c->stream), "uploading weights", e);
+	if (!rc && o && o->graphs)
+		rc = capture(m, e);
 	tm.arena_bytes = m->arena_bytes;
 	tm.weight_bytes = m->weight_bytes;
 	if (times)
@@ -277,7 +287,7 @@ int rt_model_build(rt_cuda *c, const ir_graph *g, const ir_tensor *vals, const r
 }
 
 /* Launches every step once on the stream (no synchronization). */
-static int launch(rt_model *m, sn_err *e)
+static int launch_steps(rt_model *m, sn_err *e)
 {
 	rt_cuda *c = m->c;
 	const cg_plan *p = m->plan;
@@ -309,6 +319,37 @@ static int launch(rt_model *m, sn_err *e)
 		}
 	}
 	return SN_OK;
+}
+
+/* One call of the plan: the captured graph when there is one. */
+static int launch(rt_model *m, sn_err *e)
+{
+	if (m->exec)
+		return rt_check(m->c, m->c->d.GraphLaunch(m->exec, m->c->stream), "cuGraphLaunch", e);
+	return launch_steps(m, e);
+}
+
+/* Captures the plan into a CUDA graph: every kernel, cuBLASLt product and
+ * the poisoning memset become nodes replayed with one launch. Inputs live at
+ * static addresses (m->in), so the graph stays valid across runs. */
+static int capture(rt_model *m, sn_err *e)
+{
+	rt_cuda *c = m->c;
+	if (rt_check(c, c->d.StreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+		     "cuStreamBeginCapture", e))
+		return e->code;
+	int rc = launch_steps(m, e);
+	CUgraph g = NULL;
+	CUresult r = c->d.StreamEndCapture(c->stream, &g);
+	if (rc) {
+		if (g)
+			c->d.GraphDestroy(g);
+		return rc;
+	}
+	if (rt_check(c, r, "cuStreamEndCapture", e))
+		return e->code;
+	m->graph = g;
+	return rt_check(c, c->d.GraphInstantiate(&m->exec, g, 0), "cuGraphInstantiate", e);
 }
 
 int rt_model_run(rt_model *m, const ir_tensor *inputs, ir_tensor *outs, sn_err *e)

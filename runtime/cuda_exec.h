@@ -12,6 +12,8 @@ typedef struct rt_build_opts {
 	const char *dump_dir;  /* write every kernel's source here; NULL: no */
 	int nthreads;          /* NVRTC threads; 0: all cores */
 	bool poison;           /* fill the arena with NaN bytes before each run */
+	bool tf32;             /* fp32 contractions may use TF32 */
+	bool graphs;           /* capture the plan once as a CUDA graph and replay it */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
 } rt_build_opts;

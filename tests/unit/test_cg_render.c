@@ -53,7 +53,7 @@ static bool render(const ir_graph *g, ir_ref r, cg_step *st)
 {
 	memset(st, 0, sizeof *st);
 	st->node = r;
-	cg_target t = {90};
+	cg_target t = {.sm = 90};
 	ir_kind k = ir_ops[g->nodes[r].op].kind;
 	sn_err e = {0};
 	int rc = (k == IR_K_MOVE || g->nodes[r].op == IR_OP_iota) ? cg_render_move(g, r, &t, st, &e)
@@ -520,7 +520,7 @@ static void test_move_details(void)
 	ir_attrs_init(IR_OP_concat, &at);
 	ir_ref c8 = ir_add(g, IR_OP_concat, v8, 8, &at, &err);
 	CHECK(c8 != IR_NONE);
-	cg_target t = {90};
+	cg_target t = {.sm = 90};
 	sn_err e2 = {0};
 	memset(&st, 0, sizeof st);
 	CHECK(cg_render_move(g, c8, &t, &st, &e2) == SN_EINPUT);
@@ -546,7 +546,7 @@ static void test_lower(void)
 	ir_add_output(g, y);
 	CHECK(y != IR_NONE);
 	cg_plan *p = NULL;
-	cg_target t = {80};
+	cg_target t = {.sm = 80};
 	CHECK(cg_lower(g, &t, &p, &err) == SN_OK);
 	CHECK(p && p->nsteps == 3);
 	if (p && p->nsteps == 3) {

@@ -210,7 +210,7 @@ static bool render(cg_render_fn *fn, ir_ref r, cg_step *st, const char *label)
 	st->node = r;
 	if (r == IR_NONE)
 		return false;
-	cg_target t = {90};
+	cg_target t = {.sm = 90};
 	sn_err e = {0};
 	int rc = fn(G, r, &t, st, &e);
 	if (rc != SN_OK)
@@ -621,7 +621,7 @@ static void test_conv(void)
 	/* before sm_80 there is no bf16 mma: the SIMT kernel */
 	r = conv_node(&cases[1], IR_BF16, IR_NCHW);
 	memset(&st, 0, sizeof st);
-	cg_target old = {75};
+	cg_target old = {.sm = 75};
 	sn_err e = {0};
 	CHECK(cg_render_conv(G, r, &old, &st, &e) == SN_OK && st.k.src && !strstr(st.k.src, "mma.sync"));
 	step_free(&st);
@@ -679,7 +679,7 @@ static void test_attention(void)
 	ir_ref q5[3] = {in(IR_F32, SHAPE(4, 300)), in(IR_F32, SHAPE(4, 300)), in(IR_F32, SHAPE(4, 8))};
 	ir_ref r = op(IR_OP_scaled_dot_product_attention, q5, 3, NULL);
 	memset(&st, 0, sizeof st);
-	cg_target t90 = {90};
+	cg_target t90 = {.sm = 90};
 	sn_err e = {0};
 	CHECK(cg_render_attention(G, r, &t90, &st, &e) == SN_EINPUT);
 	CHECK_STR(e.msg, "scaled_dot_product_attention: head dims 300 and 8 exceed 256, the CUDA kernel's limit");
