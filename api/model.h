@@ -11,6 +11,7 @@ struct sinter_model {
 	ir_graph *g;
 	ir_wstore *ws;   /* param values by key, once loaded */
 	bool weights;    /* every param of g has its value in ws */
+	bool onnx;       /* imported from ONNX: ws holds its initializers */
 	char *dir;       /* directory of the source file, for the weights path */
 };
 

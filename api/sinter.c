@@ -3,11 +3,13 @@
 #include "api/model.h"
 
 #include "frontend/safetensors.h"
+#include "frontend/onnx.h"
 #include "frontend/sir.h"
 #include "ir/ir.h"
 #include "runtime/kcache.h"
 #include "runtime/ref.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,11 +116,102 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 	sir_bind *b = binds_of(opt);
 	if (opt && opt->nshapes && !b)
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
-	int rc = sir_parse_file(path, b, b ? opt->nshapes : 0, &g, &e);
+	size_t n = strlen(path);
+	bool onnx = n >= 5 && !strcmp(path + n - 5, ".onnx");
+	ir_wstore *ws = onnx ? ir_ws_new() : NULL;
+	int rc = onnx ? (ws ? onnx_load(path, b, b ? opt->nshapes : 0, &g, ws, &e)
+			   : sn_errf(&e, SN_EINTERNAL, "out of memory"))
+		      : sir_parse_file(path, b, b ? opt->nshapes : 0, &g, &e);
 	free(b);
-	if (rc != SN_OK)
+	if (rc != SN_OK) {
+		ir_ws_free(ws);
 		return api_fail(err, &e);
-	return wrap(g, path, out, err);
+	}
+	sinter_status st = wrap(g, path, out, err);
+	if (st != SINTER_OK || !onnx) {
+		ir_ws_free(ws);
+		return st;
+	}
+	/* The initializers are the weights: the model is ready to run. */
+	ir_ws_free((*out)->ws);
+	(*out)->ws = ws;
+	(*out)->weights = true;
+	(*out)->onnx = true;
+	return SINTER_OK;
+}
+
+sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	size_t n = strlen(sir_path);
+	if (n < 5 || strcmp(sir_path + n - 4, ".sir"))
+		return api_failf(err, SINTER_E_USAGE, "%s: the output must be a .sir file", sir_path);
+	if (!m->weights)
+		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	char *wpath = malloc(n + 16);
+	if (!wpath)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	memcpy(wpath, sir_path, n - 4);
+	strcpy(wpath + n - 4, ".safetensors");
+	const char *slash = strrchr(wpath, '/');
+	const char *base = slash ? slash + 1 : wpath;
+
+	/* The weights file: every param's value once, by key. */
+	size_t np = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		np += g->nodes[i].op == IR_OP_param;
+	st_entry *en = calloc(np ? np : 1, sizeof *en);
+	ir_tensor *vals = NULL;
+	sinter_status st = en ? api_param_vals(g, m->ws, &vals, err)
+			      : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	size_t k = 0;
+	for (uint32_t i = 0; !st && i < g->nnodes; i++) {
+		const ir_node *nd = &g->nodes[i];
+		bool dup = false;
+		for (size_t j = 0; nd->op == IR_OP_param && j < k; j++)
+			dup |= !strcmp(en[j].name, nd->pname);
+		if (nd->op != IR_OP_param || dup)
+			continue;
+		en[k] = (st_entry){.name = nd->pname, .dtype = st_from_ir(nd->dtype), .rank = nd->shape.rank,
+				   .data = vals[i].data, .nbytes = vals[i].nbytes};
+		memcpy(en[k].shape, nd->shape.d, sizeof en[k].shape);
+		k++;
+	}
+	sn_err e = {0};
+	if (!st && st_write(wpath, en, k, NULL, 0, &e) != SN_OK)
+		st = api_fail(err, &e);
+	api_vals_free(g, m->ws, vals);
+	free(en);
+
+	/* The text, naming the weights file beside it; written to a temp file
+	 * and renamed so that a failure leaves no half file. */
+	if (!st) {
+		ir_graph *copy = ir_graph_clone(g, &e);
+		if (!copy) {
+			st = api_fail(err, &e);
+		} else {
+			copy->weights = base;
+			sn_buf text = {0};
+			ir_print(copy, &text);
+			char *tmp = malloc(n + 16);
+			FILE *f = NULL;
+			if (tmp) {
+				snprintf(tmp, n + 16, "%s.tmp", sir_path);
+				f = fopen(tmp, "w");
+			}
+			if (!text.s || !f || fwrite(text.s, 1, text.len, f) != text.len || fclose(f) != 0 ||
+			    rename(tmp, sir_path) != 0) {
+				st = api_failf(err, SINTER_E_ENV, "cannot write %s: %s", sir_path, strerror(errno));
+				if (tmp)
+					remove(tmp);
+			}
+			free(tmp);
+			sn_buf_free(&text);
+			ir_graph_free(copy);
+		}
+	}
+	free(wpath);
+	return st;
 }
 
 sinter_status sinter_model_parse(const char *text, size_t len, const char *name,
@@ -255,6 +348,8 @@ sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinte
 	if (st != SINTER_OK)
 		return st;
 	char *full = NULL;
+	if (!path && m->onnx)
+		return SINTER_OK; /* the initializers are loaded already */
 	if (!path) {
 		bool any = false;
 		for (uint32_t i = 0; i < g->nnodes; i++)

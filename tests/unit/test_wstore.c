@@ -4,7 +4,9 @@
 #include "ir/wstore.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static ir_tensor vec(ir_dtype t, int n, double first)
 {
@@ -49,6 +51,32 @@ int main(void)
 	sn_err e3 = {0};
 	CHECK(ir_ws_read_as(ws, "nope", IR_F32, &s1, &h, &e3) == SN_EINPUT);
 	CHECK_STR(e3.msg, "no weight \"nope\"");
+	/* the bf16 fast path agrees with ir_store on awkward values: ties,
+	 * subnormals, the largest finite values, infinities, NaN */
+	static const float vals[] = {1.0f, 1.00390625f, 1.01171875f, -2.5e-39f, 1e-45f, 3.3961775e38f,
+				     3.4028235e38f, -INFINITY, INFINITY, 0.1f, -0.0f, 65504.0f, 1.0f / 3.0f};
+	size_t nv = SN_COUNT(vals);
+	ir_tensor many = {.dtype = IR_F32, .shape = {1, {(int64_t)nv + 1000}}};
+	many.nbytes = (nv + 1000) * 4;
+	many.data = malloc(many.nbytes);
+	memcpy(many.data, vals, sizeof vals);
+	uint64_t z = 12345;
+	for (size_t i = nv; i < nv + 1000; i++) { /* random bit patterns */
+		z = z * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t u = (uint32_t)(z >> 32);
+		memcpy((float *)many.data + i, &u, 4);
+	}
+	CHECK(ir_ws_put(ws, "many", many, &e) == SN_OK);
+	uint16_t out[1013 + 16];
+	CHECK(ir_ws_read_as(ws, "many", IR_BF16, &many.shape, out, &e) == SN_OK);
+	int bad = 0;
+	for (size_t i = 0; i < nv + 1000; i++) {
+		uint16_t want;
+		ir_store(IR_BF16, &want, 0, ir_load(IR_F32, ir_ws_get(ws, "many")->data, i));
+		bool both_nan = (want & 0x7fff) > 0x7f80 && (out[i] & 0x7fff) > 0x7f80;
+		bad += out[i] != want && !both_nan;
+	}
+	CHECK(bad == 0);
 	ir_ws_free(ws);
 	return check_done("wstore");
 }
