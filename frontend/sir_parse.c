@@ -222,7 +222,7 @@ static int parse_type(parser *P, ir_dtype *t, ir_shape *s)
 	if (TOK->kind == SIR_RBRACK)
 		return next(P);
 	for (;;) {
-		int64_t d;
+		int64_t d = 0;
 		if (s->rank == IR_MAX_RANK)
 			return sir_diag_at(&P->L, TOK, "too many dimensions (at most %d)", IR_MAX_RANK);
 		if (TOK->kind == SIR_IDENT) {
@@ -269,7 +269,7 @@ static int parse_list(parser *P, const ir_attr_info *ai, ir_ints *v)
 	if (TOK->kind == SIR_RBRACK)
 		return next(P);
 	for (;;) {
-		int64_t d;
+		int64_t d = 0;
 		if (v->n == IR_MAX_LIST)
 			return sir_diag_at(&P->L, TOK, "attribute '%s' has more than %d values", ai->name,
 					   IR_MAX_LIST);
@@ -437,7 +437,7 @@ static int const_value(parser *P, ir_dtype t, size_t i)
 	}
 	char what[48];
 	snprintf(what, sizeof what, "an integer (const %s)", ir_dtype_name(t));
-	int64_t v;
+	int64_t v = 0;
 	if ((rc = tok_int(P, what, &v)))
 		return rc;
 	int64_t lo = INT64_MIN, hi = INT64_MAX;

@@ -1,0 +1,12 @@
+# onnx.cmake: ONNX import checked against the ONNX project's backend node
+# tests (tests/onnx/run_node_tests.py) and against onnxruntime on small
+# models (tests/onnx/crosscheck_ort.py). Needs a python with the packages of
+# tests/requirements.txt (onnx, onnxruntime, numpy): configure with
+# -DSINTER_PYTHON=/path/to/python (scripts/test does).
+if(SINTER_PYTHON)
+  add_test(NAME onnx.node_tests
+    COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/onnx/run_node_tests.py $<TARGET_FILE:sinter_cli>)
+  add_test(NAME onnx.crosscheck_ort
+    COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/onnx/crosscheck_ort.py $<TARGET_FILE:sinter_cli>)
+  set_tests_properties(onnx.node_tests onnx.crosscheck_ort PROPERTIES LABELS onnx TIMEOUT 900)
+endif()
