@@ -218,3 +218,15 @@ sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, d
 	sn_err e = {0};
 	return rt_model_time(c->rm, warmup, iters, ms, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
 }
+
+sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
+				      size_t *n, sinter_error *err)
+{
+	_Static_assert(sizeof(sinter_profile_entry) == sizeof(rt_prof), "one layout");
+	sn_err e = {0};
+	rt_prof *p = NULL;
+	if (rt_model_profile(c->rm, iters, &p, n, &e) != SN_OK)
+		return api_fail(err, &e);
+	*entries = (sinter_profile_entry *)p; /* same fields in the same order */
+	return SINTER_OK;
+}

@@ -883,4 +883,10 @@ sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, d
 {
 	return no_cuda(err);
 }
+
+sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
+				      size_t *n, sinter_error *err)
+{
+	return no_cuda(err);
+}
 #endif

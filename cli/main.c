@@ -99,6 +99,7 @@ static const char *const bench_help =
 	"  --iters N          timed calls (default 50)\n"
 	"  --warmup N         untimed calls first (default 5)\n"
 	"  --json             one JSON object instead of text\n"
+	"  --profile          also time each kernel alone and list the top ones\n"
 	"  --inputs, --weights, --seed: as for run\n";
 static const char *const import_help =
 	"usage: sinter import MODEL.onnx -o MODEL.sir [--shape SYM=VALUE]...\n"
@@ -116,7 +117,7 @@ typedef struct opts {
 	const char *file;
 	const char *target, *dump_dir, *dir;
 	const char *mode, *passes, *precision;
-	int iters, warmup;
+	int iters, warmup, profile;
 	bool json, no_cache;
 	sinter_shape_binding shapes[16];
 	size_t nshapes;
@@ -229,6 +230,8 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 			o->target = val;
 		} else if (is_compile && !strcmp(a, "--no-cache")) {
 			o->no_cache = true;
+		} else if (is_bench && !strcmp(a, "--profile")) {
+			o->profile = 1;
 		} else if (is_bench && !strcmp(a, "--json")) {
 			o->json = true;
 		} else if (is_bench && (!strcmp(a, "--iters") || !strcmp(a, "--warmup"))) {
@@ -594,6 +597,45 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static int cmp_prof(const void *a, const void *b)
+{
+	double x = ((const sinter_profile_entry *)a)->ms, y = ((const sinter_profile_entry *)b)->ms;
+	return (x < y) - (x > y);
+}
+
+/* The top kernels by device time, steps of one kernel added together. */
+static int print_profile(sinter_compiled *c, sinter_error *err)
+{
+	sinter_profile_entry *p;
+	size_t n;
+	if (sinter_compiled_profile(c, 20, &p, &n, err))
+		return report(err);
+	double total = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		total += p[i].ms;
+		size_t j = 0;
+		while (j < k && (strcmp(p[j].kernel, p[i].kernel) || strcmp(p[j].op, p[i].op)))
+			j++;
+		if (j == k) {
+			p[k++] = p[i];
+		} else {
+			p[j].ms += p[i].ms;
+			p[j].bytes += p[i].bytes;
+			p[j].flops += p[i].flops;
+		}
+	}
+	qsort(p, k, sizeof *p, cmp_prof);
+	printf("profile: %zu steps, %.4f ms launched one by one (each kernel timed alone)\n", n, total);
+	printf("  %-34s %-12s %9s %6s %9s %9s\n", "kernel", "op", "ms", "%", "GB/s", "TFLOP/s");
+	for (size_t i = 0; i < k && i < 12; i++)
+		printf("  %-34s %-12s %9.4f %5.1f%% %9.1f %9.2f\n", p[i].kernel, p[i].op, p[i].ms,
+		       100 * p[i].ms / (total > 0 ? total : 1), p[i].bytes / (p[i].ms * 1e6),
+		       p[i].flops / (p[i].ms * 1e9));
+	sinter_free(p);
+	return 0;
+}
+
 static int cmd_bench(opts *o)
 {
 	char why[512];
@@ -671,6 +713,8 @@ static int cmd_bench(opts *o)
 		printf("latency:      median %.4f ms, min %.4f ms over %d calls (%d warm-up)\n", med, ms[0],
 		       o->iters, o->warmup);
 	}
+	if (o->profile && (rc = print_profile(c, &err)))
+		goto out;
 	rc = 0;
 	goto out;
 fail:

@@ -194,6 +194,19 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
 				    sinter_error *err);
 
+/* A per-step profile: each step of the plan launched and timed alone
+ * (CUDA events) over `iters` calls. Entries are per step, in plan order;
+ * free the array with sinter_free. */
+typedef struct sinter_profile_entry {
+	const char *kernel; /* kernel name, or "cublasLt"; owned by c */
+	const char *op;     /* the IR op it computes */
+	double ms;          /* device time per call */
+	double bytes;       /* operands read once, output written once */
+	double flops;       /* for contractions and convolutions, else 0 */
+} sinter_profile_entry;
+sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
+				      size_t *n, sinter_error *err);
+
 /* ---- caches ---- */
 /* Entries and bytes of the kernel cache in dir (NULL: the default). */
 sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err);

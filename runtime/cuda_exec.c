@@ -321,6 +321,86 @@ static int launch_steps(rt_model *m, sn_err *e)
 	return SN_OK;
 }
 
+/* What step st must move through memory and compute. */
+static void step_cost(const rt_model *m, const cg_step *st, double *bytes, double *flops)
+{
+	const ir_graph *g = m->g;
+	const ir_node *n = &g->nodes[st->node];
+	double b = (double)node_bytes(n);
+	for (uint32_t i = 0; i < n->nin; i++)
+		b += (double)node_bytes(&g->nodes[n->in[i]]);
+	double f = 0;
+	if (st->kind == CG_STEP_GEMM) {
+		f = 2.0 * (double)st->g.batch * (double)st->g.m * (double)st->g.n * (double)st->g.k;
+	} else if (n->op == IR_OP_conv2d) {
+		const ir_shape *w = &g->nodes[n->in[1]].shape;
+		f = 2.0 * (double)ir_numel(&n->shape) * (double)(ir_numel(w) / w->d[0]);
+	} else if (n->op == IR_OP_matmul || n->op == IR_OP_linear) {
+		const ir_shape *a = &g->nodes[n->in[0]].shape;
+		f = 2.0 * (double)ir_numel(&n->shape) * (double)a->d[a->rank - 1];
+	}
+	*bytes = b;
+	*flops = f;
+}
+
+int rt_model_profile(rt_model *m, int iters, rt_prof **prof, size_t *np, sn_err *e)
+{
+	rt_cuda *c = m->c;
+	const cg_plan *p = m->plan;
+	c->d.CtxSetCurrent(c->ctx);
+	rt_prof *pr = calloc(p->nsteps ? p->nsteps : 1, sizeof *pr);
+	CUevent *ev = calloc(p->nsteps + 1, sizeof *ev);
+	int rc = pr && ev ? SN_OK : sn_errf(e, SN_EINTERNAL, "out of memory");
+	uint32_t made = 0;
+	for (; !rc && made <= p->nsteps; made++)
+		rc = rt_check(c, c->d.EventCreate(&ev[made], CU_EVENT_DEFAULT), "cuEventCreate", e);
+	bool poison = m->poison;
+	m->poison = false;
+	for (int it = 0; !rc && it < iters; it++) {
+		rc = rt_check(c, c->d.EventRecord(ev[0], c->stream), "cuEventRecord", e);
+		for (uint32_t i = 0; !rc && i < p->nsteps; i++) {
+			/* one step at a time: launch_steps on a one-step view */
+			cg_plan one = {.steps = &p->steps[i], .nsteps = 1};
+			cg_plan *all = m->plan;
+			CUfunction f0 = m->fn[0];
+			rt_gemm *g0 = m->gemm[0];
+			m->plan = &one;
+			m->fn[0] = m->fn[i];
+			m->gemm[0] = m->gemm[i];
+			rc = launch_steps(m, e);
+			m->fn[0] = f0;
+			m->gemm[0] = g0;
+			m->plan = all;
+			if (!rc)
+				rc = rt_check(c, c->d.EventRecord(ev[i + 1], c->stream), "cuEventRecord", e);
+		}
+		if (!rc)
+			rc = rt_check(c, c->d.EventSynchronize(ev[p->nsteps]), "profiling", e);
+		for (uint32_t i = 0; !rc && i < p->nsteps; i++) {
+			float t = 0;
+			rc = rt_check(c, c->d.EventElapsedTime(&t, ev[i], ev[i + 1]), "cuEventElapsedTime", e);
+			pr[i].ms += t / iters;
+		}
+	}
+	m->poison = poison;
+	for (uint32_t i = 0; i < made && ev; i++)
+		c->d.EventDestroy(ev[i]);
+	free(ev);
+	for (uint32_t i = 0; !rc && i < p->nsteps; i++) {
+		const cg_step *st = &p->steps[i];
+		pr[i].name = st->kind == CG_STEP_KERNEL ? st->k.name : st->kind == CG_STEP_GEMM ? "cublasLt" : "alias";
+		pr[i].op = ir_ops[m->g->nodes[st->node].op].name;
+		step_cost(m, st, &pr[i].bytes, &pr[i].flops);
+	}
+	if (rc) {
+		free(pr);
+		return rc;
+	}
+	*prof = pr;
+	*np = p->nsteps;
+	return SN_OK;
+}
+
 /* One call of the plan: the captured graph when there is one. */
 static int launch(rt_model *m, sn_err *e)
 {

@@ -41,4 +41,19 @@ int rt_model_run(rt_model *m, const ir_tensor *inputs, ir_tensor *outs, sn_err *
  * per-call device times in ms (CUDA events), after `warmup` untimed calls. */
 int rt_model_time(rt_model *m, int warmup, int n, double *ms, sn_err *e);
 
+/* One step's share of a profile: device time summed over the profiled
+ * calls (CUDA events around each step, launched one by one), and what the
+ * step must move and compute, for achieved GB/s and TFLOP/s. */
+typedef struct rt_prof {
+	const char *name; /* kernel name, or "cublasLt" */
+	const char *op;   /* the IR op */
+	double ms;        /* per call */
+	double bytes;     /* operands read once and the output written once */
+	double flops;     /* contractions and convolutions; 0 otherwise */
+} rt_prof;
+
+/* Times every step of the plan separately over `iters` calls; prof gets
+ * one entry per step (malloc'ed, *n of them; free with free()). */
+int rt_model_profile(rt_model *m, int iters, rt_prof **prof, size_t *n, sn_err *e);
+
 #endif
