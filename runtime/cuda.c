@@ -48,6 +48,7 @@ static const struct {
 	ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2"),
 	ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
 	ENTRY(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+	ENTRY(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 	ENTRY(MemsetD8Async, "cuMemsetD8Async"),
 	ENTRY(ModuleLoadData, "cuModuleLoadData"),
 	ENTRY(ModuleUnload, "cuModuleUnload"),

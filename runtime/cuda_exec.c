@@ -181,7 +181,9 @@ static int upload_weights(rt_model *m, const ir_tensor *vals, sn_err *e)
 		if (!src && nb)
 			return sn_errf(e, SN_EINTERNAL, "param \"%s\" has no data", n->pname);
 		m->ptr[i] = m->weights + off;
-		if (nb && rt_check(c, c->d.MemcpyHtoD(m->ptr[i], src, nb), "uploading weights", e))
+		/* in stream order, for the reason rt_model_run gives; the build
+		 * synchronizes the stream before it returns */
+		if (nb && rt_check(c, c->d.MemcpyHtoDAsync(m->ptr[i], src, nb, c->stream), "uploading weights", e))
 			return e->code;
 		off += align_up(nb);
 	}
@@ -437,9 +439,14 @@ int rt_model_run(rt_model *m, const ir_tensor *inputs, ir_tensor *outs, sn_err *
 	rt_cuda *c = m->c;
 	const ir_graph *g = m->g;
 	c->d.CtxSetCurrent(c->ctx);
+	/* On our stream, not the legacy one: a synchronous cuMemcpyHtoD from
+	 * pageable memory may return before its DMA lands, and our stream is
+	 * non-blocking, so kernels could read the input half-copied. In-stream
+	 * order makes the kernels wait for the copy. */
 	for (uint32_t i = 0; i < g->ninputs; i++) {
 		size_t nb = node_bytes(&g->nodes[g->inputs[i]]);
-		if (nb && rt_check(c, c->d.MemcpyHtoD(m->in[i], inputs[i].data, nb), "copying inputs", e))
+		if (nb && rt_check(c, c->d.MemcpyHtoDAsync(m->in[i], inputs[i].data, nb, c->stream),
+				   "copying inputs", e))
 			return e->code;
 	}
 	if (launch(m, e) || rt_check(c, c->d.StreamSynchronize(c->stream), "running the model", e))
