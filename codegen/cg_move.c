@@ -112,30 +112,6 @@ static int render_view(const ir_graph *g, ir_ref r, int64_t base, const int64_t 
 	return close_kernel(&b, g, r, 1, stp, e);
 }
 
-/* ONNX Slice on one axis of size d, exactly as ref_move.c and the shape
- * rule: *first is the first index taken; returns the count. */
-static int64_t slice_axis(int64_t d, int64_t start, int64_t end, int64_t step, int64_t *first)
-{
-	if (start < 0)
-		start = start < -d ? 0 : start + d;
-	if (end < 0)
-		end = end < -d ? -1 : end + d;
-	if (step > 0) {
-		start = start > d ? d : start;
-		end = end < 0 ? 0 : end > d ? d : end;
-		*first = start;
-		if (end <= start)
-			return 0;
-		return (int64_t)(((uint64_t)(end - start) - 1) / (uint64_t)step + 1);
-	}
-	start = start > d - 1 ? d - 1 : start;
-	end = end > d - 1 ? d - 1 : end;
-	*first = start;
-	if (start <= end)
-		return 0;
-	return (int64_t)(((uint64_t)(start - end) - 1) / ((uint64_t)0 - (uint64_t)step) + 1);
-}
-
 static int render_slice(const ir_graph *g, ir_ref r, cg_step *stp, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
@@ -152,7 +128,7 @@ static int render_slice(const ir_graph *g, ir_ref r, cg_step *stp, sn_err *e)
 		int64_t step = at->steps.n ? at->steps.v[i] : 1, first;
 		if (a < 0 || step == 0)
 			return sn_errf(e, SN_EINPUT, "slice: bad axis or zero step");
-		int64_t len = slice_axis(xs->d[a], at->starts.v[i], at->ends.v[i], step, &first);
+		int64_t len = ir_slice_axis(xs->d[a], at->starts.v[i], at->ends.v[i], step, &first);
 		if (len != n->shape.d[a])
 			return sn_errf(e, SN_EINTERNAL, "slice: axis %d takes %" PRId64 " elements, the type says %" PRId64,
 				       a, len, n->shape.d[a]);

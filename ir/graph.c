@@ -170,6 +170,28 @@ int ir_axis(int64_t axis, int rank)
 	return axis < 0 || axis >= rank ? -1 : (int)axis;
 }
 
+int64_t ir_slice_axis(int64_t d, int64_t start, int64_t end, int64_t step, int64_t *first)
+{
+	if (start < 0)
+		start = start < -d ? 0 : start + d;
+	if (end < 0)
+		end = end < -d ? -1 : end + d;
+	if (step > 0) {
+		start = start > d ? d : start;
+		end = end < 0 ? 0 : end > d ? d : end;
+		*first = start;
+		if (end <= start)
+			return 0;
+		return (int64_t)(((uint64_t)(end - start) - 1) / (uint64_t)step + 1);
+	}
+	start = start > d - 1 ? d - 1 : start;
+	end = end > d - 1 ? d - 1 : end;
+	*first = start;
+	if (start <= end)
+		return 0;
+	return (int64_t)(((uint64_t)(start - end) - 1) / ((uint64_t)0 - (uint64_t)step) + 1);
+}
+
 /* ---- graph ---- */
 
 ir_graph *ir_graph_new(void)

@@ -927,29 +927,6 @@ static int rule_split(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape
 	return SN_OK;
 }
 
-/* ONNX Slice for one axis of size d: the number of elements taken. */
-static int64_t slice_len(int64_t d, int64_t start, int64_t end, int64_t step)
-{
-	if (start < 0)
-		start = start < -d ? 0 : start + d;
-	if (end < 0)
-		end = end < -d ? -1 : end + d;
-	if (step > 0) {
-		start = start > d ? d : start;
-		end = end < 0 ? 0 : end > d ? d : end;
-		if (end <= start)
-			return 0;
-		uint64_t len = (uint64_t)(end - start), st = (uint64_t)step;
-		return (int64_t)((len - 1) / st + 1);
-	}
-	start = start > d - 1 ? d - 1 : start;
-	end = end > d - 1 ? d - 1 : end;
-	if (start <= end)
-		return 0;
-	uint64_t len = (uint64_t)(start - end), st = (uint64_t)0 - (uint64_t)step;
-	return (int64_t)((len - 1) / st + 1);
-}
-
 static int rule_slice(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
 {
 	const ir_node *x = IN(0);
@@ -975,7 +952,8 @@ static int rule_slice(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape
 			return fail(e, n, "steps %s must not contain 0", ints_s(&at->steps).s);
 		if (d < 0)
 			return fail(e, n, "axis %d of %s is symbolic", a, TY(x));
-		r.d[a] = slice_len(d, at->starts.v[i], at->ends.v[i], step);
+		int64_t first;
+		r.d[a] = ir_slice_axis(d, at->starts.v[i], at->ends.v[i], step, &first);
 	}
 	*t = x->dtype;
 	*s = r;

@@ -214,6 +214,11 @@ int ir_add_output(ir_graph *g, ir_ref r);
 int ir_infer(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e);
 /* Normalizes a possibly negative axis against rank; -1 if out of range. */
 int ir_axis(int64_t axis, int rank);
+/* ONNX Slice on one axis of size d (step != 0): negative start/end count
+ * from the end and are clamped to [0, d] (step > 0) or [-1, d-1] (step <
+ * 0). Returns how many elements are taken and sets *first to the first
+ * index taken. The shape rule, the reference and codegen all use it. */
+int64_t ir_slice_axis(int64_t d, int64_t start, int64_t end, int64_t step, int64_t *first);
 
 /* Checks the whole graph: operands precede their users, operand counts and
  * required attributes, every node's type equals what inference gives,
