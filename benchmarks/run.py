@@ -214,21 +214,25 @@ def last_line(text):
 
 
 def sinter_measure(args, name, cfg, mode, files, logs):
-    """sinter run (output) and sinter bench --json (times) in one mode."""
+    """One `sinter bench --json -o OUT` in one mode: the times, and the
+    outputs of the same compiled model for the check (one process, not a
+    separate `sinter run`, to keep the whole run inside its budget)."""
     res = {"mode": mode}
     mode_args = [] if mode == "default" else ["--mode", mode]
     common = sinter_common(args, cfg, files)
     log_path = os.path.join(logs, "%s.sinter.%s.log" % (name, mode))
     out = os.path.join(files["dir"], "%s.sinter.%s.safetensors" % (name, mode))
-    rc, so, se = sinter_call(args, ["run"] + common + mode_args + ["--device", "cuda", "-o", out],
-                             args.check_cache, log_path)
+    cold = tempfile.mkdtemp(prefix="sinter-cold-", dir=files["dir"])
+    rc, so, se = sinter_call(args, ["bench"] + common + mode_args +
+                             ["--json", "--iters", str(args.iters), "--warmup", str(args.warmup),
+                              "-o", out], cold, log_path)
     low = se.lower()
     if mode != "default" and rc in (1, 2) and ("unknown mode" in low or "'--mode'" in low
                                                or (rc == 2 and "mode" in low)):
         res["error"] = "n/a"  # this sinter has no such mode
         return res
     if rc != 0:
-        res["error"] = "run exit %d: %s" % (rc, last_line(se))
+        res["error"] = "bench exit %d: %s" % (rc, last_line(se))
         return res
     try:
         got = models.load_safetensors(out)
@@ -237,13 +241,6 @@ def sinter_measure(args, name, cfg, mode, files, logs):
         return res
     oname = models.MODELS[cfg["model"]]["output"]
     res["output"] = got.get(oname, next(iter(got.values())) if len(got) == 1 else None)
-    cold = tempfile.mkdtemp(prefix="sinter-cold-", dir=files["dir"])
-    rc, so, se = sinter_call(args, ["bench"] + common + mode_args +
-                             ["--json", "--iters", str(args.iters), "--warmup", str(args.warmup)],
-                             cold, log_path)
-    if rc != 0:
-        res["error"] = "bench exit %d: %s" % (rc, last_line(se))
-        return res
     js = [ln for ln in so.splitlines() if ln.startswith("{")]
     try:
         b = json.loads(js[-1])

@@ -100,6 +100,7 @@ static const char *const bench_help =
 	"  --warmup N         untimed calls first (default 5)\n"
 	"  --json             one JSON object instead of text\n"
 	"  --profile          also time each kernel alone and list the top ones\n"
+	"  -o FILE            write the outputs of the first run to a .safetensors file\n"
 	"  --inputs, --weights, --seed: as for run\n";
 static const char *const import_help =
 	"usage: sinter import MODEL.onnx -o MODEL.sir [--shape SYM=VALUE]...\n"
@@ -687,6 +688,10 @@ static int cmd_bench(opts *o)
 		goto fail;
 	double warm_s = p2.parse_s + (now() - t0);
 	if (sinter_compiled_run(c, p.ins, p.nins, &outs, &err))
+		goto fail;
+	/* -o: the outputs of this compiled model, so a harness can check them
+	 * without a second process */
+	if (o->out && sinter_tensors_write(o->out, outs, sinter_model_num_outputs(p.m), &err))
 		goto fail;
 	if (sinter_compiled_bench(c, o->warmup, o->iters, ms, &err))
 		goto fail;
