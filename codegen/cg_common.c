@@ -165,36 +165,6 @@ void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t)
 	}
 }
 
-/* Writes an attribute value as text (a comment only: no round trip). */
-static void put_attr(sn_buf *b, const ir_attrs *a, ir_attr_id id)
-{
-	const ir_attr_info *ai = &ir_attr_table[id];
-	const void *p = (const char *)a + ai->offset;
-	char num[48];
-	sn_buf_printf(b, " %s=", ai->name);
-	switch (ai->type) {
-	case IR_AT_INT: sn_buf_printf(b, "%" PRId64, *(const int64_t *)p); break;
-	case IR_AT_INTS:
-	case IR_AT_DIMS: {
-		const ir_ints *v = p;
-		sn_buf_puts(b, "[");
-		for (int i = 0; i < v->n && i < IR_MAX_LIST; i++)
-			sn_buf_printf(b, "%s%" PRId64, i ? "," : "", v->v[i]);
-		sn_buf_puts(b, "]");
-		break;
-	}
-	case IR_AT_BOOL: sn_buf_puts(b, *(const bool *)p ? "true" : "false"); break;
-	case IR_AT_FLOAT:
-		sn_fmt_double(num, *(const double *)p);
-		sn_buf_puts(b, num);
-		break;
-	case IR_AT_DTYPE: sn_buf_puts(b, ir_dtype_name(*(const ir_dtype *)p)); break;
-	case IR_AT_LAYOUT: sn_buf_puts(b, ir_layout_name(*(const ir_layout *)p)); break;
-	case IR_AT_GELU: sn_buf_puts(b, ir_gelu_name(*(const ir_gelu *)p)); break;
-	case IR_AT_PADMODE: sn_buf_puts(b, ir_padmode_name(*(const ir_padmode *)p)); break;
-	}
-}
-
 /* The spec comment that opens a kernel: op, operand and result types, the
  * op's attributes, and the renderer's config. It names no value or node,
  * so identical specs give identical sources (and one compiled kernel).
@@ -219,7 +189,7 @@ void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config)
 			if (!any)
 				sn_buf_puts(b, " attrs:");
 			any = true;
-			put_attr(b, n->attrs, (ir_attr_id)id);
+			ir_print_attr(b, g, n->attrs, (ir_attr_id)id);
 		}
 	if (!any)
 		sn_buf_puts(b, " no attrs");

@@ -228,6 +228,9 @@ int ir_verify(const ir_graph *g, sn_err *e);
 
 /* Canonical text (docs/IR.md). Appends to b. */
 void ir_print(const ir_graph *g, sn_buf *b);
+/* " name=value" for attribute id of a, as the printer writes it (the
+ * printer and codegen's kernel comments share it). */
+void ir_print_attr(sn_buf *b, const ir_graph *g, const ir_attrs *a, ir_attr_id id);
 /* "f32[N,3,224,224]" into out (at least 160 bytes). */
 void ir_type_str(const ir_graph *g, ir_dtype t, const ir_shape *s, char *out, size_t cap);
 

@@ -183,7 +183,7 @@ static void put_value(sn_buf *b, ir_dtype t, const void *data, size_t i)
 	}
 }
 
-static void put_attr(sn_buf *b, const ir_graph *g, const ir_attrs *a, ir_attr_id id)
+void ir_print_attr(sn_buf *b, const ir_graph *g, const ir_attrs *a, ir_attr_id id)
 {
 	const ir_attr_info *ai = &ir_attr_table[id];
 	const void *p = (const char *)a + ai->offset;
@@ -229,7 +229,7 @@ static void put_attrs(sn_buf *b, const ir_graph *g, const ir_node *n)
 		bool show = (oi->required & bit) || !ir_attr_is_default(n->op, n->attrs, (ir_attr_id)id) ||
 			    (n->op == IR_OP_split && id == IR_ATTR_index);
 		if (show)
-			put_attr(b, g, n->attrs, (ir_attr_id)id);
+			ir_print_attr(b, g, n->attrs, (ir_attr_id)id);
 	}
 }
 
