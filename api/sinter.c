@@ -7,7 +7,7 @@
 #include "frontend/sir.h"
 #include "ir/ir.h"
 #include "runtime/kcache.h"
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* cg_elem.c: elementwise kernels (every UNARY, BINARY and TERNARY op, cast
  * and clamp included) with numpy broadcasting.
  *
- * Semantics follow the reference interpreter (runtime/ref_elem.c): float
+ * Semantics follow the reference interpreter (ir/ref/ref_elem.c): float
  * dtypes compute in f32 and round once at the store with the output dtype's
  * rounding; integer dtypes (and bool) compute in long long and wrap to the
  * output's width; casts to integers truncate and saturate (NaN gives 0);

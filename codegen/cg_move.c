@@ -1,5 +1,5 @@
 /* cg_move.c: data movement kernels. Values move bit for bit (no
- * conversion), as in runtime/ref_move.c. Each kernel walks the output
+ * conversion), as in ir/ref/ref_move.c. Each kernel walks the output
  * contiguously (grid-stride loop, one element per iteration) and computes
  * where the element comes from:
  *   transpose, expand, split, slice  a strided view of the operand: a base

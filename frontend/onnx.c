@@ -2,7 +2,7 @@
  * constant folding, and the final graph (onnx_impl.h says how they fit). */
 #include "onnx_impl.h"
 
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 #include <errno.h>
 #include <stdio.h>

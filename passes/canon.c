@@ -12,7 +12,7 @@
  * that node is not an input and its own name is no output's name. */
 #include "passes/canon.h"
 #include "passes/passes.h"
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 #include "gpu_check.h"
 
 #include "runtime/cuda_exec.h"
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 #include <math.h>
 #include <stdio.h>

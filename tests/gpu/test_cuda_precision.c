@@ -12,7 +12,7 @@
 #include "api/model.h"
 #include "passes/passes.h"
 #include "runtime/cuda_exec.h"
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 #include <math.h>
 #include <stdio.h>

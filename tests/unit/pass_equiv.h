@@ -17,7 +17,7 @@
 
 #include "ir/ir.h"
 #include "ir/wstore.h"
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * worked out by hand or by loops written here; and the error messages.
  * `test_onnx --write-corpus DIR` writes the valid models as fuzz seeds. */
 #include "frontend/onnx.h"
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 #include "check.h"
 #include "onnx_writer.h"
 

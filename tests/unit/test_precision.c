@@ -8,7 +8,7 @@
 
 #include "api/model.h"
 #include "passes/passes.h"
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #define SINTER_TEST_REF_UTIL_H
 
 #include "check.h"
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* ref_reduce.c: reductions, softmax/log_softmax and the norms. Every
  * statistic accumulates in double (two passes for variance) and the result
  * rounds once at the store. Integer reduce_sum/max/min are exact in int64. */
-#include "runtime/ref_impl.h"
+#include "ir/ref/ref_impl.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * the store (ir_store); integers (and bool) compute exactly in int64 and
  * wrap to the output type like PyTorch. Broadcasting goes through ref_iter,
  * so every op here shares one loop shape. */
-#include "runtime/ref_impl.h"
+#include "ir/ref/ref_impl.h"
 
 #include <math.h>
 

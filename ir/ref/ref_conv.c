@@ -3,7 +3,7 @@
  * doubles once, the result is written back in the node's layout. A conv
  * is im2col plus a GEMM whose inner loop adds a scaled im2col row (all
  * output positions, contiguous) into an output channel's row, in double. */
-#include "runtime/ref_impl.h"
+#include "ir/ref/ref_impl.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * are converted to double once; products run in i-k-j order so the inner
  * loop walks contiguous rows, accumulating in double; each output element
  * rounds once at the store. */
-#include "runtime/ref_impl.h"
+#include "ir/ref/ref_impl.h"
 
 #include <math.h>
 #include <stdlib.h>

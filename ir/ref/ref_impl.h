@@ -1,4 +1,4 @@
-/* ref_impl.h: what the reference interpreter's files share (runtime/ref*.c
+/* ref_impl.h: what the reference interpreter's files share (ir/ref/ref*.c
  * only). Each op family lives in its own file; every kernel has the
  * signature ref_kernel: out is already allocated with n's dtype and shape
  * (out->data holds out->nbytes bytes) and the kernel writes every element.
@@ -6,7 +6,7 @@
 #ifndef SINTER_REF_IMPL_H
 #define SINTER_REF_IMPL_H
 
-#include "runtime/ref.h"
+#include "ir/ref/ref.h"
 
 typedef int ref_kernel(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e);
 

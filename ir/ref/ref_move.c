@@ -1,6 +1,6 @@
 /* ref_move.c: data movement. Values move bit for bit (no conversion);
  * transpose, expand and slice are strided views walked by ref_iter. */
-#include "runtime/ref_impl.h"
+#include "ir/ref/ref_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

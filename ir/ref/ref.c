@@ -1,6 +1,6 @@
 /* ref.c: the reference interpreter's driver (ref_run, ref_eval_node), the
  * op dispatch and the helpers its kernels share. */
-#include "runtime/ref_impl.h"
+#include "ir/ref/ref_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
