@@ -1,22 +1,62 @@
 /* cuda_api.c: the public API's device entry points (sinter.h, "compiling
- * for a device"), sequencing codegen, NVRTC and the CUDA executor. */
+ * for a device"). It sequences the stages and owns no algorithm:
+ * options -> plan cache lookup -> (on a miss) passes on a copy of the model,
+ * lowering into a plan (codegen), NVRTC through the kernel cache, plan
+ * stored -> runtime load. */
 #include "api/model.h"
 
-#include "passes/memplan.h"
+#include "codegen/cg.h"
+#include "passes/pass.h"
+#include "runtime/cuda_blas.h"
 #include "runtime/cuda_exec.h"
 #include "runtime/cuda_nvrtc.h"
 #include "runtime/kcache.h"
 
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+/* One loaded plan: for a model with unbound symbols, one per set of bound
+ * values (vals), least recently used evicted past max_plans. */
+typedef struct slot {
+	int64_t vals[16];
+	cg_plan *plan;
+	rt_model *rm;
+	uint64_t used;
+} slot;
 
 struct sinter_compiled {
 	rt_cuda *dev;
-	rt_model *rm;
-	ir_graph *g; /* input and output names and types */
+	sinter_compile_options o; /* strings below are copies */
+	char *mode, *passes, *dump_dir, *cache_dir;
+	/* a model with unbound symbols: what it takes to load it again bound */
+	char *path;
+	api_wsrc wsrc;
+	char *wpath;
+	uint64_t seed;
+	uint32_t nsyms;
+	char *syms[16];
+	/* inputs as the user sees them (symbolic dims -1) */
+	sinter_model *desc;
+	slot *slots;
+	size_t nslots, cap;
+	uint64_t tick;
+	slot *last;
 };
+
+typedef struct resolved {
+	const char *pipeline;
+	sinter_precision prec;
+	bool graphs;
+	const char *mode;
+} resolved;
 
 static double now(void)
 {
@@ -29,6 +69,41 @@ static void warn_stderr(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, "sinter: warning: %s\n", msg);
+}
+
+static void warn(const sinter_compile_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(const sinter_compile_options *o, const char *fmt, ...)
+{
+	char msg[4608];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	(o && o->warn ? o->warn : warn_stderr)(o ? o->warn_ctx : NULL, msg);
+}
+
+void sinter_compile_options_init(sinter_compile_options *o)
+{
+	memset(o, 0, sizeof *o);
+}
+
+/* The modes' meaning, decided here and nowhere else. */
+static sinter_status resolve(const sinter_compile_options *o, resolved *r, sinter_error *err)
+{
+	const char *mode = o && o->mode ? o->mode : "default";
+	memset(r, 0, sizeof *r);
+	r->mode = mode;
+	if (!strcmp(mode, "max-autotune"))
+		return api_failf(err, SINTER_E_USAGE,
+				 "mode max-autotune is not built yet (it would tune nothing); use default or reduce-overhead");
+	if (strcmp(mode, "default") && strcmp(mode, "reduce-overhead"))
+		return api_failf(err, SINTER_E_USAGE, "unknown mode '%s' (default or reduce-overhead)", mode);
+	r->graphs = !strcmp(mode, "reduce-overhead");
+	r->pipeline = o && o->passes ? o->passes : pass_pipeline(mode);
+	r->prec = o ? o->precision : SINTER_PREC_FP32;
+	if ((unsigned)r->prec > SINTER_PREC_FP8)
+		return api_failf(err, SINTER_E_USAGE, "unknown precision %d", (int)r->prec);
+	return SINTER_OK;
 }
 
 /* The cache directory an options struct asks for: NULL for none. */
@@ -52,161 +127,692 @@ bool sinter_cuda_available(char *why, size_t cap)
 	return true;
 }
 
-sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o,
-				     sinter_compile_stats *stats, sinter_error *err)
-{
-	sinter_status st = api_need_shaped(m, err);
-	if (st)
-		return st;
-	int sm = o && o->target_sm ? o->target_sm : 90;
-	sinter_compile_stats s = {0};
-	sn_err e = {0};
-	cg_plan *plan = NULL;
-	rt_nvrtc *nv = NULL;
-	rt_job *jobs = NULL;
-	size_t nk = 0;
-	char cbuf[4096];
-	double t0 = now();
-	cg_target tgt = {.sm = sm, .tf32 = o && o->tf32};
-	if (cg_lower(m->g, &tgt, &plan, &e) != SN_OK)
-		goto done;
-	mp_plan_t mp;
-	if (mp_plan(m->g, cg_is_alias, 256, &mp, &e) != SN_OK)
-		goto done;
-	s.arena_bytes = mp.peak;
-	mp_plan_free(&mp);
-	s.codegen_s = now() - t0;
-	s.steps = plan->nsteps;
-	jobs = calloc(plan->nsteps ? plan->nsteps : 1, sizeof *jobs);
-	if (!jobs) {
-		sn_errf(&e, SN_EINTERNAL, "out of memory");
-		goto done;
-	}
-	for (uint32_t i = 0; i < plan->nsteps; i++)
-		if (plan->steps[i].kind == CG_STEP_KERNEL) {
-			jobs[nk].name = plan->steps[i].k.name;
-			jobs[nk++].src = plan->steps[i].k.src;
-		}
-	s.kernels = nk;
-	t0 = now();
-	rt_compile_stats cs = {0};
-	if (rt_nvrtc_open(&nv, &e) == SN_OK)
-		rt_compile_all(nv, jobs, nk, sm, cache_dir_of(o, cbuf, sizeof cbuf), 0, o ? o->dump_dir : NULL,
-			       o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &cs, &e);
-	s.nvrtc_s = now() - t0;
-	s.unique_kernels = cs.unique;
-	s.cache_hits = cs.hits;
-done:
-	if (jobs)
-		rt_jobs_free(jobs, nk);
-	free(jobs);
-	rt_nvrtc_close(nv);
-	cg_plan_free(plan);
-	if (stats)
-		*stats = s;
-	return e.code ? api_fail(err, &e) : SINTER_OK;
-}
+/* ---- building a plan ---- */
 
-sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
-			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err)
+/* Passes on a copy of m, then lowering: the plan, with its weight image
+ * when m's weights are loaded. */
+static sinter_status build_plan(const sinter_model *mc, const resolved *r, int sm, cg_plan **out,
+				sinter_compile_stats *s, sinter_error *err)
 {
+	sinter_model *m = (sinter_model *)mc; /* values are read on first use; m does not change */
 	*out = NULL;
 	sinter_status st = api_need_shaped(m, err);
 	if (st)
 		return st;
-	if (!m->weights)
-		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	if (m->weights && (st = api_materialize(m, err)))
+		return st;
 	sn_err e = {0};
-	sinter_compiled *c = calloc(1, sizeof *c);
-	if (!c)
-		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
-	if (rt_cuda_open(0, &c->dev, &e) != SN_OK)
-		goto fail;
-	if (o && o->target_sm && o->target_sm != c->dev->sm) {
-		sn_errf(&e, SN_EUSAGE, "--target sm_%d does not match the GPU %s (sm_%d)", o->target_sm,
-			c->dev->name, c->dev->sm);
-		goto fail;
+	double t0 = now();
+	ir_graph *g = ir_graph_clone(m->g, &e);
+	ir_wstore *ws = m->weights ? ir_ws_new_over(m->ws) : NULL;
+	if (!g || (m->weights && !ws)) {
+		ir_graph_free(g);
+		ir_ws_free(ws);
+		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
-	if (!(c->g = ir_graph_clone(m->g, &e)))
+	pass_ctx ctx = {.ws = ws, .precision = (pass_precision)r->prec, .sm = sm};
+	if (r->pipeline[0] && pass_run_list(&g, r->pipeline, &ctx, &e) != SN_OK)
 		goto fail;
-	char cbuf[4096];
-	rt_build_opts bo = {
-		.cache_dir = cache_dir_of(o, cbuf, sizeof cbuf),
-		.dump_dir = o ? o->dump_dir : NULL,
-		.poison = o && o->poison,
-		.tf32 = o && o->tf32,
-		.graphs = o && o->cuda_graphs,
-		.warn = o && o->warn ? o->warn : warn_stderr,
-		.warn_ctx = o ? o->warn_ctx : NULL,
-	};
-	rt_times t = {0};
-	ir_tensor *vals;
-	sinter_status vs = api_param_vals(m->g, m->ws, &vals, err);
-	if (vs) {
-		sinter_compiled_free(c);
-		return vs;
+	s->passes_s = now() - t0;
+	t0 = now();
+	ir_tensor *vals = NULL;
+	if (m->weights && (st = api_param_vals(g, ws, &vals, err))) {
+		ir_graph_free(g);
+		ir_ws_free(ws);
+		return st;
 	}
-	int brc = rt_model_build(c->dev, m->g, vals, &bo, &c->rm, &t, &e);
-	api_vals_free(m->g, m->ws, vals);
-	if (brc != SN_OK)
+	cg_target t = {.sm = sm, .tf32 = r->prec == SINTER_PREC_TF32};
+	int rc = cg_lower(g, vals, &t, out, &e);
+	if (vals)
+		api_vals_free(g, ws, vals);
+	s->codegen_s = now() - t0;
+	if (rc)
 		goto fail;
-	if (stats) {
-		memset(stats, 0, sizeof *stats);
-		stats->codegen_s = t.lower;
-		stats->nvrtc_s = t.nvrtc;
-		stats->load_s = t.load;
-		stats->upload_s = t.upload;
-		stats->kernels = t.kernels;
-		stats->unique_kernels = t.unique;
-		stats->cache_hits = t.cache_hits;
-		stats->arena_bytes = t.arena_bytes;
-		stats->weight_bytes = t.weight_bytes;
-	}
-	*out = c;
+	ir_graph_free(g);
+	ir_ws_free(ws);
+	s->steps = (*out)->nsteps;
+	s->arena_bytes = (*out)->arena_bytes;
+	s->weight_bytes = (*out)->weight_bytes;
 	return SINTER_OK;
 fail:
-	sinter_compiled_free(c);
+	ir_graph_free(g);
+	ir_ws_free(ws);
 	return api_fail(err, &e);
+}
+
+/* Compiles the plan's kernels that have no cubin yet (NVRTC through the
+ * kernel cache). */
+static sinter_status compile_kernels(cg_plan *p, int sm, const sinter_compile_options *o, sinter_compile_stats *s,
+				     sinter_error *err)
+{
+	s->kernels = 0;
+	for (uint32_t i = 0; i < p->nsteps; i++)
+		s->kernels += p->steps[i].kind == CG_LAUNCH;
+	if (!p->nkerns)
+		return SINTER_OK;
+	rt_job *jobs = calloc(p->nkerns, sizeof *jobs);
+	if (!jobs)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (uint32_t i = 0; i < p->nkerns; i++) {
+		jobs[i].name = p->kerns[i].name;
+		jobs[i].src = p->kerns[i].src;
+	}
+	sn_err e = {0};
+	rt_nvrtc *nv = NULL;
+	rt_compile_stats cs = {0};
+	char cbuf[4096];
+	double t0 = now();
+	if (rt_nvrtc_open(&nv, &e) == SN_OK)
+		rt_compile_all(nv, jobs, p->nkerns, sm, cache_dir_of(o, cbuf, sizeof cbuf), 0, o ? o->dump_dir : NULL,
+			       o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &cs, &e);
+	rt_nvrtc_close(nv);
+	s->nvrtc_s = now() - t0;
+	s->unique_kernels = cs.unique;
+	s->cache_hits = cs.hits;
+	for (uint32_t i = 0; !e.code && i < p->nkerns; i++) {
+		p->kerns[i].cubin = jobs[i].cubin; /* moved */
+		p->kerns[i].cubin_size = jobs[i].size;
+		jobs[i].cubin = NULL;
+	}
+	rt_jobs_free(jobs, p->nkerns);
+	free(jobs);
+	return e.code ? api_fail(err, &e) : SINTER_OK;
+}
+
+/* ---- the plan cache ---- */
+
+/* What the weights are, for the key, and their fingerprint for the entry. */
+static void weights_id(const sinter_model *m, char *id, size_t cap, cg_plan_info *info)
+{
+	const char *file = m->wsrc == API_W_FILE ? m->wpath : m->wsrc == API_W_ONNX ? m->path : NULL;
+	if (m->wsrc == API_W_RANDOM)
+		snprintf(id, cap, "random seed=%llu", (unsigned long long)m->seed);
+	else if (file) {
+		char *real = realpath(file, NULL);
+		snprintf(id, cap, "file %s", real ? real : file);
+		free(real);
+		struct stat sb;
+		if (stat(file, &sb) == 0) {
+			info->w_size = (uint64_t)sb.st_size;
+			info->w_mtime_ns = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
+			info->w_ino = (uint64_t)sb.st_ino;
+		}
+	} else {
+		snprintf(id, cap, "%s", m->weights ? "none" : "not loaded");
+	}
+}
+
+/* XXH3-128 of a whole file's content into h (false when unreadable). */
+static bool file_hash(const char *path, uint8_t h[16])
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	struct stat sb;
+	XXH3_state_t *st = XXH3_createState();
+	char *buf = malloc(1 << 20);
+	bool ok = st && buf && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+	if (ok) {
+		XXH3_128bits_reset(st);
+		ssize_t n;
+		while ((n = read(fd, buf, 1 << 20)) > 0)
+			XXH3_128bits_update(st, buf, (size_t)n);
+		ok = n == 0;
+		XXH128_canonical_t c;
+		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+		memcpy(h, c.digest, 16);
+	}
+	free(buf);
+	XXH3_freeState(st);
+	close(fd);
+	return ok;
+}
+
+/* key = XXH3-128 of (plan format, sinter version, the model's canonical
+ * text, the options that shape the plan, the device key, the weights'
+ * identity). The weights' content is checked apart (their fingerprint). */
+static void plan_key(const sinter_model *m, const resolved *r, const rt_cuda *dev, const char *wid, uint8_t key[16])
+{
+	sn_buf b = {0};
+	int nv_major = 0, nv_minor = 0;
+	rt_nvrtc *nv = NULL;
+	sn_err e = {0};
+	if (rt_nvrtc_open(&nv, &e) == SN_OK)
+		rt_nvrtc_version(nv, &nv_major, &nv_minor);
+	rt_nvrtc_close(nv);
+	sn_buf_printf(&b, "sinter plan %d %s\nmode %s\npipeline %s\nprecision %d\n", CG_PLAN_FORMAT, SINTER_VERSION,
+		      r->mode, r->pipeline, (int)r->prec);
+	sn_buf_printf(&b, "device %s sm_%d driver %d nvrtc %d.%d cublasLt %d\nweights %s\n", dev->name, dev->sm,
+		      dev->driver_version, nv_major, nv_minor, rt_blas_lib_version(), wid);
+	ir_print(m->g, &b);
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(b.s ? b.s : "", b.len));
+	memcpy(key, c.digest, 16);
+	sn_buf_free(&b);
+}
+
+/* The plan for m from the cache at path when it is there and current;
+ * a corrupt or stale entry is reported once and deleted. */
+static cg_plan *cache_lookup(const char *path, const sinter_model *m, const cg_plan_info *want,
+			     const sinter_compile_options *o)
+{
+	if (access(path, F_OK) != 0)
+		return NULL;
+	cg_plan *p = NULL;
+	cg_plan_info have;
+	sn_err e = {0};
+	if (cg_plan_read(path, true, &p, &have, &e) != SN_OK) {
+		warn(o, "plan cache: corrupt entry (%s): deleted, rebuilding", e.msg);
+		unlink(path);
+		return NULL;
+	}
+	bool fresh = have.w_size == want->w_size && have.w_mtime_ns == want->w_mtime_ns && have.w_ino == want->w_ino;
+	if (!fresh && (m->wsrc == API_W_FILE || m->wsrc == API_W_ONNX)) {
+		/* touched or copied: the same content is still a hit */
+		uint8_t h[16];
+		const char *file = m->wsrc == API_W_FILE ? m->wpath : m->path;
+		fresh = file_hash(file, h) && !memcmp(h, have.w_hash, 16);
+	} else if (!fresh) {
+		fresh = true; /* random or no weights: the key says it all */
+	}
+	if (!fresh || strcmp(have.version, SINTER_VERSION)) {
+		warn(o, "plan cache: stale entry %s (%s changed): rebuilding", path,
+		     fresh ? "sinter" : "the weights");
+		cg_plan_free(p);
+		unlink(path);
+		return NULL;
+	}
+	return p;
+}
+
+/* ---- compiled models ---- */
+
+static void slot_clear(slot *s)
+{
+	rt_model_free(s->rm);
+	cg_plan_free(s->plan);
+	memset(s, 0, sizeof *s);
 }
 
 void sinter_compiled_free(sinter_compiled *c)
 {
 	if (!c)
 		return;
-	rt_model_free(c->rm);
+	for (size_t i = 0; i < c->nslots; i++)
+		slot_clear(&c->slots[i]);
+	free(c->slots);
 	rt_cuda_close(c->dev);
-	ir_graph_free(c->g);
+	free(c->mode);
+	free(c->passes);
+	free(c->dump_dir);
+	free(c->cache_dir);
+	free(c->path);
+	free(c->wpath);
+	for (uint32_t i = 0; i < c->nsyms; i++)
+		free(c->syms[i]);
+	sinter_model_free(c->desc);
 	free(c);
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	*oom |= !d;
+	return d;
+}
+
+static sinter_status new_compiled(const sinter_compile_options *o, sinter_compiled **out, sinter_error *err)
+{
+	sinter_compiled *c = calloc(1, sizeof *c);
+	if (!c)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	if (o)
+		c->o = *o;
+	bool oom = false;
+	c->o.mode = c->mode = dup_or_null(c->o.mode, &oom);
+	c->o.passes = c->passes = dup_or_null(c->o.passes, &oom);
+	c->o.dump_dir = c->dump_dir = dup_or_null(c->o.dump_dir, &oom);
+	c->o.cache_dir = c->cache_dir = dup_or_null(c->o.cache_dir, &oom);
+	if (oom) {
+		sinter_compiled_free(c);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	sn_err e = {0};
+	if (rt_cuda_open(0, &c->dev, &e) != SN_OK) {
+		sinter_compiled_free(c);
+		return api_fail(err, &e);
+	}
+	*out = c;
+	return SINTER_OK;
+}
+
+/* Loads plan p into a new slot (taking p); the least recently used slot
+ * makes room past max_plans. */
+static sinter_status add_slot(sinter_compiled *c, cg_plan *p, const int64_t *vals, bool graphs,
+			      sinter_compile_stats *s, slot **out, sinter_error *err)
+{
+	size_t max = c->o.max_plans > 0 ? (size_t)c->o.max_plans : 8;
+	if (c->nslots >= max) {
+		size_t lru = 0;
+		for (size_t i = 1; i < c->nslots; i++)
+			if (c->slots[i].used < c->slots[lru].used)
+				lru = i;
+		slot_clear(&c->slots[lru]);
+		c->slots[lru] = c->slots[--c->nslots];
+		c->last = NULL;
+	}
+	if (c->nslots == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 4;
+		slot *ns = realloc(c->slots, cap * sizeof *ns);
+		if (!ns) {
+			cg_plan_free(p);
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		}
+		c->slots = ns;
+		c->cap = cap;
+		c->last = NULL;
+	}
+	slot *sl = &c->slots[c->nslots];
+	memset(sl, 0, sizeof *sl);
+	if (vals)
+		memcpy(sl->vals, vals, sizeof sl->vals);
+	sl->plan = p;
+	rt_load_opts lo = {.poison = c->o.poison, .graphs = graphs};
+	rt_times t = {0};
+	sn_err e = {0};
+	if (rt_model_load(c->dev, p, &lo, &sl->rm, &t, &e) != SN_OK) {
+		cg_plan_free(p);
+		return api_fail(err, &e);
+	}
+	s->load_s = t.load + t.blas;
+	s->upload_s = t.upload;
+	sl->used = ++c->tick;
+	c->nslots++;
+	*out = sl;
+	return SINTER_OK;
+}
+
+/* The plan of a fully shaped model: from the plan cache, or built (and
+ * stored); then loaded into a new slot. */
+static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, const int64_t *vals,
+				   sinter_compile_stats *s, slot **out, sinter_error *err)
+{
+	resolved r;
+	sinter_status st = resolve(&c->o, &r, err);
+	if (st)
+		return st;
+	if (c->o.target_sm && c->o.target_sm != c->dev->sm)
+		return api_failf(err, SINTER_E_USAGE, "target sm_%d does not match the GPU %s (sm_%d)", c->o.target_sm,
+				 c->dev->name, c->dev->sm);
+	if (!m->weights)
+		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	char cbuf[4096], path[4200] = "";
+	const char *dir = c->o.no_plan_cache ? NULL : cache_dir_of(&c->o, cbuf, sizeof cbuf);
+	cg_plan_info info = {0};
+	char wid[4200];
+	double t0 = now();
+	weights_id(m, wid, sizeof wid, &info);
+	sn_err e = {0};
+	cg_plan *p = NULL;
+	if (dir) {
+		uint8_t key[16];
+		plan_key(m, &r, c->dev, wid, key);
+		if (kc_plan_path(dir, key, false, path, sizeof path, &e) != SN_OK)
+			path[0] = 0;
+		if (path[0])
+			p = cache_lookup(path, m, &info, &c->o);
+	}
+	if (p) {
+		s->plan_hit = true;
+		s->plan_s = now() - t0;
+		s->steps = p->nsteps;
+		s->arena_bytes = p->arena_bytes;
+		s->weight_bytes = p->weight_bytes;
+		s->kernels = p->nkerns;
+		return add_slot(c, p, vals, r.graphs, s, out, err);
+	}
+	if ((st = build_plan(m, &r, c->dev->sm, &p, s, err)) || (st = compile_kernels(p, c->dev->sm, &c->o, s, err))) {
+		cg_plan_free(p);
+		return st;
+	}
+	if ((st = add_slot(c, p, vals, r.graphs, s, out, err)))
+		return st;
+	/* stored with the cuBLASLt algorithms the load chose */
+	if (path[0]) {
+		t0 = now();
+		snprintf(info.version, sizeof info.version, "%s", SINTER_VERSION);
+		snprintf(info.source, sizeof info.source, "%s", m->path ? m->path : "");
+		const char *file = m->wsrc == API_W_FILE ? m->wpath : m->wsrc == API_W_ONNX ? m->path : NULL;
+		if (file)
+			file_hash(file, info.w_hash);
+		uint8_t key[16];
+		plan_key(m, &r, c->dev, wid, key);
+		if (kc_plan_path(dir, key, true, path, sizeof path, &e) != SN_OK ||
+		    cg_plan_write(path, (*out)->plan, &info, &e) != SN_OK)
+			warn(&c->o, "plan cache: not stored: %s", e.msg);
+		s->plan_s = now() - t0;
+	}
+	/* the device holds the weights now */
+	free((*out)->plan->weights);
+	(*out)->plan->weights = NULL;
+	return SINTER_OK;
+}
+
+sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
+			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	sinter_compile_stats s = {0};
+	resolved r;
+	sinter_status st = resolve(o, &r, err);
+	if (st)
+		return st;
+	if (!m->weights)
+		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	sinter_compiled *c = NULL;
+	double t0 = now();
+	if ((st = new_compiled(o, &c, err)))
+		return st;
+	s.context_s = now() - t0;
+	/* the user's view of inputs and outputs: a copy of the model's graph */
+	sn_err e = {0};
+	c->desc = calloc(1, sizeof *c->desc);
+	if (!c->desc || !(c->desc->g = ir_graph_clone(m->g, &e))) {
+		sinter_compiled_free(c);
+		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	if (sinter_model_num_symbols(m)) {
+		/* bound lazily, from each run's inputs */
+		if (!m->path) {
+			sinter_compiled_free(c);
+			return api_failf(err, SINTER_E_USAGE, "a model with unbound symbols compiles lazily only when it was loaded from a file");
+		}
+		bool oom = false;
+		c->path = dup_or_null(m->path, &oom);
+		c->wpath = dup_or_null(m->wpath, &oom);
+		c->wsrc = m->wsrc;
+		c->seed = m->seed;
+		c->nsyms = m->g->nsyms < 16 ? m->g->nsyms : 16;
+		for (uint32_t i = 0; i < c->nsyms; i++)
+			c->syms[i] = dup_or_null(m->g->syms[i], &oom);
+		if (oom || m->g->nsyms > 16) {
+			sinter_compiled_free(c);
+			return api_failf(err, oom ? SINTER_E_INTERNAL : SINTER_E_INPUT, oom ? "out of memory" : "more than 16 symbols");
+		}
+		if (stats)
+			*stats = s;
+		*out = c;
+		return SINTER_OK;
+	}
+	slot *sl;
+	if ((st = compile_bound(c, m, NULL, &s, &sl, err))) {
+		sinter_compiled_free(c);
+		return st;
+	}
+	c->last = sl;
+	if (stats)
+		*stats = s;
+	*out = c;
+	return SINTER_OK;
+}
+
+sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
+				     sinter_compile_stats *stats, sinter_error *err)
+{
+	sinter_compile_stats s = {0};
+	resolved r;
+	sinter_status st = resolve(o, &r, err);
+	if (st)
+		return st;
+	if (package && !m->weights)
+		return api_failf(err, SINTER_E_USAGE, "a package carries the weights: they are not loaded");
+	int sm = o && o->target_sm ? o->target_sm : 90;
+	cg_plan *p = NULL;
+	if (!(st = build_plan(m, &r, sm, &p, &s, err)))
+		st = compile_kernels(p, sm, o, &s, err);
+	if (!st && package) {
+		cg_plan_info info = {0};
+		snprintf(info.version, sizeof info.version, "%s", SINTER_VERSION);
+		snprintf(info.source, sizeof info.source, "%s", m->path ? m->path : "");
+		sn_err e = {0};
+		double t0 = now();
+		if (cg_plan_write(package, p, &info, &e) != SN_OK)
+			st = api_fail(err, &e);
+		s.plan_s = now() - t0;
+	}
+	cg_plan_free(p);
+	if (stats)
+		*stats = s;
+	return st;
+}
+
+sinter_status sinter_load_package(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+				  sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	sinter_compile_stats s = {0};
+	resolved r;
+	sinter_status st = resolve(o, &r, err);
+	if (st)
+		return st;
+	double t0 = now();
+	cg_plan *p = NULL;
+	cg_plan_info info;
+	sn_err e = {0};
+	if (cg_plan_read(path, false, &p, &info, &e) != SN_OK)
+		return api_fail(err, &e);
+	s.plan_s = now() - t0;
+	sinter_compiled *c = NULL;
+	t0 = now();
+	if ((st = new_compiled(o, &c, err))) {
+		cg_plan_free(p);
+		return st;
+	}
+	s.context_s = now() - t0;
+	if (p->sm != c->dev->sm) {
+		st = api_failf(err, SINTER_E_ENV, "%s: the package is for sm_%d, the GPU %s is sm_%d", path, p->sm,
+			       c->dev->name, c->dev->sm);
+		cg_plan_free(p);
+		sinter_compiled_free(c);
+		return st;
+	}
+	s.plan_hit = true;
+	s.steps = p->nsteps;
+	s.arena_bytes = p->arena_bytes;
+	s.weight_bytes = p->weight_bytes;
+	s.kernels = p->nkerns;
+	slot *sl;
+	if ((st = add_slot(c, p, NULL, r.graphs, &s, &sl, err))) {
+		sinter_compiled_free(c);
+		return st;
+	}
+	c->last = sl;
+	if (stats)
+		*stats = s;
+	*out = c;
+	return SINTER_OK;
+}
+
+/* ---- running ---- */
+
+size_t sinter_compiled_num_inputs(const sinter_compiled *c)
+{
+	return c->desc ? c->desc->g->ninputs : c->last ? c->last->plan->ninputs : 0;
+}
+
+size_t sinter_compiled_num_outputs(const sinter_compiled *c)
+{
+	return c->desc ? c->desc->g->noutputs : c->last ? c->last->plan->noutputs : 0;
+}
+
+static void describe_io(const cg_io *io, sinter_tensor *d)
+{
+	memset(d, 0, sizeof *d);
+	d->name = io->name;
+	d->dtype = (sinter_dtype)io->dtype;
+	d->rank = io->rank;
+	memcpy(d->shape, io->shape, sizeof d->shape);
+	size_t n = 1;
+	for (int k = 0; k < io->rank; k++)
+		n *= (size_t)io->shape[k];
+	d->nbytes = n * ir_dtype_size(io->dtype);
+}
+
+sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *d)
+{
+	if (c->desc)
+		return sinter_model_input(c->desc, i, d);
+	if (!c->last || i >= c->last->plan->ninputs)
+		return api_failf(NULL, SINTER_E_USAGE, "no input %zu", i);
+	describe_io(&c->last->plan->inputs[i], d);
+	return SINTER_OK;
+}
+
+/* The input of t matching plan input i: by name, else by position. */
+static const sinter_tensor *match_input(const cg_io *io, uint32_t i, const sinter_tensor *ts, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (ts[k].name && io->name[0] && !strcmp(ts[k].name, io->name))
+			return &ts[k];
+	if (i < n && (!ts[i].name || !ts[i].name[0] || !io->name[0]))
+		return &ts[i];
+	return NULL;
+}
+
+/* The slot for these inputs: the only one, or (unbound symbols) the one
+ * for the values they bind, built on first use. */
+static sinter_status slot_for(sinter_compiled *c, const sinter_tensor *ins, size_t nin, slot **out, sinter_error *err)
+{
+	if (!c->nsyms) {
+		*out = c->last;
+		return c->last ? SINTER_OK : api_failf(err, SINTER_E_INTERNAL, "no plan loaded");
+	}
+	int64_t vals[16];
+	for (int k = 0; k < 16; k++)
+		vals[k] = -1;
+	const ir_graph *g = c->desc->g;
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const ir_node *in = &g->nodes[g->inputs[i]];
+		const sinter_tensor *t = NULL;
+		for (size_t k = 0; k < nin && !t; k++)
+			if (ins[k].name && in->name && !strcmp(ins[k].name, in->name))
+				t = &ins[k];
+		if (!t && i < nin && (!ins[i].name || !ins[i].name[0]))
+			t = &ins[i];
+		if (!t)
+			return api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s", in->name ? in->name : "?");
+		if (t->rank != in->shape.rank)
+			return api_failf(err, SINTER_E_INPUT, "input %%%s: rank %d, the model takes rank %d",
+					 in->name ? in->name : "?", (int)t->rank, in->shape.rank);
+		for (int d = 0; d < in->shape.rank; d++) {
+			if (!IR_IS_SYM(in->shape.d[d]))
+				continue;
+			uint32_t id = IR_SYM_ID(in->shape.d[d]);
+			if (id >= 16)
+				continue;
+			if (vals[id] >= 0 && vals[id] != t->shape[d])
+				return api_failf(err, SINTER_E_INPUT, "symbol %s is %lld and %lld in the inputs",
+						 c->syms[id], (long long)vals[id], (long long)t->shape[d]);
+			vals[id] = t->shape[d];
+		}
+	}
+	for (size_t i = 0; i < c->nslots; i++)
+		if (!memcmp(c->slots[i].vals, vals, sizeof vals)) {
+			c->slots[i].used = ++c->tick;
+			*out = c->last = &c->slots[i];
+			return SINTER_OK;
+		}
+	/* first use of these values: the model loaded again, bound */
+	sinter_shape_binding binds[16];
+	size_t nb = 0;
+	for (uint32_t k = 0; k < c->nsyms; k++)
+		if (vals[k] >= 0)
+			binds[nb++] = (sinter_shape_binding){c->syms[k], vals[k]};
+	sinter_options so = {.shapes = binds, .nshapes = nb};
+	sinter_model *m = NULL;
+	sinter_status st = sinter_model_load(c->path, &so, &m, err);
+	if (!st && c->wsrc == API_W_FILE)
+		st = sinter_model_load_weights(m, c->wpath, err);
+	else if (!st && c->wsrc == API_W_RANDOM)
+		st = sinter_model_init_random(m, c->seed, err);
+	else if (!st && c->wsrc == API_W_NONE)
+		st = sinter_model_load_weights(m, NULL, err);
+	sinter_compile_stats s = {0};
+	slot *sl = NULL;
+	if (!st)
+		st = compile_bound(c, m, vals, &s, &sl, err);
+	sinter_model_free(m);
+	if (st)
+		return st;
+	*out = c->last = sl;
+	return SINTER_OK;
 }
 
 sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
 				  sinter_tensor **outputs, sinter_error *err)
 {
 	*outputs = NULL;
-	const ir_graph *g = c->g;
-	ir_tensor *vals = calloc(g->nnodes ? g->nnodes : 1, sizeof *vals);
-	ir_tensor *ins = calloc(g->ninputs ? g->ninputs : 1, sizeof *ins);
-	ir_tensor *outs = calloc(g->noutputs ? g->noutputs : 1, sizeof *outs);
-	sinter_status st = SINTER_OK;
-	if (!vals || !ins || !outs) {
-		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
-		goto done;
-	}
-	st = api_bind_inputs(g, inputs, ninputs, vals, err);
+	slot *sl;
+	sinter_status st = slot_for(c, inputs, ninputs, &sl, err);
 	if (st)
-		goto done;
-	for (uint32_t i = 0; i < g->ninputs; i++)
-		ins[i] = vals[g->inputs[i]];
-	sn_err e = {0};
-	if (rt_model_run(c->rm, ins, outs, &e) != SN_OK) {
-		st = api_fail(err, &e);
+		return st;
+	const cg_plan *p = sl->plan;
+	const void **ins = calloc(p->ninputs ? p->ninputs : 1, sizeof *ins);
+	void **outs = calloc(p->noutputs ? p->noutputs : 1, sizeof *outs);
+	sinter_tensor *res = calloc(p->noutputs ? p->noutputs : 1, sizeof *res);
+	if (!ins || !outs || !res) {
+		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
 		goto done;
 	}
-	*outputs = api_wrap_outputs(g, outs);
-	if (!*outputs)
-		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (uint32_t i = 0; i < p->ninputs; i++) {
+		const cg_io *io = &p->inputs[i];
+		const sinter_tensor *t = match_input(io, i, inputs, ninputs);
+		bool same = t && (ir_dtype)t->dtype == io->dtype && t->rank == io->rank;
+		for (int d = 0; same && d < io->rank; d++)
+			same = t->shape[d] == io->shape[d];
+		if (!t) {
+			st = api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s", io->name);
+			goto done;
+		}
+		if (!same) {
+			st = api_failf(err, SINTER_E_INPUT, "input %%%s: dtype or shape differs from the model's", io->name);
+			goto done;
+		}
+		if (!t->data || t->nbytes < p->bufs[io->buf].bytes) {
+			st = api_failf(err, SINTER_E_INPUT, "input %%%s: %zu bytes of data, it needs %llu", io->name,
+				       t->nbytes, (unsigned long long)p->bufs[io->buf].bytes);
+			goto done;
+		}
+		ins[i] = t->data;
+	}
+	for (uint32_t i = 0; i < p->noutputs; i++) {
+		const cg_io *io = &p->outputs[i];
+		uint64_t nb = p->bufs[io->buf].bytes;
+		char name[32];
+		snprintf(name, sizeof name, "output%u", i);
+		res[i].name = strdup(io->name[0] ? io->name : name);
+		res[i].dtype = (sinter_dtype)io->dtype;
+		res[i].rank = io->rank;
+		memcpy(res[i].shape, io->shape, sizeof res[i].shape);
+		res[i].nbytes = (size_t)nb;
+		res[i].data = malloc(nb ? nb : 1);
+		outs[i] = res[i].data;
+		if (!res[i].name || !res[i].data) {
+			st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
+			goto done;
+		}
+	}
+	sn_err e = {0};
+	if (rt_model_run(sl->rm, (const void *const *)ins, outs, &e) != SN_OK)
+		st = api_fail(err, &e);
 done:
-	free(vals);
+	if (st) {
+		sinter_tensors_free(res, p->noutputs);
+		res = NULL;
+	}
+	*outputs = res;
 	free(ins);
 	free(outs);
 	return st;
@@ -215,17 +821,21 @@ done:
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
 				    sinter_error *err)
 {
+	if (!c->last)
+		return api_failf(err, SINTER_E_USAGE, "run the model once before timing it");
 	sn_err e = {0};
-	return rt_model_time(c->rm, warmup, iters, ms, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
+	return rt_model_time(c->last->rm, warmup, iters, ms, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
 }
 
 sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
 				      size_t *n, sinter_error *err)
 {
 	_Static_assert(sizeof(sinter_profile_entry) == sizeof(rt_prof), "one layout");
+	if (!c->last)
+		return api_failf(err, SINTER_E_USAGE, "run the model once before profiling it");
 	sn_err e = {0};
 	rt_prof *p = NULL;
-	if (rt_model_profile(c->rm, iters, &p, n, &e) != SN_OK)
+	if (rt_model_profile(c->last->rm, iters, &p, n, &e) != SN_OK)
 		return api_fail(err, &e);
 	*entries = (sinter_profile_entry *)p; /* same fields in the same order */
 	return SINTER_OK;

@@ -7,13 +7,25 @@
 #include "ir/ir.h"
 #include "ir/wstore.h"
 
+/* Where the params' values come from. They are read (or drawn) on first
+ * use, so a plan-cache hit reads no weight at all. */
+typedef enum api_wsrc { API_W_NONE, API_W_FILE, API_W_RANDOM, API_W_ONNX } api_wsrc;
+
 struct sinter_model {
 	ir_graph *g;
-	ir_wstore *ws;   /* param values by key, once loaded */
-	bool weights;    /* every param of g has its value in ws */
+	ir_wstore *ws;   /* param values by key, once materialized */
+	bool weights;    /* every param of g has a value: in ws, or in wsrc */
 	bool onnx;       /* imported from ONNX: ws holds its initializers */
 	char *dir;       /* directory of the source file, for the weights path */
+	char *path;      /* the source file (NULL when parsed from memory) */
+	api_wsrc wsrc;
+	char *wpath;     /* API_W_FILE: the checked weights file */
+	uint64_t seed;   /* API_W_RANDOM */
+	bool materialized; /* ws holds every param's value */
 };
+
+/* Reads (or draws) every param's value into m->ws if not done yet. */
+sinter_status api_materialize(sinter_model *m, sinter_error *err);
 
 /* Copies an internal error into err; returns its status. */
 sinter_status api_fail(sinter_error *err, const sn_err *e);

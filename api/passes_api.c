@@ -26,6 +26,11 @@ sinter_status sinter_model_optimize(sinter_model *m, const char *mode, const cha
 	}
 	if ((unsigned)precision > SINTER_PREC_FP8)
 		return api_failf(err, SINTER_E_USAGE, "unknown precision %d", (int)precision);
+	if (m->weights) {
+		sinter_status ms = api_materialize(m, err);
+		if (ms)
+			return ms;
+	}
 	pass_ctx ctx = {
 		.ws = m->weights ? m->ws : NULL,
 		.precision = (pass_precision)precision,

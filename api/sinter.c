@@ -91,6 +91,10 @@ static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sin
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
 	m->g = g;
+	if (path && !(m->path = strdup(path))) {
+		sinter_model_free(m);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
 	*out = m;
 	return SINTER_OK;
 }
@@ -137,6 +141,8 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 	(*out)->ws = ws;
 	(*out)->weights = true;
 	(*out)->onnx = true;
+	(*out)->wsrc = API_W_ONNX;
+	(*out)->materialized = true;
 	return SINTER_OK;
 }
 
@@ -148,6 +154,10 @@ sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sin
 		return api_failf(err, SINTER_E_USAGE, "%s: the output must be a .sir file", sir_path);
 	if (!m->weights)
 		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	/* the values are read on first use; the model's contents do not change */
+	sinter_status ms = api_materialize((sinter_model *)m, err);
+	if (ms)
+		return ms;
 	char *wpath = malloc(n + 16);
 	if (!wpath)
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
@@ -236,6 +246,10 @@ static void free_params(sinter_model *m)
 	ir_ws_free(m->ws);
 	m->ws = ir_ws_new();
 	m->weights = false;
+	m->materialized = false;
+	m->wsrc = API_W_NONE;
+	free(m->wpath);
+	m->wpath = NULL;
 }
 
 void sinter_model_free(sinter_model *m)
@@ -244,6 +258,8 @@ void sinter_model_free(sinter_model *m)
 		return;
 	ir_ws_free(m->ws);
 	free(m->dir);
+	free(m->path);
+	free(m->wpath);
 	ir_graph_free(m->g);
 	free(m);
 }
@@ -292,7 +308,7 @@ sinter_status api_need_shaped(const sinter_model *m, sinter_error *err)
 	const char *s = unbound_symbol(m->g);
 	if (!s)
 		return SINTER_OK;
-	return api_failf(err, SINTER_E_USAGE, "symbol %s is not bound: pass --shape %s=VALUE", s, s);
+	return api_failf(err, SINTER_E_USAGE, "symbol %s is not bound: give it a value (e.g. %s=1) when loading the model", s, s);
 }
 
 size_t sinter_model_num_nodes(const sinter_model *m) { return m->g->nnodes; }
@@ -341,46 +357,19 @@ sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor
 
 /* ---- weights ---- */
 
-sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinter_error *err)
+/* Checks every param against the safetensors file at path (key, dtype,
+ * shape) and, when fill, reads their values into m->ws. */
+static sinter_status read_weights(sinter_model *m, const char *path, bool fill, sinter_error *err)
 {
 	const ir_graph *g = m->g;
-	sinter_status st = api_need_shaped(m, err);
-	if (st != SINTER_OK)
-		return st;
-	char *full = NULL;
-	if (!path && m->onnx)
-		return SINTER_OK; /* the initializers are loaded already */
-	if (!path) {
-		bool any = false;
-		for (uint32_t i = 0; i < g->nnodes; i++)
-			any |= g->nodes[i].op == IR_OP_param;
-		if (!any) {
-			m->weights = true;
-			return SINTER_OK;
-		}
-		if (!g->weights)
-			return api_failf(err, SINTER_E_INPUT,
-				     "%s: the model has params but names no weights file (add a `weights \"FILE\"` line, pass --weights FILE, or --init random)",
-				     g->path ? g->path : "model");
-		if (g->weights[0] == '/') {
-			full = strdup(g->weights);
-		} else {
-			size_t n = strlen(m->dir) + strlen(g->weights) + 2;
-			full = malloc(n);
-			if (full)
-				snprintf(full, n, "%s/%s", m->dir, g->weights);
-		}
-		if (!full)
-			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
-		path = full;
-	}
 	sn_err e = {0};
 	st_file *f = NULL;
-	if (st_open(path, &f, &e) != SN_OK) {
-		free(full);
+	if (st_open(path, &f, &e) != SN_OK)
 		return api_fail(err, &e);
+	if (fill) {
+		ir_ws_free(m->ws);
+		m->ws = ir_ws_new();
 	}
-	free_params(m);
 	for (uint32_t i = 0; i < g->nnodes && e.code == SN_OK; i++) {
 		const ir_node *n = &g->nodes[i];
 		if (n->op != IR_OP_param)
@@ -406,6 +395,8 @@ sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinte
 				n->pname, have, path, want);
 			break;
 		}
+		if (!fill)
+			continue;
 		size_t nb = (size_t)ir_numel(&n->shape) * ir_dtype_size(n->dtype);
 		void *p = malloc(nb ? nb : 1);
 		if (!p) {
@@ -419,13 +410,73 @@ sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinte
 		ir_ws_put(m->ws, n->pname, (ir_tensor){n->dtype, n->shape, p, nb}, &e);
 	}
 	st_close(f);
-	free(full);
 	if (e.code != SN_OK) {
-		free_params(m);
+		if (fill) {
+			ir_ws_free(m->ws);
+			m->ws = ir_ws_new();
+		}
 		return api_fail(err, &e);
 	}
-	m->weights = true;
 	return SINTER_OK;
+}
+
+/* Params must have concrete shapes (other values may keep symbols). */
+static sinter_status params_shaped(const sinter_model *m, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].op == IR_OP_param && !ir_shape_concrete(&g->nodes[i].shape))
+			return api_failf(err, SINTER_E_USAGE, "param \"%s\" has a symbolic shape: bind its symbols when loading the model",
+					 g->nodes[i].pname);
+	return SINTER_OK;
+}
+
+sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	sinter_status st = params_shaped(m, err);
+	if (st != SINTER_OK)
+		return st;
+	char *full = NULL;
+	if (!path && m->onnx)
+		return SINTER_OK; /* the initializers are loaded already */
+	if (!path) {
+		bool any = false;
+		for (uint32_t i = 0; i < g->nnodes; i++)
+			any |= g->nodes[i].op == IR_OP_param;
+		if (!any) {
+			m->weights = true;
+			return SINTER_OK;
+		}
+		if (!g->weights)
+			return api_failf(err, SINTER_E_INPUT,
+				     "%s: the model has params but names no weights file (add a `weights \"FILE\"` line, name a weights file, or initialize the params randomly)",
+				     g->path ? g->path : "model");
+		if (g->weights[0] == '/') {
+			full = strdup(g->weights);
+		} else {
+			size_t n = strlen(m->dir) + strlen(g->weights) + 2;
+			full = malloc(n);
+			if (full)
+				snprintf(full, n, "%s/%s", m->dir, g->weights);
+		}
+		if (!full)
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		path = full;
+	}
+	/* checked now, read on first use (api_materialize) */
+	st = read_weights(m, path, false, err);
+	if (st == SINTER_OK) {
+		char *keep = strdup(path);
+		free_params(m);
+		if (!keep)
+			st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		m->wpath = keep;
+		m->wsrc = API_W_FILE;
+		m->weights = keep != NULL;
+	}
+	free(full);
+	return st;
 }
 
 /* splitmix64: small, fast, and good enough to fill weights and inputs. */
@@ -499,11 +550,21 @@ static enum fill param_role(const ir_graph *g, ir_ref p, double *fan_in)
 
 sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_error *err)
 {
-	const ir_graph *g = m->g;
-	sinter_status st = api_need_shaped(m, err);
+	sinter_status st = params_shaped(m, err);
 	if (st != SINTER_OK)
 		return st;
 	free_params(m);
+	m->wsrc = API_W_RANDOM;
+	m->seed = seed;
+	m->weights = true; /* drawn on first use (api_materialize) */
+	return SINTER_OK;
+}
+
+static sinter_status fill_random(sinter_model *m, uint64_t seed, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	ir_ws_free(m->ws);
+	m->ws = ir_ws_new();
 	for (uint32_t i = 0; i < g->nnodes; i++) {
 		const ir_node *n = &g->nodes[i];
 		if (n->op != IR_OP_param)
@@ -511,10 +572,8 @@ sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_er
 		int64_t count = ir_numel(&n->shape);
 		size_t nb = (size_t)count * ir_dtype_size(n->dtype);
 		void *p = malloc(nb ? nb : 1);
-		if (!p) {
-			free_params(m);
+		if (!p)
 			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
-		}
 		double fan;
 		enum fill how = param_role(g, i, &fan);
 		double bound = 1.0 / sqrt(fan > 0 ? fan : 1);
@@ -528,14 +587,32 @@ sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_er
 			ir_store(n->dtype, p, (size_t)k, x);
 		}
 		sn_err e = {0};
-		if (ir_ws_put(m->ws, n->pname, (ir_tensor){n->dtype, n->shape, p, nb}, &e) != SN_OK) {
-			free_params(m);
+		if (ir_ws_put(m->ws, n->pname, (ir_tensor){n->dtype, n->shape, p, nb}, &e) != SN_OK)
 			return api_fail(err, &e);
-		}
 	}
-	m->weights = true;
 	return SINTER_OK;
 }
+
+sinter_status api_materialize(sinter_model *m, sinter_error *err)
+{
+	if (!m->weights)
+		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	if (m->materialized)
+		return SINTER_OK;
+	bool any = false;
+	for (uint32_t i = 0; i < m->g->nnodes; i++)
+		any |= m->g->nodes[i].op == IR_OP_param;
+	sinter_status st = SINTER_OK;
+	if (any && m->wsrc == API_W_FILE)
+		st = read_weights(m, m->wpath, true, err);
+	else if (any && m->wsrc == API_W_RANDOM)
+		st = fill_random(m, m->seed, err);
+	if (st == SINTER_OK)
+		m->materialized = true;
+	return st;
+}
+
+
 
 /* ---- tensors ---- */
 
@@ -604,6 +681,40 @@ sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 	return SINTER_OK;
 }
 
+sinter_status sinter_random_tensors(const sinter_tensor *descs, size_t n, uint64_t seed, sinter_tensor **out,
+				    sinter_error *err)
+{
+	*out = NULL;
+	sinter_tensor *ts = calloc(n ? n : 1, sizeof *ts);
+	if (!ts)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const sinter_tensor *d = &descs[i];
+		ir_shape s = {.rank = d->rank};
+		bool ok = (unsigned)d->dtype < IR_NDTYPES && d->rank >= 0 && d->rank <= IR_MAX_RANK;
+		for (int k = 0; ok && k < d->rank; k++)
+			ok = (s.d[k] = d->shape[k]) >= 0;
+		if (!ok) {
+			sinter_tensors_free(ts, i);
+			return api_failf(err, SINTER_E_INPUT, "tensor %zu: bad description", i);
+		}
+		if (set_tensor(&ts[i], d->name, (ir_dtype)d->dtype, &s) != SN_OK) {
+			sinter_tensors_free(ts, i + 1);
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		}
+		uint64_t r = str_seed(d->name ? d->name : "", seed ^ 0x5eed);
+		size_t count = (size_t)ir_numel(&s);
+		for (size_t k = 0; k < count; k++) {
+			ir_dtype t = (ir_dtype)d->dtype;
+			double x = ir_dtype_is_float(t) ? rng_normal(&r) : t == IR_BOOL ? (double)(rng_next(&r) & 1)
+											   : (double)(rng_next(&r) % 10);
+			ir_store(t, ts[i].data, k, x);
+		}
+	}
+	*out = ts;
+	return SINTER_OK;
+}
+
 static const sinter_tensor *find_input(const sinter_tensor *ts, size_t n, const char *name, size_t pos)
 {
 	for (size_t i = 0; i < n; i++)
@@ -622,8 +733,9 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 	sinter_status st = api_need_shaped(m, err);
 	if (st != SINTER_OK)
 		return st;
-	if (!m->weights)
-		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	st = api_materialize(m, err);
+	if (st != SINTER_OK)
+		return st;
 	ir_tensor *vals;
 	st = api_param_vals(g, m->ws, &vals, err);
 	if (st != SINTER_OK)
@@ -831,6 +943,19 @@ sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *byt
 	return kc_stats(dir, entries, bytes, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
 }
 
+sinter_status sinter_plan_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
+{
+	char def[4096];
+	if (!dir) {
+		sinter_status st = sinter_cache_dir(def, sizeof def, err);
+		if (st)
+			return st;
+		dir = def;
+	}
+	sn_err e = {0};
+	return kc_plan_stats(dir, entries, bytes, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
+}
+
 sinter_status sinter_cache_clear(const char *dir, size_t *removed, sinter_error *err)
 {
 	char def[4096];
@@ -857,10 +982,29 @@ bool sinter_cuda_available(char *why, size_t cap)
 	return false;
 }
 
-sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o,
+void sinter_compile_options_init(sinter_compile_options *o)
+{
+	memset(o, 0, sizeof *o);
+}
+
+sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
 				     sinter_compile_stats *stats, sinter_error *err)
 {
 	return no_cuda(err);
+}
+
+sinter_status sinter_load_package(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+				  sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	return no_cuda(err);
+}
+
+size_t sinter_compiled_num_inputs(const sinter_compiled *c) { return 0; }
+size_t sinter_compiled_num_outputs(const sinter_compiled *c) { return 0; }
+sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *desc)
+{
+	return no_cuda(NULL);
 }
 
 sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,

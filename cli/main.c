@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#define SN_COUNT_CLI(a) (sizeof(a) / sizeof((a)[0]))
 
 enum { EXIT_USAGE = SINTER_E_USAGE };
 
@@ -78,17 +81,25 @@ static const char *const run_help =
 	"                     deterministically instead of reading the weights file\n"
 	"  --seed S           seed for --init random (default 0)\n"
 	"  --weights FILE     read params from FILE instead of the model's weights line\n"
-	"  -o FILE            write the outputs to a .safetensors file, named by output\n";
+	"  -o FILE            write the outputs to a .safetensors file, named by output\n"
+	"  --cache-dir DIR    kernel and plan caches' folder instead of the default\n"
+	"FILE may be an AOT package (sinter compile -o FILE.sinterpkg): it runs on\n"
+	"cuda with no NVRTC, inputs from --inputs or random (--seed).\n";
 
 static const char *const compile_help =
-	"usage: sinter compile FILE.sir [--target sm_XX] [--dump-dir DIR] [--shape SYM=VALUE]...\n"
+	"usage: sinter compile FILE.sir [--target sm_XX] [--dump-dir DIR] [-o FILE.sinterpkg] [--shape SYM=VALUE]...\n"
 	"\n"
 	"Generates CUDA C for every kernel of the model and compiles it with NVRTC\n"
 	"through the kernel cache. With --target no GPU is needed; without it the\n"
 	"present GPU's arch is used.\n"
 	"  --target sm_XX     compile for this arch (e.g. sm_80, sm_90)\n"
 	"  --dump-dir DIR     write every kernel's source to DIR\n"
-	"  --no-cache         do not read or write the kernel cache\n";
+	"  --no-cache         do not read or write the kernel cache\n"
+	"  --cache-dir DIR    the kernel cache's folder instead of the default\n"
+	"  -o FILE.sinterpkg  write an AOT package: plan, cubins and weights in one\n"
+	"                     file that 'sinter run' and 'sinter bench' take where\n"
+	"                     NVRTC is absent (weights: --weights, --init random\n"
+	"                     and --seed as for run, else the model's)\n";
 static const char *const bench_help =
 	"usage: sinter bench FILE.sir [options]\n"
 	"\n"
@@ -123,9 +134,10 @@ typedef struct opts {
 	sinter_shape_binding shapes[16];
 	size_t nshapes;
 	char *shape_text[16];
-	const char *device, *inputs, *init, *weights, *out;
+	const char *device, *inputs, *init, *weights, *out, *cache_dir;
 	uint64_t seed;
 	bool help;
+	double child_t0; /* bench's warm-start child: the parent's clock at spawn */
 } opts;
 
 static int parse_int(const char *s, int64_t *v)
@@ -204,10 +216,19 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 		} else if (run && !strcmp(a, "--weights")) {
 			VALUE();
 			o->weights = val;
-		} else if ((run || !strcmp(cmd, "import")) && !strcmp(a, "-o")) {
+		} else if (is_compile && (!strcmp(a, "--init") || !strcmp(a, "--weights"))) {
+			VALUE();
+			*(a[2] == 'i' ? &o->init : &o->weights) = val;
+		} else if ((run || is_compile) && !strcmp(a, "--cache-dir")) {
+			VALUE();
+			o->cache_dir = val;
+		} else if (run && !strcmp(a, "--warm-start-child")) {
+			VALUE();
+			o->child_t0 = strtod(val, NULL);
+		} else if ((run || is_compile || !strcmp(cmd, "import")) && !strcmp(a, "-o")) {
 			VALUE();
 			o->out = val;
-		} else if (run && !strcmp(a, "--seed")) {
+		} else if ((run || is_compile) && !strcmp(a, "--seed")) {
 			VALUE();
 			int64_t s;
 			if (parse_int(val, &s) || s < 0)
@@ -488,6 +509,80 @@ fail:
 	return report(&err);
 }
 
+static bool is_package(const char *file)
+{
+	size_t n = strlen(file);
+	return n > 10 && !strcmp(file + n - 10, ".sinterpkg");
+}
+
+/* The library's one options struct from the flags; the library decides
+ * what the mode and precision mean. */
+static void compile_opts(const opts *o, sinter_compile_options *co)
+{
+	sinter_compile_options_init(co);
+	co->mode = o->mode;
+	co->passes = o->passes;
+	co->precision = (sinter_precision)(o->precision ? sinter_precision_parse(o->precision) : 0);
+	co->cache_dir = o->no_cache ? "" : o->cache_dir;
+	co->dump_dir = o->dump_dir;
+}
+
+/* Random inputs for a compiled model (packages carry no model). */
+static int package_inputs(sinter_compiled *c, const opts *o, sinter_tensor **ins, size_t *n, sinter_error *err)
+{
+	size_t k = sinter_compiled_num_inputs(c);
+	sinter_tensor *d = calloc(k ? k : 1, sizeof *d);
+	if (!d)
+		return SINTER_E_INTERNAL;
+	for (size_t i = 0; i < k; i++)
+		sinter_compiled_input(c, i, &d[i]);
+	int rc = sinter_random_tensors(d, k, o->seed, ins, err);
+	*n = k;
+	free(d);
+	return rc;
+}
+
+static int run_package(opts *o)
+{
+	sinter_compile_options co;
+	compile_opts(o, &co);
+	sinter_error err;
+	sinter_compiled *c = NULL;
+	sinter_tensor *ins = NULL, *outs = NULL;
+	size_t nins = 0, nout = 0;
+	double t0 = now();
+	if (sinter_load_package(o->file, &co, &c, NULL, &err))
+		return report(&err);
+	double load_s = now() - t0;
+	if (o->inputs ? (int)sinter_tensors_read(o->inputs, &ins, &nins, &err) : package_inputs(c, o, &ins, &nins, &err))
+		goto fail;
+	t0 = now();
+	if (sinter_compiled_run(c, ins, nins, &outs, &err))
+		goto fail;
+	nout = sinter_compiled_num_outputs(c);
+	for (size_t i = 0; i < nout; i++)
+		summarize(&outs[i]);
+	printf("ran %s on cuda in %.3f s (package loaded in %.3f s)\n", o->file, now() - t0, load_s);
+	if (o->out && sinter_tensors_write(o->out, outs, nout, &err))
+		goto fail;
+	sinter_tensors_free(outs, nout);
+	sinter_tensors_free(ins, nins);
+	sinter_compiled_free(c);
+	return 0;
+fail:
+	sinter_tensors_free(outs, nout);
+	sinter_tensors_free(ins, nins);
+	sinter_compiled_free(c);
+	return report(&err);
+}
+
+static double wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmd_run(opts *o)
 {
 	char why[512] = "";
@@ -497,6 +592,11 @@ static int cmd_run(opts *o)
 	if (device && !strcmp(device, "cpu")) {
 		fprintf(stderr, "sinter run: the cpu device is not built yet; use --device ref or cuda\n");
 		return SINTER_E_ENV;
+	}
+	if (is_package(o->file)) {
+		if (device && strcmp(device, "cuda"))
+			return usage_error("run", "%s", "a package runs on cuda only");
+		return run_package(o);
 	}
 	bool cuda = device ? !strcmp(device, "cuda") : sinter_cuda_available(why, sizeof why);
 	if (!device && !cuda)
@@ -509,14 +609,16 @@ static int cmd_run(opts *o)
 	sinter_tensor *outs = NULL;
 	sinter_compiled *c = NULL;
 	double t1 = now(), t2;
-	if ((rc = optimize(o, p.m, cuda, 0))) {
+	sinter_compile_stats cs = {0};
+	if (!cuda && (rc = optimize(o, p.m, false, 0))) {
 		prepared_free(&p);
 		return rc;
 	}
 	if (cuda) {
-		sinter_compile_options co = {.tf32 = o->precision && !strcmp(o->precision, "tf32"),
-					     .cuda_graphs = o->mode && strcmp(o->mode, "default")};
-		if (sinter_compile(p.m, &co, &c, NULL, &err))
+		/* the passes run inside compile, where the plan cache can skip them */
+		sinter_compile_options co;
+		compile_opts(o, &co);
+		if (sinter_compile(p.m, &co, &c, &cs, &err))
 			goto fail;
 		t1 = now();
 		if (sinter_compiled_run(c, p.ins, p.nins, &outs, &err))
@@ -526,10 +628,17 @@ static int cmd_run(opts *o)
 	}
 	t2 = now();
 	size_t nout = sinter_model_num_outputs(p.m);
-	for (size_t i = 0; i < nout; i++)
-		summarize(&outs[i]);
-	printf("ran %s on %s in %.3f s (weights and inputs %.3f s)\n", o->file, cuda ? "cuda" : "ref",
-	       t2 - t1, p.load_s);
+	if (o->child_t0 > 0) {
+		/* bench's warm-start child: one line for the parent, nothing else */
+		printf("{\"first_output_s\": %.6f, \"context_s\": %.6f, \"plan_s\": %.6f, \"load_s\": %.6f, "
+		       "\"upload_s\": %.6f, \"plan_hit\": %s}\n",
+		       wall() - o->child_t0, cs.context_s, cs.plan_s, cs.load_s, cs.upload_s, cs.plan_hit ? "true" : "false");
+	} else {
+		for (size_t i = 0; i < nout; i++)
+			summarize(&outs[i]);
+		printf("ran %s on %s in %.3f s (weights and inputs %.3f s)\n", o->file, cuda ? "cuda" : "ref",
+		       t2 - t1, p.load_s);
+	}
 	if (o->out && sinter_tensors_write(o->out, outs, nout, &err)) {
 		sinter_tensors_free(outs, nout);
 		goto fail;
@@ -555,7 +664,8 @@ static int parse_target(const char *t, int *sm)
 
 static int cmd_compile(opts *o)
 {
-	sinter_compile_options co = {0};
+	sinter_compile_options co;
+	compile_opts(o, &co);
 	char why[512];
 	if (o->target && parse_target(o->target, &co.target_sm))
 		return usage_error("compile", "--target wants sm_XX (e.g. sm_90), got '%s'", o->target);
@@ -563,31 +673,42 @@ static int cmd_compile(opts *o)
 		fprintf(stderr, "sinter compile: %s; pass --target sm_XX to compile without a GPU\n", why);
 		return SINTER_E_ENV;
 	}
-	co.dump_dir = o->dump_dir;
-	co.cache_dir = o->no_cache ? "" : NULL;
+	if (o->out && !is_package(o->out))
+		return usage_error("compile", "-o writes a package: FILE.sinterpkg, got '%s'", o->out);
+	if (o->init && strcmp(o->init, "random"))
+		return usage_error("compile", "--init takes 'random', got '%s'", o->init);
+	if (o->init && o->weights)
+		return usage_error("compile", "%s", "--init random and --weights exclude each other");
 	sinter_model *m;
 	double t0 = now();
 	int rc = load(o, &m);
 	if (rc)
 		return rc;
-	if ((rc = optimize(o, m, true, co.target_sm))) {
+	sinter_error err;
+	if (o->out && (o->init ? sinter_model_init_random(m, o->seed, &err) : sinter_model_load_weights(m, o->weights, &err))) {
 		sinter_model_free(m);
-		return rc;
+		return report(&err);
 	}
-	co.tf32 = o->precision && !strcmp(o->precision, "tf32");
 	double parse_s = now() - t0;
 	sinter_compile_stats st;
-	sinter_error err;
-	if (sinter_compile_kernels(m, &co, &st, &err)) {
+	if (!co.target_sm) {
+		/* the present GPU's arch: sinter_cuda_available says "NAME (sm_XX)" */
+		const char *p = strstr(why, "(sm_");
+		co.target_sm = p ? atoi(p + 4) : 0;
+	}
+	if (sinter_compile_kernels(m, &co, o->out, &st, &err)) {
 		sinter_model_free(m);
 		return report(&err);
 	}
 	printf("%s: %zu steps, %zu kernels (%zu unique, %zu from the cache) for %s\n", o->file, st.steps,
 	       st.kernels, st.unique_kernels, st.cache_hits, o->target ? o->target : "the GPU");
-	printf("time: parse %.3f s, codegen %.3f s, nvrtc %.3f s\n", parse_s, st.codegen_s, st.nvrtc_s);
+	printf("time: parse %.3f s, passes %.3f s, codegen %.3f s, nvrtc %.3f s\n", parse_s, st.passes_s, st.codegen_s,
+	       st.nvrtc_s);
 	printf("peak arena: %.1f MiB (%zu bytes)\n", (double)st.arena_bytes / 1048576.0, st.arena_bytes);
 	if (o->dump_dir)
 		printf("sources written to %s\n", o->dump_dir);
+	if (o->out)
+		printf("package written to %s (%.1f MiB of weights)\n", o->out, (double)st.weight_bytes / 1048576.0);
 	sinter_model_free(m);
 	return 0;
 }
@@ -637,6 +758,90 @@ static int print_profile(sinter_compiled *c, sinter_error *err)
 	return 0;
 }
 
+/* The warm start as a user sees it: a second process that finds the plan
+ * in the cache dir the cold compile filled, from its start to its first
+ * output ready; it reports its CUDA context creation apart. */
+static int warm_start_child(const opts *o, const char *dir, char *line, size_t cap)
+{
+	char t0[64], seed[32];
+	const char *av[64];
+	int n = 0;
+	av[n++] = "sinter";
+	av[n++] = "run";
+	av[n++] = o->file;
+	av[n++] = "--device";
+	av[n++] = "cuda";
+	av[n++] = "--cache-dir";
+	av[n++] = dir;
+	for (size_t i = 0; i < 16 && o->shape_text[i]; i++) {
+		av[n++] = "--shape";
+		av[n++] = o->shape_text[i];
+	}
+	const char *pairs[][2] = {{"--mode", o->mode}, {"--passes", o->passes}, {"--precision", o->precision},
+				  {"--weights", o->weights}, {"--inputs", o->inputs}};
+	for (size_t i = 0; i < SN_COUNT_CLI(pairs); i++)
+		if (pairs[i][1]) {
+			av[n++] = pairs[i][0];
+			av[n++] = pairs[i][1];
+		}
+	if (!o->weights && (!o->init || !strcmp(o->init, "random"))) {
+		snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+		av[n++] = "--init";
+		av[n++] = "random";
+		av[n++] = "--seed";
+		av[n++] = seed;
+	}
+	av[n++] = "--warm-start-child";
+	int fd[2];
+	if (pipe(fd) != 0)
+		return -1;
+	snprintf(t0, sizeof t0, "%.6f", wall());
+	av[n++] = t0;
+	av[n] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execv("/proc/self/exe", (char *const *)av);
+		_exit(127);
+	}
+	close(fd[1]);
+	size_t got = 0;
+	ssize_t k;
+	while (pid > 0 && got + 1 < cap && (k = read(fd[0], line + got, cap - 1 - got)) > 0)
+		got += (size_t)k;
+	line[got] = 0;
+	close(fd[0]);
+	int status = 0;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	return strstr(line, "first_output_s") ? 0 : -1;
+}
+
+static double json_num(const char *line, const char *key)
+{
+	const char *p = strstr(line, key);
+	return p ? strtod(p + strlen(key) + 3, NULL) : -1;
+}
+
+static void remove_tree(const char *dir)
+{
+	size_t removed;
+	sinter_cache_clear(dir, &removed, NULL);
+	char sub[128];
+	static const char *const kinds[] = {"kernels", "plans"};
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 256; i++) {
+			snprintf(sub, sizeof sub, "%s/%s/%02x", dir, kinds[k], i);
+			rmdir(sub);
+		}
+		snprintf(sub, sizeof sub, "%s/%s", dir, kinds[k]);
+		rmdir(sub);
+	}
+	rmdir(dir);
+}
+
 static int cmd_bench(opts *o)
 {
 	char why[512];
@@ -644,75 +849,80 @@ static int cmd_bench(opts *o)
 		fprintf(stderr, "sinter bench: %s\n", why);
 		return SINTER_E_ENV;
 	}
-	/* Cold: an empty kernel cache of our own; warm: the same cache again. */
+	/* Cold: empty kernel and plan caches of our own; warm: a second
+	 * process over the same caches. */
 	char dir[] = "/tmp/sinter-bench-XXXXXX";
 	if (!mkdtemp(dir)) {
 		fprintf(stderr, "sinter bench: cannot make a temporary cache directory: %s\n", strerror(errno));
 		return SINTER_E_ENV;
 	}
-	prepared p;
-	int rc = prepare(o, true, &p);
-	if (rc)
+	bool pkg = is_package(o->file);
+	prepared p = {0};
+	int rc = pkg ? 0 : prepare(o, true, &p);
+	if (rc) {
+		remove_tree(dir);
 		return rc;
+	}
 	sinter_error err;
-	sinter_compile_options co = {.cache_dir = dir, .tf32 = o->precision && !strcmp(o->precision, "tf32"),
-				     .cuda_graphs = o->mode && strcmp(o->mode, "default")};
-	sinter_compile_stats cold, warm;
+	sinter_compile_options co;
+	compile_opts(o, &co);
+	co.cache_dir = dir;
+	sinter_compile_stats cold = {0};
 	sinter_compiled *c = NULL;
 	double *ms = calloc((size_t)o->iters, sizeof *ms);
-	sinter_tensor *outs = NULL;
-	prepared p2 = {0};
+	sinter_tensor *outs = NULL, *ins = NULL;
+	size_t nins = 0, nout = 0;
+	char line[1024] = "";
 	if (!ms) {
 		rc = SINTER_E_INTERNAL;
 		goto out;
 	}
-	/* Cold: passes, codegen, NVRTC into an empty cache, load, upload. */
 	double t0 = now();
-	if ((rc = optimize(o, p.m, true, 0)))
-		goto out;
-	double passes_s = now() - t0;
-	t0 = now();
-	if (sinter_compile(p.m, &co, &c, &cold, &err))
+	if (pkg ? sinter_load_package(o->file, &co, &c, &cold, &err) : sinter_compile(p.m, &co, &c, &cold, &err))
 		goto fail;
-	double cold_s = p.parse_s + passes_s + (now() - t0);
-	sinter_compiled_free(c);
-	c = NULL;
-	/* Warm: the same again from a fresh parse, every kernel in the cache.
-	 * Reading (or generating) the weights is timed apart from both. */
-	if ((rc = prepare(o, true, &p2)))
-		goto out;
-	t0 = now();
-	if ((rc = optimize(o, p2.m, true, 0)))
-		goto out;
-	if (sinter_compile(p2.m, &co, &c, &warm, &err))
+	double cold_s = p.parse_s + (now() - t0);
+	bool warm_ok = !pkg && warm_start_child(o, dir, line, sizeof line) == 0;
+	if (pkg && (o->inputs ? (int)sinter_tensors_read(o->inputs, &ins, &nins, &err) : package_inputs(c, o, &ins, &nins, &err)))
 		goto fail;
-	double warm_s = p2.parse_s + (now() - t0);
-	if (sinter_compiled_run(c, p.ins, p.nins, &outs, &err))
+	if (sinter_compiled_run(c, pkg ? ins : p.ins, pkg ? nins : p.nins, &outs, &err))
 		goto fail;
+	nout = sinter_compiled_num_outputs(c);
 	/* -o: the outputs of this compiled model, so a harness can check them
 	 * without a second process */
-	if (o->out && sinter_tensors_write(o->out, outs, sinter_model_num_outputs(p.m), &err))
+	if (o->out && sinter_tensors_write(o->out, outs, nout, &err))
 		goto fail;
 	if (sinter_compiled_bench(c, o->warmup, o->iters, ms, &err))
 		goto fail;
 	qsort(ms, (size_t)o->iters, sizeof *ms, cmp_double);
 	double med = o->iters % 2 ? ms[o->iters / 2] : 0.5 * (ms[o->iters / 2 - 1] + ms[o->iters / 2]);
+	double warm_s = warm_ok ? json_num(line, "first_output_s") : -1, ctx_s = warm_ok ? json_num(line, "context_s") : -1;
+	bool warm_hit = warm_ok && strstr(line, "\"plan_hit\": true");
 	if (o->json) {
 		printf("{\"file\": \"%s\", \"device\": \"%s\", \"cold_compile_s\": %.4f, \"parse_s\": %.4f, "
 		       "\"passes_s\": %.4f, \"weights_s\": %.4f, \"codegen_s\": %.4f, \"nvrtc_s\": %.4f, \"load_s\": %.4f, \"upload_s\": %.4f, "
-		       "\"warm_start_s\": %.4f, \"kernels\": %zu, \"unique_kernels\": %zu, "
+		       "\"context_s\": %.4f, \"plan_store_s\": %.4f, "
+		       "\"warm_start_s\": %.4f, \"warm_context_s\": %.4f, \"warm_after_context_s\": %.4f, \"warm_plan_hit\": %s, "
+		       "\"kernels\": %zu, \"unique_kernels\": %zu, "
 		       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"median_ms\": %.4f, \"min_ms\": %.4f, "
 		       "\"iters\": %d}\n",
-		       o->file, why, cold_s, p.parse_s, passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s,
-		       warm_s, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes, med, ms[0],
-		       o->iters);
+		       o->file, why, cold_s, p.parse_s, cold.passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s,
+		       cold.upload_s, cold.context_s, cold.plan_s, warm_s, ctx_s, warm_ok ? warm_s - ctx_s : -1,
+		       warm_hit ? "true" : "false", cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes,
+		       med, ms[0], o->iters);
 	} else {
 		printf("%s on %s\n", o->file, why);
-		printf("cold compile: %.3f s (parse %.3f, passes %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f); %zu kernels, %zu unique\n",
-		       cold_s, p.parse_s, passes_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s, cold.kernels,
-		       cold.unique_kernels);
-		printf("warm start:   %.3f s (kernel cache: %zu of %zu hits); weights read apart: %.3f s\n", warm_s,
-		       warm.cache_hits, warm.unique_kernels, p.load_s);
+		if (pkg)
+			printf("package load: %.3f s (read %.3f, load %.3f, upload %.3f); %zu kernels\n", cold_s, cold.plan_s,
+			       cold.load_s, cold.upload_s, cold.kernels);
+		else
+			printf("cold compile: %.3f s (parse %.3f, passes %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f, plan store %.3f); %zu kernels, %zu unique\n",
+			       cold_s, p.parse_s, cold.passes_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s,
+			       cold.plan_s, cold.kernels, cold.unique_kernels);
+		if (warm_ok)
+			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n",
+			       warm_s, ctx_s, warm_s - ctx_s, warm_hit ? "hit" : "MISS");
+		else if (!pkg)
+			printf("warm start:   the second process failed\n");
 		printf("memory:       arena %.1f MiB, weights %.1f MiB\n", (double)cold.arena_bytes / 1048576.0,
 		       (double)cold.weight_bytes / 1048576.0);
 		printf("latency:      median %.4f ms, min %.4f ms over %d calls (%d warm-up)\n", med, ms[0],
@@ -725,22 +935,12 @@ static int cmd_bench(opts *o)
 fail:
 	rc = report(&err);
 out:
-	if (outs)
-		sinter_tensors_free(outs, sinter_model_num_outputs(p.m));
+	sinter_tensors_free(outs, nout);
+	sinter_tensors_free(ins, nins);
 	sinter_compiled_free(c);
 	prepared_free(&p);
-	prepared_free(&p2);
 	free(ms);
-	size_t removed;
-	sinter_cache_clear(dir, &removed, NULL);
-	char sub[64];
-	for (int i = 0; i < 256; i++) {
-		snprintf(sub, sizeof sub, "%s/kernels/%02x", dir, i);
-		rmdir(sub);
-	}
-	snprintf(sub, sizeof sub, "%s/kernels", dir);
-	rmdir(sub);
-	rmdir(dir);
+	remove_tree(dir);
 	return rc;
 }
 

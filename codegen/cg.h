@@ -1,63 +1,136 @@
-/* cg.h: codegen. Turns a verified, fully shaped IR graph into a launch plan:
- * a list of steps, each a generated CUDA C kernel, a cuBLASLt matrix
- * product, or an alias (a view that moves no data). codegen never calls the
- * driver; runtime/ executes plans. Prefix: cg_. */
+/* cg.h: the compiled plan, codegen's product and the runtime's only input
+ * (DESIGN.md, The compiled plan). A plan is plain data: a buffer table, a
+ * list of steps (generated kernels and cuBLASLt matrix products) naming
+ * buffers by index, the model's inputs and outputs, the unique kernels
+ * (source and/or cubin), and the weight image with every derived weight
+ * already folded, permuted and converted. It holds no IR: the runtime loads
+ * and runs it, the plan cache and AOT packages store it (codegen/cg_io.c).
+ * Lowering a graph into a plan is cg_lower (codegen/cg_lower.c). Prefix: cg_. */
 #ifndef SINTER_CG_H
 #define SINTER_CG_H
 
 #include "ir/ir.h"
 
-#define CG_MAX_BUFS 8
+#define CG_MAX_ARGS 8
+#define CG_NO_BUF UINT32_MAX
+/* Every buffer (arena offsets, weight-image offsets, inputs) starts on a
+ * multiple of this many bytes; vectorized kernels and cuBLASLt rely on it. */
+#define CG_ALIGN 256
 
-/* A generated kernel. Its source is self-contained CUDA C (no #include:
- * f16/bf16/fp8 go through inline PTX or bit operations), one
- * `extern "C" __global__` function named `name`, preceded by a comment that
- * states the spec. Shapes are compile-time constants in the source. The
- * kernel's parameters are device pointers to the buffers of bufs[0..nbufs),
- * in that order: the node's operands as the renderer needs them, then the
- * node's own output buffer. The name is derived from the source's content,
- * so identical kernels have identical names and sources (compiled once). */
-typedef struct cg_kernel {
+/* A kernel's configuration as data: every renderer takes one (NULL: its
+ * family's default, today's heuristics) and records the one it used, so the
+ * autotuner can ask for "the same kernel with another config". Fields a
+ * family does not use are 0. */
+typedef struct cg_config {
+	int32_t variant;            /* family-specific algorithm choice */
+	int32_t block;              /* threads per block */
+	int32_t tile_m, tile_n, tile_k;
+	int32_t warps, stages, vec; /* vec: elements per vector access */
+	int32_t rows;               /* rows per block (reductions, norms, attention) */
+	int32_t split_k;
+} cg_config;
+
+/* "block=256 vec=4" (only the fields set), into out[cap]. */
+void cg_config_str(const cg_config *c, char *out, size_t cap);
+
+typedef enum cg_where {
+	CG_IN_ARENA,  /* offset: into the arena */
+	CG_IN_WEIGHT, /* offset: into the weight image */
+	CG_IN_INPUT,  /* index: the model's input i (a static device buffer) */
+	CG_IN_VIEW,   /* index: the buffer it views; offset: bytes into it */
+} cg_where;
+
+typedef struct cg_buf {
+	cg_where where;
+	ir_dtype dtype;
+	int32_t rank;
+	int64_t shape[IR_MAX_RANK];
+	int64_t strides[IR_MAX_RANK]; /* elements; row-major contiguous today */
+	uint64_t bytes;
+	uint64_t offset;
+	uint32_t index;
+} cg_buf;
+
+/* A unique kernel of the plan. The spec key hashes what it computes (op,
+ * dtypes, shapes, attributes, renderer version) without its config; the
+ * name (a content hash of the source) and the kernel-cache key add it. */
+typedef struct cg_kern {
 	char name[64];
-	char *src; /* malloc'ed */
-	unsigned grid[3], block[3];
-	unsigned smem; /* dynamic shared memory bytes */
-	uint32_t nbufs;
-	ir_ref bufs[CG_MAX_BUFS];
-} cg_kernel;
+	char *src;              /* CUDA C (malloc'ed); NULL in a plan read from a file */
+	uint8_t spec[16];
+	cg_config cfg;
+	void *cubin;            /* malloc'ed, or pointing into a mapped plan file */
+	uint64_t cubin_size;
+} cg_kern;
+
+typedef enum cg_act { CG_ACT_NONE, CG_ACT_RELU, CG_ACT_GELU } cg_act;
+
+/* A cuBLASLt algorithm as data: its id and configuration attributes (never
+ * the opaque bytes), checked with cublasLtMatmulAlgoCheck before use. */
+typedef struct cg_blas_algo {
+	int32_t valid; /* 0: not chosen yet (ask the heuristic at load) */
+	int32_t id, tile, stages, splitk, reduction, swizzle, custom, inner, cluster;
+} cg_blas_algo;
 
 /* A matrix product for cuBLASLt, in row-major terms:
  * out[b] (m x n) = A[b] (m x k) @ op(B[b]) (k x n) [+ bias (n)] [then act]
  * where op(B) = B^T when trans_b (B stored n x k, as linear's weight), and
  * batch b of A/B/out starts at b * stride_{a,b,c} elements (a stride of 0
- * broadcasts). All operands are contiguous row-major. */
-typedef enum cg_act { CG_ACT_NONE, CG_ACT_RELU, CG_ACT_GELU } cg_act;
-typedef struct cg_gemm {
-	ir_ref a, b, bias, out; /* bias: IR_NONE when absent */
+ * broadcasts). Operands are buffer ids; bias is CG_NO_BUF when absent. */
+typedef struct cg_mm {
+	uint32_t a, b, bias, out;
 	int64_t batch, m, n, k;
 	int64_t stride_a, stride_b, stride_c;
 	bool trans_b;
 	ir_dtype dtype; /* of A, B, bias and out */
 	cg_act act;
-	bool tf32; /* f32 only: cuBLASLt may round operands to TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) */
-} cg_gemm;
+	bool tf32; /* f32 only: operands may round to TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) */
+	cg_blas_algo algo;
+} cg_mm;
 
-typedef enum cg_step_kind {
-	CG_STEP_KERNEL,
-	CG_STEP_GEMM,
-	CG_STEP_ALIAS, /* the node's buffer is its operand 0's buffer (a view) */
-} cg_step_kind;
+typedef enum cg_step_kind { CG_LAUNCH, CG_MATMUL } cg_step_kind;
 
-typedef struct cg_step {
+typedef struct cg_pstep {
 	cg_step_kind kind;
-	ir_ref node; /* the IR node this step computes */
-	cg_kernel k; /* CG_STEP_KERNEL */
-	cg_gemm g;   /* CG_STEP_GEMM */
-} cg_step;
+	char op[32];        /* the IR op it computes (profiles, traces) */
+	double bytes;       /* operands read once, the output written once */
+	double flops;       /* contractions and convolutions; else 0 */
+	/* CG_LAUNCH: kernel kern with the buffers args[0..nargs) */
+	uint32_t kern;
+	uint32_t grid[3], block[3], smem;
+	uint32_t nargs;
+	uint32_t args[CG_MAX_ARGS];
+	cg_mm mm;           /* CG_MATMUL */
+} cg_pstep;
+
+/* An input or output as the user wrote it. */
+typedef struct cg_io {
+	char *name; /* malloc'ed; "" when unnamed */
+	ir_dtype dtype;
+	int32_t rank;
+	int64_t shape[IR_MAX_RANK];
+	uint32_t buf;
+} cg_io;
 
 typedef struct cg_plan {
-	cg_step *steps;
+	int32_t sm;     /* the arch its kernels are written and compiled for */
+	cg_buf *bufs;
+	uint32_t nbufs;
+	cg_kern *kerns;
+	uint32_t nkerns;
+	cg_pstep *steps;
 	uint32_t nsteps;
+	cg_io *inputs, *outputs;
+	uint32_t ninputs, noutputs;
+	uint64_t arena_bytes;
+	void *weights;  /* the weight image */
+	uint64_t weight_bytes;
+	/* who owns the memory behind kernels' cubins and the weight image:
+	 * cg_plan_free frees them, or unmaps `map` when the plan was read
+	 * from a file (cg_io.c) */
+	void *map;
+	size_t map_size;
+	bool borrowed; /* cubins and weights point into memory the plan does not own */
 } cg_plan;
 
 typedef struct cg_target {
@@ -65,32 +138,52 @@ typedef struct cg_target {
 	bool tf32; /* fp32 contractions may use TF32 (--precision tf32) */
 } cg_target;
 
-/* Lowers every non-source node of g (which must be verified and have no
- * symbols) to steps, in graph order. Free the plan with cg_plan_free. An
- * op the CUDA backend cannot handle is SN_EINPUT naming the op and node. */
-int cg_lower(const ir_graph *g, const cg_target *t, cg_plan **out, sn_err *e);
+/* Lowers g (verified, no symbols) into a plan for t: renders every node's
+ * step (kernels deduplicated by name), gives every value a buffer (a view
+ * shares its root's storage), plans the arena over the buffers' lifetimes
+ * (passes/memplan.h) and packs params and consts into the weight image.
+ * vals: g->nnodes entries whose params hold their values (as for ref_run),
+ * or NULL for a plan without weights (the image is then zero-filled: for
+ * compile-only and listing). Free with cg_plan_free. An op the CUDA
+ * backend cannot handle is SN_EINPUT naming the op and node. */
+int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_plan **out, sn_err *e);
 void cg_plan_free(cg_plan *p);
 
 /* Whether node n is a view of its operand 0 (reshape, flatten, squeeze,
- * unsqueeze): the memory planner lets it share that buffer. */
+ * unsqueeze): it shares that buffer. */
 bool cg_is_alias(const ir_graph *g, const ir_node *n);
 
-/* ---- renderer helpers shared by codegen/cg_*.c ---- */
-/* CUDA C type used to store dtype t in memory ("float", "unsigned short"
- * for f16/bf16, "unsigned char" for fp8/bool/u8, ...). */
-const char *cg_ctype(ir_dtype t);
-/* Appends CUDA C device functions that load/store dtype t as float
- * (ld_<dtype>(const T*, long), st_<dtype>(T*, long, float)), once per
- * source: call for each dtype the kernel uses. */
-void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t);
-/* Appends the comment that opens every kernel: the op, dtypes, shapes and
- * attributes of node r, and the renderer's config text. It names no value,
- * so identical specs give identical sources. */
-void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config);
-/* Finishes a kernel: names it from a hash of its source (prefix + "_" +
- * 12 hex digits; the source must spell the name as the placeholder
- * CG_NAME, which is replaced), sets src (taking b's buffer). */
-#define CG_NAME "__SINTER_KERNEL__"
-int cg_finish(cg_kernel *k, const char *prefix, sn_buf *b, sn_err *e);
+/* One line per step ("kernel conv2d conv2d_1234abcd5678 grid=... " or
+ * "gemm linear batch=1 m=..."), appended to b: the golden list of a plan. */
+void cg_plan_list(const cg_plan *p, sn_buf *b);
+
+/* ---- plan files (codegen/cg_io.c) ----
+ * One format for plan-cache entries and AOT packages: a 64-byte header
+ * (magic, format version, sizes, XXH3-64 of everything after it), the
+ * plan's tables, the cubins, and the weight image on a 4 KiB boundary so it
+ * can be mapped and uploaded without a copy. Written to a unique temp file
+ * and renamed into place; read through mmap, every count, index, offset and
+ * size checked before use. */
+#define CG_PLAN_FORMAT 1
+
+/* What a plan file says about where it came from. */
+typedef struct cg_plan_info {
+	char version[32];      /* the sinter that wrote it */
+	char source[256];      /* the model file it was compiled from */
+	uint64_t w_size, w_mtime_ns, w_ino; /* the weights' fingerprint... */
+	uint8_t w_hash[16];    /* ...and their content hash (zero: none) */
+} cg_plan_info;
+
+int cg_plan_write(const char *path, const cg_plan *p, const cg_plan_info *info, sn_err *e);
+/* Reads path (nofollow: refuse a symlink, for files in sinter's own
+ * folders). SN_EINPUT "PATH: not a sinter plan" / "truncated" / "checksum
+ * mismatch" / "format version N" for a bad file. The plan maps the file:
+ * kernels carry cubins, no sources. Free with cg_plan_free. */
+int cg_plan_read(const char *path, bool nofollow, cg_plan **out, cg_plan_info *info, sn_err *e);
+/* The same over bytes in memory (fuzzing); the plan borrows data. */
+int cg_plan_parse(const void *data, size_t size, cg_plan **out, cg_plan_info *info, sn_err *e);
+
+/* "matmul 64x4096x4096 f16 batch 2, B transposed, bias, gelu", into out. */
+void cg_mm_describe(const cg_mm *g, char *out, size_t cap);
 
 #endif

@@ -2,7 +2,7 @@
  * dtype, device load/store helpers that convert to and from the compute
  * type with the IR's rounding rules (ir/dtype.c), the spec comment, and
  * cg_finish, which names a kernel after a hash of its source. */
-#include "codegen/cg.h"
+#include "codegen/cg_render.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -387,7 +387,7 @@ static void emit_direct(sn_buf *b, const conv *cv)
 	sn_buf_printf(b, "\t\tst_%s(y, i, %s);\n\t}\n}\n", tn, isf ? "acc" : "sat(acc)");
 }
 
-int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
 	const ir_node *nd = &g->nodes[r];
 	conv cv = {0};

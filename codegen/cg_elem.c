@@ -288,7 +288,7 @@ static void emit_helpers(sn_buf *b, const elem *el)
 			       "\treturn (long long)v;\n}\n");
 }
 
-int cg_render_elementwise(const ir_graph *g, ir_ref r, const cg_target *t, cg_step *st, sn_err *e)
+int cg_render_elementwise(const ir_graph *g, ir_ref r, const cg_target *t, const cg_config *want, cg_step *st, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	const char *opname = ir_ops[n->op].name;
@@ -324,14 +324,30 @@ int cg_render_elementwise(const ir_graph *g, ir_ref r, const cg_target *t, cg_st
 	int vec = bcast ? 1 : (int)(16 / widest);
 	if (total < vec)
 		vec = 1;
+	/* the config: block and vector width may be asked for; the default is
+	 * 256 threads and the widest 16-byte vector the dtypes allow */
+	int block = BLOCK;
+	if (want && want->block) {
+		if (want->block < 32 || want->block > 1024 || want->block % 32)
+			return sn_errf(e, SN_EUSAGE, "%s: block %d is not a multiple of 32 in [32, 1024]", opname,
+				       (int)want->block);
+		block = want->block;
+	}
+	if (want && want->vec) {
+		if (want->vec > vec || (want->vec & (want->vec - 1)))
+			return sn_errf(e, SN_EUSAGE, "%s: vector width %d is not a power of two up to %d", opname,
+				       (int)want->vec, vec);
+		vec = want->vec;
+	}
 	int64_t nvec = vec > 1 ? total / vec : 0;
+	st->k.cfg = (cg_config){.block = block, .vec = vec};
 
 	sn_buf b = {0};
 	char config[128];
-	snprintf(config, sizeof config, "block=%d vec=%d%s", BLOCK, vec, bcast ? " broadcast" : "");
+	snprintf(config, sizeof config, "block=%d vec=%d%s", block, vec, bcast ? " broadcast" : "");
 	cg_emit_spec(&b, g, r, config);
 	emit_helpers(&b, &el);
-	sn_buf_puts(&b, "extern \"C\" __global__ void __launch_bounds__(256) " CG_NAME "(");
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d) " CG_NAME "(", block);
 	for (uint32_t k = 0; k < n->nin; k++)
 		sn_buf_printf(&b, "const %s *__restrict__ in%u, ", cg_ctype(el.it[k]), k);
 	sn_buf_printf(&b, "%s *__restrict__ out)\n{\n", cg_ctype(el.ot));
@@ -395,10 +411,10 @@ done:
 	st->kind = CG_STEP_KERNEL;
 	cg_kernel *k = &st->k;
 	int64_t work = vec > 1 ? nvec + (total - nvec * vec) : total;
-	int64_t blocks = (work + BLOCK - 1) / BLOCK;
+	int64_t blocks = (work + block - 1) / block;
 	k->grid[0] = (unsigned)(blocks < 1 ? 1 : blocks > MAX_GRID ? MAX_GRID : blocks);
 	k->grid[1] = k->grid[2] = 1;
-	k->block[0] = BLOCK;
+	k->block[0] = (unsigned)block;
 	k->block[1] = k->block[2] = 1;
 	k->smem = 0;
 	k->nbufs = n->nin + 1;

@@ -238,7 +238,7 @@ static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, cg_st
 	return SN_OK;
 }
 
-int cg_render_gemm(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+int cg_render_gemm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
 	switch (g->nodes[r].op) {
 	case IR_OP_linear: return render_linear(g, r, tg, st, e);

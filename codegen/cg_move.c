@@ -398,7 +398,7 @@ static int render_iota(const ir_graph *g, ir_ref r, cg_step *stp, sn_err *e)
 	return close_kernel(&b, g, r, 0, stp, e);
 }
 
-int cg_render_move(const ir_graph *g, ir_ref r, const cg_target *t, cg_step *st, sn_err *e)
+int cg_render_move(const ir_graph *g, ir_ref r, const cg_target *t, const cg_config *want, cg_step *st, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	(void)t;

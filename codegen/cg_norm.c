@@ -318,7 +318,7 @@ static int render_batch_norm(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e
 	return cg_finish(&st->k, "batch_norm", &b, e);
 }
 
-int cg_render_norm(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+int cg_render_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	const ir_shape *xs = &n->shape;

@@ -181,7 +181,7 @@ static int render_global(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e)
 	return cg_finish(&st->k, "global_avg_pool", &b, e);
 }
 
-int cg_render_pool(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+int cg_render_pool(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
 	(void)tg;
 	if (g->nodes[r].op == IR_OP_global_avg_pool)

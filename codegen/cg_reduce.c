@@ -107,7 +107,7 @@ static void emit_sat_store(sn_buf *b, ir_dtype t)
 
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /* cg_common.c */
 
-int cg_render_reduce(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+int cg_render_reduce(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	const ir_node *x = &g->nodes[n->in[0]];

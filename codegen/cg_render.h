@@ -1,5 +1,7 @@
-/* cg_render.h: the renderers cg_lower dispatches to, one per op family.
- * Each fills *st for node id r of g (st->node is already r): a kernel
+/* cg_render.h: inside codegen. The renderers cg_lower dispatches to, one
+ * per op family, and the per-node steps they produce (operands named by IR
+ * node, before cg_lower turns them into the plan's buffers). Each renderer
+ * fills *st for node id r of g (st->node is already r): a kernel
  * (st->kind = CG_STEP_KERNEL, st->k), a cuBLASLt product (CG_STEP_GEMM,
  * st->g) or an alias. Inputs are guaranteed verified and fully shaped. */
 #ifndef SINTER_CG_RENDER_H
@@ -7,7 +9,87 @@
 
 #include "codegen/cg.h"
 
-typedef int cg_render_fn(const ir_graph *g, ir_ref r, const cg_target *t, cg_step *st, sn_err *e);
+#define CG_MAX_BUFS 8
+
+/* A generated kernel. Its source is self-contained CUDA C (no #include:
+ * f16/bf16/fp8 go through inline PTX or bit operations), one
+ * `extern "C" __global__` function named `name`, preceded by a comment that
+ * states the spec. Shapes are compile-time constants in the source. The
+ * kernel's parameters are device pointers to the buffers of bufs[0..nbufs),
+ * in that order: the node's operands as the renderer needs them, then the
+ * node's own output buffer. The name is derived from the source's content,
+ * so identical kernels have identical names and sources (compiled once). */
+typedef struct cg_kernel {
+	char name[64];
+	char *src; /* malloc'ed */
+	unsigned grid[3], block[3];
+	unsigned smem; /* dynamic shared memory bytes */
+	uint32_t nbufs;
+	ir_ref bufs[CG_MAX_BUFS];
+	cg_config cfg; /* the config it was rendered with (set by the renderer;
+			* cg_lower fills block[0] when it left it zero) */
+} cg_kernel;
+
+/* A matrix product for cuBLASLt, in row-major terms:
+ * out[b] (m x n) = A[b] (m x k) @ op(B[b]) (k x n) [+ bias (n)] [then act]
+ * where op(B) = B^T when trans_b (B stored n x k, as linear's weight), and
+ * batch b of A/B/out starts at b * stride_{a,b,c} elements (a stride of 0
+ * broadcasts). All operands are contiguous row-major. */
+typedef struct cg_gemm {
+	ir_ref a, b, bias, out; /* bias: IR_NONE when absent */
+	int64_t batch, m, n, k;
+	int64_t stride_a, stride_b, stride_c;
+	bool trans_b;
+	ir_dtype dtype; /* of A, B, bias and out */
+	cg_act act;
+	bool tf32; /* f32 only: cuBLASLt may round operands to TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) */
+} cg_gemm;
+
+typedef enum cg_rstep_kind {
+	CG_STEP_KERNEL,
+	CG_STEP_GEMM,
+	CG_STEP_ALIAS, /* the node's buffer is its operand 0's buffer (a view) */
+} cg_rstep_kind;
+
+typedef struct cg_step {
+	cg_rstep_kind kind;
+	ir_ref node; /* the IR node this step computes */
+	cg_kernel k; /* CG_STEP_KERNEL */
+	cg_gemm g;   /* CG_STEP_GEMM */
+} cg_step;
+
+
+/* The per-node steps of g, in graph order (cg_lower's first half): one per
+ * non-source node, views as CG_STEP_ALIAS. Free with cg_rplan_free. */
+typedef struct cg_rplan {
+	cg_step *steps;
+	uint32_t nsteps;
+} cg_rplan;
+int cg_render_graph(const ir_graph *g, const cg_target *t, cg_rplan **out, sn_err *e);
+void cg_rplan_free(cg_rplan *p);
+
+/* ---- renderer helpers shared by codegen/cg_*.c ---- */
+/* CUDA C type used to store dtype t in memory ("float", "unsigned short"
+ * for f16/bf16, "unsigned char" for fp8/bool/u8, ...). */
+const char *cg_ctype(ir_dtype t);
+/* Appends CUDA C device functions that load/store dtype t as float
+ * (ld_<dtype>(const T*, long), st_<dtype>(T*, long, float)), once per
+ * source: call for each dtype the kernel uses. */
+void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t);
+/* Appends the comment that opens every kernel: the op, dtypes, shapes and
+ * attributes of node r, and the renderer's config text. It names no value,
+ * so identical specs give identical sources. */
+
+/* Finishes a kernel: names it from a hash of its source (prefix + "_" +
+ * 12 hex digits; the source must spell the name as the placeholder
+ * CG_NAME, which is replaced), sets src (taking b's buffer). */
+#define CG_NAME "__SINTER_KERNEL__"
+int cg_finish(cg_kernel *k, const char *prefix, sn_buf *b, sn_err *e);
+
+/* want: the config asked for, or NULL for the family's default. A family
+ * that cannot honour a field returns SN_EUSAGE naming it. */
+typedef int cg_render_fn(const ir_graph *g, ir_ref r, const cg_target *t, const cg_config *want, cg_step *st,
+			 sn_err *e);
 
 /* codegen/cg_elem.c: unary, binary, ternary ops, cast, clamp, with numpy
  * broadcasting; 16-byte vectorized when shapes allow */

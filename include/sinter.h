@@ -145,6 +145,11 @@ sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_er
  * The caller frees them with sinter_tensors_free. */
 sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 				   sinter_tensor **inputs, size_t *n, sinter_error *err);
+/* Random tensors shaped as the descriptions descs[0..n) (floats N(0, 1),
+ * integers in [0, 10), bools 0 or 1), named alike. Free with
+ * sinter_tensors_free. */
+sinter_status sinter_random_tensors(const sinter_tensor *descs, size_t n, uint64_t seed, sinter_tensor **out,
+				    sinter_error *err);
 /* Runs the model on the reference interpreter (plain C, fp64
  * accumulation): the oracle for every backend. inputs are matched to the
  * graph's inputs by name (or by position when unnamed); weights must be
@@ -156,34 +161,74 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 /* Whether a CUDA device can be used; when not, why (into why[cap]). */
 bool sinter_cuda_available(char *why, size_t cap);
 
+/* Everything that decides how a model is compiled and run, in one struct;
+ * the modes' meaning is decided by the library, not by its callers.
+ * Zeroed (sinter_compile_options_init) means: mode "default", fp32, the
+ * present GPU, the default cache directory, plan cache on. */
 typedef struct sinter_compile_options {
+	const char *mode;      /* "default" (NULL): passes, heuristic kernel configs, caches;
+				* "reduce-overhead": default + the plan captured once as a CUDA
+				* graph and replayed; "max-autotune" is refused until autotuning
+				* is built */
+	sinter_precision precision; /* fp32 contractions use TF32 under SINTER_PREC_TF32 */
+	const char *passes;    /* NULL: the mode's pipeline; "": none (the model was optimized
+				* already); else a comma list of passes */
 	int target_sm;         /* 0: the present GPU's; else e.g. 90 (no GPU needed) */
 	const char *dump_dir;  /* write every kernel's CUDA C source here; NULL: no */
-	const char *cache_dir; /* kernel cache; NULL: the default directory
+	const char *cache_dir; /* kernel and plan caches; NULL: the default directory
 				* ($SINTER_CACHE_DIR, $XDG_CACHE_HOME/sinter, ~/.cache/sinter); "": none */
+	bool no_plan_cache;    /* compile afresh (the kernel cache still serves) */
 	bool poison;           /* fill intermediates with NaN before each run (tests) */
-	bool tf32;             /* fp32 contractions may use TF32 tensor cores */
-	bool cuda_graphs;      /* reduce-overhead: capture the plan once as a CUDA graph, replay it */
+	int max_plans;         /* models with unbound symbols: plans kept loaded at once,
+				* one per set of bound values (0: 8) */
 	void (*warn)(void *ctx, const char *msg); /* cache corruption reports; NULL: stderr */
 	void *warn_ctx;
 } sinter_compile_options;
 
+/* Zeroes o: the defaults above. */
+void sinter_compile_options_init(sinter_compile_options *o);
+
 typedef struct sinter_compile_stats {
-	double codegen_s, nvrtc_s, load_s, upload_s; /* seconds */
+	double passes_s, codegen_s, nvrtc_s, load_s, upload_s, plan_s; /* seconds; plan_s: plan
+				* cache lookup and read (a hit) or write (a miss) */
 	size_t kernels, unique_kernels, cache_hits, steps;
 	size_t arena_bytes, weight_bytes; /* device memory: intermediates, weights */
+	double context_s;      /* CUDA context creation */
+	bool plan_hit;         /* the plan came from the plan cache or a package */
 } sinter_compile_stats;
 
-/* Renders and compiles every kernel of the model for sm o->target_sm with
- * NVRTC, without a GPU (nothing is loaded). The model must be fully shaped. */
+/* Runs the passes o asks for on a copy of m, then renders and compiles every
+ * kernel of the model for sm o->target_sm (90 when 0) with NVRTC, without a
+ * GPU (nothing is loaded). The model must be fully shaped. When package is
+ * not NULL, writes the plan, its cubins and the weight image (the weights
+ * must be loaded) there as one file that runs where NVRTC is absent
+ * (sinter_load_package); its matrix products pick their cuBLASLt algorithm
+ * when loaded. */
 sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o,
-				     sinter_compile_stats *stats, sinter_error *err);
+				     const char *package, sinter_compile_stats *stats, sinter_error *err);
 
 /* A model compiled and loaded on the CUDA device, weights uploaded (they
- * must be loaded in m first). Free with sinter_compiled_free. */
+ * must be loaded in m first: file weights are read only on a plan-cache
+ * miss). The passes o asks for run on a copy: m is not changed. The plan
+ * comes from the plan cache when it holds it (no passes, rendering, NVRTC
+ * or cuBLASLt heuristic then); else it is built and stored there.
+ * A model with unbound symbols (a symbolic batch) compiles lazily: each
+ * run binds them from its inputs' shapes and uses the plan for those
+ * values, built (or read from the plan cache) on first use and kept loaded,
+ * up to o->max_plans at once; m must come from a file (sinter_model_load).
+ * Free with sinter_compiled_free. */
 typedef struct sinter_compiled sinter_compiled;
 sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
 			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err);
+/* Loads an AOT package (sinter compile -o FILE.sinterpkg) on the present
+ * GPU: no NVRTC needed. A package for another arch is refused naming both.
+ * o may be NULL (only poison and mode matter). Free with sinter_compiled_free. */
+sinter_status sinter_load_package(const char *path, const sinter_compile_options *o,
+				  sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err);
+/* Inputs and outputs of a compiled model (or package), as for a model's. */
+size_t sinter_compiled_num_inputs(const sinter_compiled *c);
+size_t sinter_compiled_num_outputs(const sinter_compiled *c);
+sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *desc);
 void sinter_compiled_free(sinter_compiled *c);
 /* Runs on the device; inputs as for sinter_run_ref; *outputs (host) is
  * freed with sinter_tensors_free. */
@@ -210,7 +255,9 @@ sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_prof
 /* ---- caches ---- */
 /* Entries and bytes of the kernel cache in dir (NULL: the default). */
 sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err);
-/* Deletes the kernel cache's entries; *removed counts them. */
+/* Entries and bytes of the plan cache in dir (NULL: the default). */
+sinter_status sinter_plan_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err);
+/* Deletes the kernel cache's and the plan cache's entries; *removed counts them. */
 sinter_status sinter_cache_clear(const char *dir, size_t *removed, sinter_error *err);
 /* The default cache directory into out[cap]. */
 sinter_status sinter_cache_dir(char *out, size_t cap, sinter_error *err);

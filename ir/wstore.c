@@ -15,11 +15,20 @@ struct ir_wstore {
 	size_t n, cap;
 	uint32_t *slot; /* 1 + index into items, 0 = empty */
 	size_t nslots;
+	const ir_wstore *base; /* looked up when a key is not here */
 };
 
 ir_wstore *ir_ws_new(void)
 {
 	return calloc(1, sizeof(ir_wstore));
+}
+
+ir_wstore *ir_ws_new_over(const ir_wstore *base)
+{
+	ir_wstore *ws = calloc(1, sizeof(ir_wstore));
+	if (ws)
+		ws->base = base;
+	return ws;
 }
 
 void ir_ws_free(ir_wstore *ws)
@@ -101,10 +110,12 @@ int ir_ws_put(ir_wstore *ws, const char *key, ir_tensor t, sn_err *e)
 
 const ir_tensor *ir_ws_get(const ir_wstore *ws, const char *key)
 {
-	if (!ws || !ws->nslots)
+	if (!ws)
 		return NULL;
+	if (!ws->nslots)
+		return ir_ws_get(ws->base, key);
 	size_t s = find(ws, key);
-	return ws->slot[s] ? &ws->items[ws->slot[s] - 1].t : NULL;
+	return ws->slot[s] ? &ws->items[ws->slot[s] - 1].t : ir_ws_get(ws->base, key);
 }
 
 size_t ir_ws_count(const ir_wstore *ws)

@@ -11,6 +11,9 @@ typedef struct ir_wstore ir_wstore;
 
 /* Created by ir_ws_new, freed (with every tensor's data) by ir_ws_free. */
 ir_wstore *ir_ws_new(void);
+/* A store layered over base (which must outlive it): lookups fall through
+ * to base, additions stay here. Freed by ir_ws_free (base is not). */
+ir_wstore *ir_ws_new_over(const ir_wstore *base);
 void ir_ws_free(ir_wstore *ws);
 
 /* Adds or replaces key's tensor. The store takes ownership of t->data,
@@ -18,6 +21,7 @@ void ir_ws_free(ir_wstore *ws);
 int ir_ws_put(ir_wstore *ws, const char *key, ir_tensor t, sn_err *e);
 /* key's tensor, or NULL. */
 const ir_tensor *ir_ws_get(const ir_wstore *ws, const char *key);
+/* Count and keys of this layer's own entries. */
 size_t ir_ws_count(const ir_wstore *ws);
 const char *ir_ws_key(const ir_wstore *ws, size_t i);
 

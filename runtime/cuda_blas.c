@@ -1,4 +1,4 @@
-/* cuda_blas.c: cuBLASLt loaded with dlopen; cg_gemm steps as cuBLASLt
+/* cuda_blas.c: cuBLASLt loaded with dlopen; cg_mm steps as cuBLASLt
  * matmuls.
  *
  * cuBLASLt is column-major and sinter is row-major. A row-major r x c
@@ -48,11 +48,20 @@ struct rt_blas {
 				 cublasLtMatrixLayout_t, const void *, cublasLtMatrixLayout_t, const void *,
 				 const void *, cublasLtMatrixLayout_t, void *, cublasLtMatrixLayout_t,
 				 const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t);
+	cublasStatus_t (*MatmulAlgoInit)(cublasLtHandle_t, cublasComputeType_t, cudaDataType_t, cudaDataType_t,
+					 cudaDataType_t, cudaDataType_t, cudaDataType_t, int, cublasLtMatmulAlgo_t *);
+	cublasStatus_t (*MatmulAlgoCheck)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+					  cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+					  const cublasLtMatmulAlgo_t *, cublasLtMatmulHeuristicResult_t *);
+	cublasStatus_t (*MatmulAlgoConfigSetAttribute)(cublasLtMatmulAlgo_t *, cublasLtMatmulAlgoConfigAttributes_t,
+						       const void *, size_t);
+	cublasStatus_t (*MatmulAlgoConfigGetAttribute)(const cublasLtMatmulAlgo_t *,
+						       cublasLtMatmulAlgoConfigAttributes_t, void *, size_t, size_t *);
 };
 
 struct rt_gemm {
 	rt_blas *b;
-	cg_gemm g;
+	cg_mm g;
 	bool empty; /* nothing to compute (a zero dim) */
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D (our out) */
@@ -80,6 +89,10 @@ static const struct {
 	ENTRY(MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute"),
 	ENTRY(MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic"),
 	ENTRY(Matmul, "cublasLtMatmul"),
+	ENTRY(MatmulAlgoInit, "cublasLtMatmulAlgoInit"),
+	ENTRY(MatmulAlgoCheck, "cublasLtMatmulAlgoCheck"),
+	ENTRY(MatmulAlgoConfigSetAttribute, "cublasLtMatmulAlgoConfigSetAttribute"),
+	ENTRY(MatmulAlgoConfigGetAttribute, "cublasLtMatmulAlgoConfigGetAttribute"),
 };
 #undef ENTRY
 
@@ -162,23 +175,26 @@ void rt_blas_close(rt_blas *b)
 	free(b);
 }
 
+int rt_blas_lib_version(void)
+{
+	static int version = -1;
+	if (version >= 0)
+		return version;
+	version = 0;
+	for (size_t i = 0; i < SN_COUNT(lib_names); i++) {
+		void *lib = dlopen(lib_names[i], RTLD_NOW | RTLD_LOCAL);
+		if (!lib)
+			continue;
+		size_t (*get)(void) = (size_t (*)(void))dlsym(lib, "cublasLtGetVersion");
+		version = get ? (int)get() : 0;
+		break; /* stays loaded, as rt_blas_close explains */
+	}
+	return version;
+}
+
 int rt_blas_version(const rt_blas *b)
 {
 	return b->version;
-}
-
-static const char *act_name(cg_act a)
-{
-	return a == CG_ACT_RELU ? "relu" : a == CG_ACT_GELU ? "gelu" : "none";
-}
-
-void rt_gemm_describe(const cg_gemm *g, char *out, size_t cap)
-{
-	snprintf(out, cap, "matmul %lldx%lldx%lld %s%s batch %lld%s%s%s%s", (long long)g->m, (long long)g->n,
-		 (long long)g->k, ir_dtype_name(g->dtype), g->tf32 && g->dtype == IR_F32 ? " (tf32)" : "",
-		 (long long)g->batch, g->trans_b ? ", B transposed" : "",
-		 g->bias != IR_NONE ? ", bias" : "", g->act != CG_ACT_NONE ? ", " : "",
-		 g->act != CG_ACT_NONE ? act_name(g->act) : "");
 }
 
 /* The largest power of two (at most RT_GEMM_ALIGN) dividing every batch's
@@ -229,11 +245,63 @@ static int set_pref(rt_blas *b, cublasLtMatmulPreference_t p, cublasLtMatmulPref
 		     e);
 }
 
-int rt_gemm_prepare(rt_blas *b, const cg_gemm *g, rt_gemm **out, sn_err *e)
+/* The algorithm's configuration as data (cg_blas_algo), read back. */
+static void algo_read(const rt_blas *b, const cublasLtMatmulAlgo_t *a, cg_blas_algo *out)
+{
+	int32_t id = 0;
+	uint32_t tile = 0, stages = 0, red = 0, swz = 0, cust = 0;
+	int32_t splitk = 1;
+	uint16_t inner = 0, cluster = 0;
+	size_t w;
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &cust, sizeof cust, &w);
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner, sizeof inner, &w);
+	b->MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
+	*out = (cg_blas_algo){.valid = 1, .id = id, .tile = (int32_t)tile, .stages = (int32_t)stages,
+			      .splitk = splitk, .reduction = (int32_t)red, .swizzle = (int32_t)swz,
+			      .custom = (int32_t)cust, .inner = inner, .cluster = cluster};
+}
+
+/* Builds the algorithm a cg_blas_algo describes and checks it against the
+ * problem: false when it is not valid here (another cuBLASLt, another GPU). */
+static bool algo_from(rt_blas *b, rt_gemm *gm, cublasComputeType_t ct, cudaDataType t, const cg_blas_algo *d)
+{
+	cublasLtMatmulAlgo_t a;
+	if (b->MatmulAlgoInit(b->h, ct, CUDA_R_32F, t, t, t, t, d->id, &a) != CUBLAS_STATUS_SUCCESS)
+		return false;
+	uint32_t tile = (uint32_t)d->tile, stages = (uint32_t)d->stages, red = (uint32_t)d->reduction,
+		 swz = (uint32_t)d->swizzle, cust = (uint32_t)d->custom;
+	int32_t splitk = d->splitk;
+	uint16_t inner = (uint16_t)d->inner, cluster = (uint16_t)d->cluster;
+	if (b->MatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile) ||
+	    b->MatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages) ||
+	    b->MatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk) ||
+	    b->MatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red) ||
+	    b->MatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz) ||
+	    b->MatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &cust, sizeof cust) ||
+	    b->MatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner, sizeof inner) ||
+	    b->MatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster))
+		return false;
+	cublasLtMatmulHeuristicResult_t r;
+	memset(&r, 0, sizeof r);
+	if (b->MatmulAlgoCheck(b->h, gm->desc, gm->la, gm->lb, gm->lc, gm->lc, &a, &r) != CUBLAS_STATUS_SUCCESS ||
+	    r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > b->ws_size)
+		return false;
+	r.algo = a;
+	gm->algo = r;
+	return true;
+}
+
+int rt_gemm_prepare(rt_blas *b, const cg_mm *g, rt_gemm **out, cg_blas_algo *chosen, sn_err *e)
 {
 	*out = NULL;
 	char what[200];
-	rt_gemm_describe(g, what, sizeof what);
+	cg_mm_describe(g, what, sizeof what);
 	cudaDataType t;
 	switch (g->dtype) {
 	case IR_F32: t = CUDA_R_32F; break;
@@ -275,7 +343,7 @@ int rt_gemm_prepare(rt_blas *b, const cg_gemm *g, rt_gemm **out, sn_err *e)
 		goto fail;
 	}
 	int32_t opa = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opb = CUBLAS_OP_N;
-	bool bias = g->bias != IR_NONE;
+	bool bias = g->bias != CG_NO_BUF;
 	uint32_t epi = bias ? (g->act == CG_ACT_RELU   ? CUBLASLT_EPILOGUE_RELU_BIAS
 			       : g->act == CG_ACT_GELU ? CUBLASLT_EPILOGUE_GELU_BIAS
 						       : CUBLASLT_EPILOGUE_BIAS)
@@ -314,6 +382,15 @@ int rt_gemm_prepare(rt_blas *b, const cg_gemm *g, rt_gemm **out, sn_err *e)
 	    set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c, e) ||
 	    set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c, e))
 		goto fail;
+	/* an algorithm recorded in the plan is used when cuBLASLt accepts it
+	 * for this problem; else (or when none was recorded) the heuristic */
+	if (g->algo.valid && algo_from(b, gm, ct, t, &g->algo)) {
+		b->MatmulPreferenceDestroy(pref);
+		if (chosen)
+			*chosen = g->algo;
+		*out = gm;
+		return SN_OK;
+	}
 	int found = 0;
 	cublasStatus_t s = b->MatmulAlgoGetHeuristic(b->h, gm->desc, gm->la, gm->lb, gm->lc, gm->lc, pref, 1,
 						     &gm->algo, &found);
@@ -331,6 +408,8 @@ int rt_gemm_prepare(rt_blas *b, const cg_gemm *g, rt_gemm **out, sn_err *e)
 		goto fail;
 	}
 	b->MatmulPreferenceDestroy(pref);
+	if (chosen)
+		algo_read(b, &gm->algo.algo, chosen);
 	*out = gm;
 	return SN_OK;
 fail:
@@ -345,8 +424,8 @@ int rt_gemm_run(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdevice
 {
 	if (gm->empty)
 		return SN_OK;
-	const cg_gemm *g = &gm->g;
-	bool has_bias = g->bias != IR_NONE;
+	const cg_mm *g = &gm->g;
+	bool has_bias = g->bias != CG_NO_BUF;
 	const struct {
 		CUdeviceptr p;
 		const char *name;
@@ -354,7 +433,7 @@ int rt_gemm_run(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdevice
 	for (size_t i = 0; i < SN_COUNT(ops); i++)
 		if (!ops[i].p || ops[i].p % RT_GEMM_ALIGN) {
 			char what[200];
-			rt_gemm_describe(g, what, sizeof what);
+			cg_mm_describe(g, what, sizeof what);
 			return sn_errf(e, SN_EINTERNAL, "%s: operand %s at 0x%llx is not %d-byte aligned", what,
 				       ops[i].name, (unsigned long long)ops[i].p, RT_GEMM_ALIGN);
 		}

@@ -1,5 +1,5 @@
 /* cuda_blas.h: cuBLASLt, loaded at run time with dlopen, runs the plan's
- * cg_gemm steps (codegen/cg.h): row-major out = A @ op(B) [+ bias] [act],
+ * cg_mm steps (codegen/cg.h): row-major out = A @ op(B) [+ bias] [act],
  * batched with element strides (0 broadcasts). Prefix: rt_. */
 #ifndef SINTER_RT_CUDA_BLAS_H
 #define SINTER_RT_CUDA_BLAS_H
@@ -27,22 +27,25 @@ int rt_blas_open(rt_cuda *c, rt_blas **out, sn_err *e);
 void rt_blas_close(rt_blas *b);
 /* cublasLtGetVersion(): 10000 * major + 100 * minor + patch. */
 int rt_blas_version(const rt_blas *b);
+/* The same without a handle (0 when cuBLASLt cannot be loaded). */
+int rt_blas_lib_version(void);
 
 /* Describes g for cuBLASLt (f32 with f32 compute, on TF32 tensor cores
  * when g->tf32; f16 and bf16 with f32 accumulation; the epilogue for
  * bias/relu/gelu) and picks an algorithm with
- * cublasLtMatmulAlgoGetHeuristic for RT_GEMM_ALIGN-aligned operands. CG_ACT_GELU is cuBLASLt's GELU, the tanh approximation.
+ * cublasLtMatmulAlgoGetHeuristic for RT_GEMM_ALIGN-aligned operands, unless
+ * g->algo records one that cublasLtMatmulAlgoCheck accepts (no heuristic
+ * then: a warm start). *chosen (may be NULL) receives the algorithm used,
+ * as data for the plan. CG_ACT_GELU is cuBLASLt's GELU, the tanh approximation.
  * SN_EINPUT for a dtype or size cuBLASLt cannot take, SN_EINTERNAL when no
  * algorithm fits. Free with rt_gemm_free (before closing b). */
-int rt_gemm_prepare(rt_blas *b, const cg_gemm *g, rt_gemm **out, sn_err *e);
+int rt_gemm_prepare(rt_blas *b, const cg_mm *g, rt_gemm **out, cg_blas_algo *chosen, sn_err *e);
 /* Enqueues the product on stream s: out = a @ op(bm) [+ bias] [act]; bias
- * is ignored (may be 0) when g->bias was IR_NONE. Sets the bias pointer
+ * is ignored (may be 0) when g->bias was CG_NO_BUF. Sets the bias pointer
  * in gm's descriptor, so one gm is not run from two threads at once. */
 int rt_gemm_run(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdeviceptr bias, CUdeviceptr out,
 		CUstream s, sn_err *e);
 void rt_gemm_free(rt_gemm *gm);
-/* "matmul 64x4096x4096 f16 batch 2, B transposed, bias, gelu" (for
- * messages and traces); into out[cap]. */
-void rt_gemm_describe(const cg_gemm *g, char *out, size_t cap);
+
 
 #endif

@@ -360,19 +360,20 @@ static bool is_hex(const char *s, size_t n)
 	return true;
 }
 
-static bool is_entry_name(const char *s)
+static bool is_entry_name(const char *s, const char *suffix)
 {
-	return strlen(s) == 36 && is_hex(s, 30) && strcmp(s + 30, ".cubin") == 0;
+	return strlen(s) == 30 + strlen(suffix) && is_hex(s, 30) && strcmp(s + 30, suffix) == 0;
 }
 
 static bool is_temp_name(const char *s)
 {
-	return strncmp(s, ".tmp-", 5) == 0;
+	return strncmp(s, ".tmp-", 5) == 0 || (strlen(s) > 30 && is_hex(s, 30) && strstr(s, ".plan.tmp."));
 }
 
 /* Visits every entry (and, when temps, every temp file) in dir/kernels/xx/;
  * clear deletes them. */
-static int walk(const char *dir, bool clear, size_t *entries, uint64_t *bytes, sn_err *e)
+static int walk(const char *dir, const char *kind, const char *suffix, bool clear, size_t *entries, uint64_t *bytes,
+		sn_err *e)
 {
 	*entries = 0;
 	if (bytes)
@@ -380,7 +381,7 @@ static int walk(const char *dir, bool clear, size_t *entries, uint64_t *bytes, s
 	char top[KC_PATH_MAX], sub[KC_PATH_MAX];
 	if (!dir || !*dir)
 		return sn_errf(e, SN_EENV, "kernel cache: no directory given");
-	if (!fits(top, sizeof top, "%s%s", dir, "/kernels"))
+	if (!fits(top, sizeof top, "%s/%s", dir, kind))
 		return sn_errf(e, SN_EENV, "kernel cache: path too long under %s", dir);
 	int rc = SN_OK;
 	DIR *d = opendir(top);
@@ -410,7 +411,7 @@ static int walk(const char *dir, bool clear, size_t *entries, uint64_t *bytes, s
 		}
 		struct dirent *fe;
 		while ((fe = readdir(sd))) {
-			bool entry = is_entry_name(fe->d_name);
+			bool entry = is_entry_name(fe->d_name, suffix);
 			if (!entry && !(clear && is_temp_name(fe->d_name)))
 				continue;
 			if (clear) {
@@ -441,10 +442,32 @@ static int walk(const char *dir, bool clear, size_t *entries, uint64_t *bytes, s
 
 int kc_stats(const char *dir, size_t *entries, uint64_t *bytes, sn_err *e)
 {
-	return walk(dir, false, entries, bytes, e);
+	return walk(dir, "kernels", ".cubin", false, entries, bytes, e);
 }
 
 int kc_clear(const char *dir, size_t *removed, sn_err *e)
 {
-	return walk(dir, true, removed, NULL, e);
+	size_t plans = 0;
+	int rc = walk(dir, "kernels", ".cubin", true, removed, NULL, e);
+	if (rc == SN_OK)
+		rc = walk(dir, "plans", ".plan", true, &plans, NULL, e);
+	*removed += plans;
+	return rc;
+}
+
+int kc_plan_stats(const char *dir, size_t *entries, uint64_t *bytes, sn_err *e)
+{
+	return walk(dir, "plans", ".plan", false, entries, bytes, e);
+}
+
+int kc_plan_path(const char *dir, const uint8_t key[KC_KEY_SIZE], bool make_dir, char *out, size_t cap, sn_err *e)
+{
+	if (!dir || !*dir)
+		return sn_errf(e, SN_EENV, "plan cache: no directory given");
+	char hex[33];
+	kc_key_hex(key, hex);
+	char sub[KC_PATH_MAX];
+	if (!fits(sub, sizeof sub, "%s/plans/%.2s", dir, hex) || !fits(out, cap, "%s/%s.plan", sub, hex + 2))
+		return sn_errf(e, SN_EENV, "plan cache: path too long under %s", dir);
+	return make_dir ? mkdirs(sub, e) : SN_OK;
 }

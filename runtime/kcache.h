@@ -74,8 +74,15 @@ int kc_put(const char *dir, const uint8_t key[KC_KEY_SIZE], const void *data, si
 int kc_stats(const char *dir, size_t *entries, uint64_t *bytes, sn_err *e);
 
 /* Deletes every entry and every leftover temp file under dir/kernels/xx/
- * and nothing else (other files and the directories stay). *removed counts
- * the deleted entries (temp files are not counted). */
+ * and dir/plans/xx/ and nothing else (other files and the directories
+ * stay). *removed counts the deleted entries (temp files are not counted). */
 int kc_clear(const char *dir, size_t *removed, sn_err *e);
+
+/* The plan cache lives beside the kernels: dir/plans/<2 hex>/<30 hex>.plan,
+ * files in the plan format (codegen/cg.h, plan files). The path of key's
+ * entry into out[cap]; make_dir creates its folder. */
+int kc_plan_path(const char *dir, const uint8_t key[KC_KEY_SIZE], bool make_dir, char *out, size_t cap, sn_err *e);
+/* Counts the plan entries and their bytes. */
+int kc_plan_stats(const char *dir, size_t *entries, uint64_t *bytes, sn_err *e);
 
 #endif

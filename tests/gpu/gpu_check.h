@@ -15,6 +15,12 @@ bool gpu_available(void);
 bool gpu_compare(ir_graph *g, double tol, const char *label);
 /* Relative L2 bound per dtype for a single op: f32 1e-5, f16 2e-3, bf16 1e-2. */
 double gpu_tol(ir_dtype t);
+/* The stages a compile runs, for a graph: lowering into a plan (vals as for
+ * ref_run), NVRTC, load on dev (arena poisoned), one run with ins (the
+ * graph's inputs in order); outs[i].data is malloc'ed. */
+struct rt_cuda;
+int gpu_build_run(struct rt_cuda *dev, const ir_graph *g, const ir_tensor *vals, const ir_tensor *ins, bool tf32,
+		  ir_tensor *outs, sn_err *e);
 /* Exit code of a GPU test: 0 when everything passed or no device. */
 int gpu_done(void);
 

@@ -11,6 +11,7 @@
  * line per case; exits 1 when one fails; passes (skipped) without a GPU. */
 #include "api/model.h"
 #include "passes/passes.h"
+#include "gpu_check.h"
 #include "runtime/cuda_exec.h"
 #include "ir/ref/ref.h"
 
@@ -85,12 +86,7 @@ static int run_cuda(const ir_graph *g, const ir_wstore *ws, const ir_tensor *in,
 	sinter_error err = {0};
 	if (api_param_vals(g, ws, &vals, &err) != SINTER_OK)
 		return sn_errf(e, SN_EINPUT, "%s", err.message);
-	rt_build_opts o = {.poison = true, .tf32 = tf32};
-	rt_model *m = NULL;
-	int rc = rt_model_build(dev, g, vals, &o, &m, NULL, e);
-	if (rc == SN_OK)
-		rc = rt_model_run(m, in, outs, e);
-	rt_model_free(m);
+	int rc = gpu_build_run(dev, g, vals, in, tf32, outs, e);
 	api_vals_free(g, ws, vals);
 	return rc;
 }
@@ -135,7 +131,7 @@ static void run_case(const char *file, int64_t n, pass_precision pr, const char 
 	ir_tensor *in = NULL, *ref = NULL, *got = NULL;
 	double worst = NAN, t0 = now(), t_ref = 0;
 	if (sinter_model_load(path, &opt, &m, &err) != SINTER_OK ||
-	    sinter_model_init_random(m, 11, &err) != SINTER_OK) {
+	    sinter_model_init_random(m, 11, &err) != SINTER_OK || api_materialize(m, &err) != SINTER_OK) {
 		sn_errf(&e, SN_EINPUT, "%s", err.message);
 		goto done;
 	}

@@ -56,8 +56,8 @@ static bool render(const ir_graph *g, ir_ref r, cg_step *st)
 	cg_target t = {.sm = 90};
 	ir_kind k = ir_ops[g->nodes[r].op].kind;
 	sn_err e = {0};
-	int rc = (k == IR_K_MOVE || g->nodes[r].op == IR_OP_iota) ? cg_render_move(g, r, &t, st, &e)
-								    : cg_render_elementwise(g, r, &t, st, &e);
+	int rc = (k == IR_K_MOVE || g->nodes[r].op == IR_OP_iota) ? cg_render_move(g, r, &t, NULL, st, &e)
+								    : cg_render_elementwise(g, r, &t, NULL, st, &e);
 	if (rc != SN_OK) {
 		fprintf(stderr, "render %s: %s\n", ir_ops[g->nodes[r].op].name, e.msg);
 		return false;
@@ -523,7 +523,7 @@ static void test_move_details(void)
 	cg_target t = {.sm = 90};
 	sn_err e2 = {0};
 	memset(&st, 0, sizeof st);
-	CHECK(cg_render_move(g, c8, &t, &st, &e2) == SN_EINPUT);
+	CHECK(cg_render_move(g, c8, &t, NULL, &st, &e2) == SN_EINPUT);
 	CHECK_STR(e2.msg, "concat of 8 operands is not supported by the CUDA backend yet (at most 7)");
 	ir_graph_free(g);
 }
@@ -545,9 +545,9 @@ static void test_lower(void)
 	ir_set_name(g, y, "y");
 	ir_add_output(g, y);
 	CHECK(y != IR_NONE);
-	cg_plan *p = NULL;
+	cg_rplan *p = NULL;
 	cg_target t = {.sm = 80};
-	CHECK(cg_lower(g, &t, &p, &err) == SN_OK);
+	CHECK(cg_render_graph(g, &t, &p, &err) == SN_OK);
 	CHECK(p && p->nsteps == 3);
 	if (p && p->nsteps == 3) {
 		CHECK(p->steps[0].node == m && p->steps[0].kind == CG_STEP_KERNEL);
@@ -557,7 +557,7 @@ static void test_lower(void)
 		keep(&p->steps[0].k);
 		keep(&p->steps[2].k);
 	}
-	cg_plan_free(p);
+	cg_rplan_free(p);
 	CHECK(cg_is_alias(g, &g->nodes[r]) && !cg_is_alias(g, &g->nodes[m]));
 
 	/* a renderer's error comes back naming the node */
@@ -568,7 +568,7 @@ static void test_lower(void)
 	ir_ref c = ir_add(g, IR_OP_concat, v8, 8, &at, &err);
 	ir_set_name(g, c, "cat");
 	sn_err e = {0};
-	CHECK(cg_lower(g, &t, &p, &e) == SN_EINPUT && p == NULL);
+	CHECK(cg_render_graph(g, &t, &p, &e) == SN_EINPUT && p == NULL);
 	char want[200];
 	snprintf(want, sizeof want,
 		 "node %u (%%cat, concat): concat of 8 operands is not supported by the CUDA backend yet (at most 7)", c);
@@ -582,8 +582,8 @@ static void test_lower(void)
 	x = ir_add_input(g, "x", IR_F32, &ss, &err);
 	y = op1(g, IR_OP_exp, x, NULL);
 	e = (sn_err){0};
-	CHECK(cg_lower(g, &t, &p, &e) == SN_EINPUT);
-	snprintf(want, sizeof want, "node %u (exp): shape has unbound symbols (bind them with --shape)", y);
+	CHECK(cg_render_graph(g, &t, &p, &e) == SN_EINPUT);
+	snprintf(want, sizeof want, "node %u (exp): shape has unbound symbols (bind them first)", y);
 	CHECK_STR(e.msg, want);
 	ir_graph_free(g);
 }

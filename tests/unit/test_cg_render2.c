@@ -212,7 +212,7 @@ static bool render(cg_render_fn *fn, ir_ref r, cg_step *st, const char *label)
 		return false;
 	cg_target t = {.sm = 90};
 	sn_err e = {0};
-	int rc = fn(G, r, &t, st, &e);
+	int rc = fn(G, r, &t, NULL, st, &e);
 	if (rc != SN_OK)
 		fprintf(stderr, "%s: render failed: %s\n", label, e.msg);
 	CHECK(rc == SN_OK);
@@ -623,7 +623,7 @@ static void test_conv(void)
 	memset(&st, 0, sizeof st);
 	cg_target old = {.sm = 75};
 	sn_err e = {0};
-	CHECK(cg_render_conv(G, r, &old, &st, &e) == SN_OK && st.k.src && !strstr(st.k.src, "mma.sync"));
+	CHECK(cg_render_conv(G, r, &old, NULL, &st, &e) == SN_OK && st.k.src && !strstr(st.k.src, "mma.sync"));
 	step_free(&st);
 }
 
@@ -681,7 +681,7 @@ static void test_attention(void)
 	memset(&st, 0, sizeof st);
 	cg_target t90 = {.sm = 90};
 	sn_err e = {0};
-	CHECK(cg_render_attention(G, r, &t90, &st, &e) == SN_EINPUT);
+	CHECK(cg_render_attention(G, r, &t90, NULL, &st, &e) == SN_EINPUT);
 	CHECK_STR(e.msg, "scaled_dot_product_attention: head dims 300 and 8 exceed 256, the CUDA kernel's limit");
 	step_free(&st);
 }

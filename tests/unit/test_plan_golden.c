@@ -23,25 +23,11 @@ static bool list_plan(const sinter_model *m, sinter_precision prec, sn_buf *b)
 	cg_target t = {.sm = 90, .tf32 = prec == SINTER_PREC_TF32};
 	cg_plan *p = NULL;
 	sn_err e = {0};
-	if (cg_lower(m->g, &t, &p, &e) != SN_OK) {
+	if (cg_lower(m->g, NULL, &t, &p, &e) != SN_OK) {
 		fprintf(stderr, "lowering: %s\n", e.msg);
 		return false;
 	}
-	for (uint32_t i = 0; i < p->nsteps; i++) {
-		const cg_step *s = &p->steps[i];
-		const char *op = ir_ops[m->g->nodes[s->node].op].name;
-		if (s->kind == CG_STEP_KERNEL) {
-			const cg_kernel *k = &s->k;
-			sn_buf_printf(b, "kernel %s %s grid=%u,%u,%u block=%u,%u,%u smem=%u\n", op, k->name, k->grid[0],
-				k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->smem);
-		} else if (s->kind == CG_STEP_GEMM) {
-			const cg_gemm *g = &s->g;
-			sn_buf_printf(b, "gemm %s batch=%lld m=%lld n=%lld k=%lld strides=%lld,%lld,%lld trans_b=%d %s act=%d bias=%d tf32=%d\n",
-				op, (long long)g->batch, (long long)g->m, (long long)g->n, (long long)g->k,
-				(long long)g->stride_a, (long long)g->stride_b, (long long)g->stride_c, g->trans_b,
-				ir_dtype_name(g->dtype), (int)g->act, g->bias != IR_NONE, g->tf32);
-		}
-	}
+	cg_plan_list(p, b);
 	cg_plan_free(p);
 	return true;
 }

@@ -417,7 +417,7 @@ static sinter_model *sample(const char *name, int64_t n)
 	snprintf(path, sizeof path, "%s/samples/%s", SINTER_SOURCE_DIR, name);
 	sinter_model *m = load(path, n);
 	sinter_error err = {0};
-	if (m && sinter_model_init_random(m, 7, &err) != SINTER_OK) {
+	if (m && (sinter_model_init_random(m, 7, &err) != SINTER_OK || api_materialize(m, &err) != SINTER_OK)) {
 		fprintf(stderr, "init: %s\n", err.message);
 		sinter_model_free(m);
 		return NULL;
@@ -514,7 +514,7 @@ static void test_golden_files(void)
 		snprintf(path, sizeof path, "%s/tests/passes/%s.sir", SINTER_SOURCE_DIR, files[i]);
 		sinter_model *m = load(path, 2);
 		sinter_error err = {0};
-		CHECK(m && sinter_model_init_random(m, 3, &err) == SINTER_OK);
+		CHECK(m && sinter_model_init_random(m, 3, &err) == SINTER_OK && api_materialize(m, &err) == SINTER_OK);
 		if (!m)
 			continue;
 		pass_precision pr = strstr(files[i], "bf16") ? PASS_BF16 : strstr(files[i], "fp16") ? PASS_FP16 : PASS_FP8;
