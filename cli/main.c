@@ -40,7 +40,7 @@ static const char *const main_help =
 	"  run   FILE.sir     run the model and summarize its outputs\n"
 	"  compile FILE.sir   generate and compile the model's kernels\n"
 	"  bench FILE.sir     compile times, warm start, memory and latency on the GPU\n"
-	"  cache stats|clear  inspect or empty the kernel cache\n"
+	"  cache stats|clear  inspect or empty the kernel and plan caches\n"
 	"  import FILE.onnx -o FILE.sir   ONNX to sinter IR plus its weights\n"
 	"\n"
 	"'sinter COMMAND --help' describes a command's options.\n"
@@ -122,7 +122,7 @@ static const char *const import_help =
 static const char *const cache_help =
 	"usage: sinter cache stats|clear [--dir DIR]\n"
 	"\n"
-	"The kernel cache lives in $SINTER_CACHE_DIR, else $XDG_CACHE_HOME/sinter,\n"
+	"The kernel and plan caches live in $SINTER_CACHE_DIR, else $XDG_CACHE_HOME/sinter,\n"
 	"else ~/.cache/sinter (docs/CACHE.md).\n";
 
 typedef struct opts {
@@ -773,9 +773,13 @@ static int warm_start_child(const opts *o, const char *dir, char *line, size_t c
 	av[n++] = "cuda";
 	av[n++] = "--cache-dir";
 	av[n++] = dir;
-	for (size_t i = 0; i < 16 && o->shape_text[i]; i++) {
+	char shapes[16][96];
+	for (size_t i = 0; i < o->nshapes && i < 16; i++) {
+		if (!o->shapes[i].name)
+			continue; /* bound from --inputs, which the child reads too */
+		snprintf(shapes[i], sizeof shapes[i], "%s=%lld", o->shapes[i].name, (long long)o->shapes[i].value);
 		av[n++] = "--shape";
-		av[n++] = o->shape_text[i];
+		av[n++] = shapes[i];
 	}
 	const char *pairs[][2] = {{"--mode", o->mode}, {"--passes", o->passes}, {"--precision", o->precision},
 				  {"--weights", o->weights}, {"--inputs", o->inputs}};
@@ -987,13 +991,16 @@ static int cmd_cache(int argc, char **argv)
 		if (sinter_cache_stats(dir, &n, &bytes, &err))
 			return report(&err);
 		printf("kernel cache %s: %zu entries, %.1f MiB\n", dir, n, (double)bytes / 1048576.0);
+		if (sinter_plan_cache_stats(dir, &n, &bytes, &err))
+			return report(&err);
+		printf("plan cache %s: %zu entries, %.1f MiB\n", dir, n, (double)bytes / 1048576.0);
 		return 0;
 	}
 	if (!strcmp(argv[0], "clear")) {
 		size_t n;
 		if (sinter_cache_clear(dir, &n, &err))
 			return report(&err);
-		printf("kernel cache %s: removed %zu entries\n", dir, n);
+		printf("caches %s: removed %zu entries (kernels and plans)\n", dir, n);
 		return 0;
 	}
 	return usage_error("cache", "unknown cache command '%s' (stats or clear)", argv[0]);

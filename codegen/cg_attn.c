@@ -37,6 +37,8 @@ static void batch_strides(const ir_shape *s, const int64_t *bd, int br, int64_t 
 
 int cg_render_attention(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
+	if (want)
+		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	const ir_node *n = &g->nodes[r];
 	const ir_node *q = &g->nodes[n->in[0]], *k = &g->nodes[n->in[1]], *v = &g->nodes[n->in[2]];
 	const ir_node *mk = n->nin > 3 ? &g->nodes[n->in[3]] : NULL;

@@ -389,6 +389,8 @@ static void emit_direct(sn_buf *b, const conv *cv)
 
 int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
+	if (want)
+		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	const ir_node *nd = &g->nodes[r];
 	conv cv = {0};
 	if (conv_dims(g, nd, &cv, e) != SN_OK)

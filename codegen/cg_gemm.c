@@ -240,6 +240,8 @@ static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, cg_st
 
 int cg_render_gemm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
+	if (want)
+		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	switch (g->nodes[r].op) {
 	case IR_OP_linear: return render_linear(g, r, tg, st, e);
 	case IR_OP_matmul: return render_matmul(g, r, tg, st, e);

@@ -400,6 +400,8 @@ static int render_iota(const ir_graph *g, ir_ref r, cg_step *stp, sn_err *e)
 
 int cg_render_move(const ir_graph *g, ir_ref r, const cg_target *t, const cg_config *want, cg_step *st, sn_err *e)
 {
+	if (want)
+		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	const ir_node *n = &g->nodes[r];
 	(void)t;
 	if (cg_is_alias(g, n)) {

@@ -320,6 +320,8 @@ static int render_batch_norm(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e
 
 int cg_render_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
+	if (want)
+		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	const ir_node *n = &g->nodes[r];
 	const ir_shape *xs = &n->shape;
 	const char *opname = ir_ops[n->op].name;

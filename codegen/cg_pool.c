@@ -183,6 +183,8 @@ static int render_global(const ir_graph *g, ir_ref r, cg_step *st, sn_err *e)
 
 int cg_render_pool(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
+	if (want)
+		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	(void)tg;
 	if (g->nodes[r].op == IR_OP_global_avg_pool)
 		return render_global(g, r, st, e);

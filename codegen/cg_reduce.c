@@ -109,6 +109,8 @@ void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /
 
 int cg_render_reduce(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
+	if (want)
+		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	const ir_node *n = &g->nodes[r];
 	const ir_node *x = &g->nodes[n->in[0]];
 	const char *opname = ir_ops[n->op].name;

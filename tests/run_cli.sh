@@ -107,6 +107,32 @@ if ! nvidia-smi >/dev/null 2>&1; then
 fi
 expect 3 "cpu device is not built" -- "$sinter" run tiny.sir --device cpu --shape N=1 --init random
 
+# modes: the library decides what they mean; one not built yet is refused
+expect 2 "max-autotune is not built yet" -- "$sinter" run tiny.sir --device cuda --mode max-autotune --shape N=1 --init random
+expect 2 "unknown mode 'turbo'" -- "$sinter" compile tiny.sir --target sm_90 --mode turbo --shape N=1 --no-cache
+
+# AOT packages: written without a GPU (NVRTC only), refused to run without one
+if command -v nvcc >/dev/null 2>&1 || [ -e /usr/local/cuda/lib64/libnvrtc.so ]; then
+	expect 0 "" -- "$sinter" compile tiny.sir --shape N=4 --target sm_90 --init random --seed 2 -o tiny.sinterpkg --cache-dir cache
+	expect_out "package written to tiny.sinterpkg"
+	[ -s tiny.sinterpkg ] || { echo "FAIL: no package written"; fails=$((fails + 1)); }
+	if ! nvidia-smi >/dev/null 2>&1; then
+		expect 3 "" -- "$sinter" run tiny.sinterpkg
+	fi
+	expect 2 "a package runs on cuda only" -- "$sinter" run tiny.sinterpkg --device ref
+	printf 'not a plan' >bad.sinterpkg
+	expect 1 "bad.sinterpkg: not a sinter plan" -- "$sinter" run bad.sinterpkg
+	expect 2 "-o writes a package" -- "$sinter" compile tiny.sir --shape N=4 --target sm_90 --init random -o tiny.bin
+	SINTER_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$sinter" compile tiny.sir --shape N=4 --target sm_90 --no-cache >out.txt 2>err.txt
+	rc=$?
+	if [ $rc != 3 ] || ! grep -q "SINTER_NVRTC_LIBRARY" err.txt; then
+		echo "FAIL: compile without NVRTC -> exit $rc (want 3)"; sed 's/^/    /' err.txt; fails=$((fails + 1))
+	fi
+	"$sinter" cache stats --dir cache >out.txt 2>&1
+	expect_out "kernel cache cache: [1-9][0-9]* entries"
+	expect_out "plan cache cache: 0 entries"
+fi
+
 if [ "$fails" -ne 0 ]; then
 	echo "$fails CLI check(s) failed"
 	exit 1
