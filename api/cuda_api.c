@@ -274,16 +274,11 @@ static bool file_hash(const char *path, uint8_t h[16])
 static void plan_key(const sinter_model *m, const resolved *r, const rt_cuda *dev, const char *wid, uint8_t key[16])
 {
 	sn_buf b = {0};
-	int nv_major = 0, nv_minor = 0;
-	rt_nvrtc *nv = NULL;
-	sn_err e = {0};
-	if (rt_nvrtc_open(&nv, &e) == SN_OK)
-		rt_nvrtc_version(nv, &nv_major, &nv_minor);
-	rt_nvrtc_close(nv);
+	int nv = rt_nvrtc_lib_version();
 	sn_buf_printf(&b, "sinter plan %d %s\nmode %s\npipeline %s\nprecision %d\n", CG_PLAN_FORMAT, SINTER_VERSION,
 		      r->mode, r->pipeline, (int)r->prec);
-	sn_buf_printf(&b, "device %s sm_%d driver %d nvrtc %d.%d cublasLt %d\nweights %s\n", dev->name, dev->sm,
-		      dev->driver_version, nv_major, nv_minor, rt_blas_lib_version(), wid);
+	sn_buf_printf(&b, "device %s sm_%d driver %d nvrtc %d cublasLt %d\nweights %s\n", dev->name, dev->sm,
+		      dev->driver_version, nv, rt_blas_lib_version(), wid);
 	ir_print(m->g, &b);
 	XXH128_canonical_t c;
 	XXH128_canonicalFromHash(&c, XXH3_128bits(b.s ? b.s : "", b.len));
@@ -384,6 +379,7 @@ static sinter_status new_compiled(const sinter_compile_options *o, sinter_compil
 		sinter_compiled_free(c);
 		return api_fail(err, &e);
 	}
+
 	*out = c;
 	return SINTER_OK;
 }
@@ -426,7 +422,9 @@ static sinter_status add_slot(sinter_compiled *c, cg_plan *p, const int64_t *val
 		cg_plan_free(p);
 		return api_fail(err, &e);
 	}
-	s->load_s = t.load + t.blas;
+	s->load_s = t.load;
+	s->blas_s = t.blas;
+	s->capture_s = t.capture;
 	s->upload_s = t.upload;
 	sl->used = ++c->tick;
 	c->nslots++;
@@ -459,6 +457,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 	if (dir) {
 		uint8_t key[16];
 		plan_key(m, &r, c->dev, wid, key);
+		s->key_s = now() - t0;
 		if (kc_plan_path(dir, key, false, path, sizeof path, &e) != SN_OK)
 			path[0] = 0;
 		if (path[0])

@@ -630,9 +630,11 @@ static int cmd_run(opts *o)
 	size_t nout = sinter_model_num_outputs(p.m);
 	if (o->child_t0 > 0) {
 		/* bench's warm-start child: one line for the parent, nothing else */
-		printf("{\"first_output_s\": %.6f, \"context_s\": %.6f, \"plan_s\": %.6f, \"load_s\": %.6f, "
-		       "\"upload_s\": %.6f, \"plan_hit\": %s}\n",
-		       wall() - o->child_t0, cs.context_s, cs.plan_s, cs.load_s, cs.upload_s, cs.plan_hit ? "true" : "false");
+		printf("{\"first_output_s\": %.6f, \"context_s\": %.6f, \"parse_s\": %.6f, \"weights_s\": %.6f, "
+		       "\"key_s\": %.6f, \"plan_s\": %.6f, \"load_s\": %.6f, \"blas_s\": %.6f, \"upload_s\": %.6f, "
+		       "\"capture_s\": %.6f, \"run_s\": %.6f, \"plan_hit\": %s}\n",
+		       wall() - o->child_t0, cs.context_s, p.parse_s, p.load_s, cs.key_s, cs.plan_s, cs.load_s, cs.blas_s,
+		       cs.upload_s, cs.capture_s, t2 - t1, cs.plan_hit ? "true" : "false");
 	} else {
 		for (size_t i = 0; i < nout; i++)
 			summarize(&outs[i]);
@@ -761,7 +763,7 @@ static int print_profile(sinter_compiled *c, sinter_error *err)
 /* The warm start as a user sees it: a second process that finds the plan
  * in the cache dir the cold compile filled, from its start to its first
  * output ready; it reports its CUDA context creation apart. */
-static int warm_start_child(const opts *o, const char *dir, char *line, size_t cap)
+static int warm_start_child(const opts *o, const char *dir, const char *inputs, char *line, size_t cap)
 {
 	char t0[64], seed[32];
 	const char *av[64];
@@ -781,8 +783,9 @@ static int warm_start_child(const opts *o, const char *dir, char *line, size_t c
 		av[n++] = "--shape";
 		av[n++] = shapes[i];
 	}
+	/* the inputs ready in a file, as a user's would be */
 	const char *pairs[][2] = {{"--mode", o->mode}, {"--passes", o->passes}, {"--precision", o->precision},
-				  {"--weights", o->weights}, {"--inputs", o->inputs}};
+				  {"--weights", o->weights}, {"--inputs", inputs}};
 	for (size_t i = 0; i < SN_COUNT_CLI(pairs); i++)
 		if (pairs[i][1]) {
 			av[n++] = pairs[i][0];
@@ -823,10 +826,13 @@ static int warm_start_child(const opts *o, const char *dir, char *line, size_t c
 	return strstr(line, "first_output_s") ? 0 : -1;
 }
 
+/* The number after "key": in a one-line JSON object; -1 when absent. */
 static double json_num(const char *line, const char *key)
 {
-	const char *p = strstr(line, key);
-	return p ? strtod(p + strlen(key) + 3, NULL) : -1;
+	char q[64];
+	snprintf(q, sizeof q, "\"%s\": ", key);
+	const char *p = strstr(line, q);
+	return p ? strtod(p + strlen(q), NULL) : -1;
 }
 
 static void remove_tree(const char *dir)
@@ -885,7 +891,11 @@ static int cmd_bench(opts *o)
 	if (pkg ? sinter_load_package(o->file, &co, &c, &cold, &err) : sinter_compile(p.m, &co, &c, &cold, &err))
 		goto fail;
 	double cold_s = p.parse_s + (now() - t0);
-	bool warm_ok = !pkg && warm_start_child(o, dir, line, sizeof line) == 0;
+	char inpath[64];
+	snprintf(inpath, sizeof inpath, "%s/inputs.safetensors", dir);
+	bool warm_ok = !pkg && sinter_tensors_write(inpath, p.ins, p.nins, &err) == SINTER_OK &&
+		       warm_start_child(o, dir, inpath, line, sizeof line) == 0;
+	unlink(inpath);
 	if (pkg && (o->inputs ? (int)sinter_tensors_read(o->inputs, &ins, &nins, &err) : package_inputs(c, o, &ins, &nins, &err)))
 		goto fail;
 	if (sinter_compiled_run(c, pkg ? ins : p.ins, pkg ? nins : p.nins, &outs, &err))
@@ -923,8 +933,11 @@ static int cmd_bench(opts *o)
 			       cold_s, p.parse_s, cold.passes_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s,
 			       cold.plan_s, cold.kernels, cold.unique_kernels);
 		if (warm_ok)
-			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n",
-			       warm_s, ctx_s, warm_s - ctx_s, warm_hit ? "hit" : "MISS");
+			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n"
+			       "              after the context: plan key %.3f, plan read %.3f, modules %.3f, cuBLASLt %.3f, upload %.3f, graph %.3f, first run %.3f\n",
+			       warm_s, ctx_s, warm_s - ctx_s, warm_hit ? "hit" : "MISS", json_num(line, "key_s"),
+			       json_num(line, "plan_s"), json_num(line, "load_s"), json_num(line, "blas_s"),
+			       json_num(line, "upload_s"), json_num(line, "capture_s"), json_num(line, "run_s"));
 		else if (!pkg)
 			printf("warm start:   the second process failed\n");
 		printf("memory:       arena %.1f MiB, weights %.1f MiB\n", (double)cold.arena_bytes / 1048576.0,

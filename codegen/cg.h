@@ -159,9 +159,10 @@ void cg_plan_list(const cg_plan *p, sn_buf *b);
 
 /* ---- plan files (codegen/cg_io.c) ----
  * One format for plan-cache entries and AOT packages: a 64-byte header
- * (magic, format version, sizes, XXH3-64 of everything after it), the
- * plan's tables, the cubins, and the weight image on a 4 KiB boundary so it
- * can be mapped and uploaded without a copy. Written to a unique temp file
+ * (magic, format version, sizes, XXH3-64 of the tables and cubins), the
+ * plan's tables (with an XXH3-64 per 16 MiB chunk of the weight image,
+ * verified on several cores), the cubins, and the weight image on a 4 KiB
+ * boundary so it can be mapped and uploaded without a copy. Written to a unique temp file
  * and renamed into place; read through mmap, every count, index, offset and
  * size checked before use. */
 #define CG_PLAN_FORMAT 1

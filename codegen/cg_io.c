@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,10 @@ static void putstr(wbuf *b, const char *s)
 	put(b, s ? s : "", n);
 }
 
+/* The weight image is checksummed in chunks, so a reader can verify them
+ * on several cores at once (a warm start reads hundreds of MB). */
+#define WCHUNK ((uint64_t)16 << 20)
+
 static void put_meta(wbuf *b, const cg_plan *p, const cg_plan_info *info, uint64_t *cubin_off)
 {
 	putstr(b, info ? info->version : "");
@@ -76,6 +81,10 @@ static void put_meta(wbuf *b, const cg_plan *p, const cg_plan_info *info, uint64
 	put32(b, (uint32_t)p->sm);
 	put64(b, p->arena_bytes);
 	put64(b, p->weight_bytes);
+	for (uint64_t off = 0; off < p->weight_bytes; off += WCHUNK) {
+		uint64_t n = p->weight_bytes - off < WCHUNK ? p->weight_bytes - off : WCHUNK;
+		put64(b, XXH3_64bits((const char *)p->weights + off, n));
+	}
 	put32(b, p->nbufs);
 	for (uint32_t i = 0; i < p->nbufs; i++) {
 		const cg_buf *x = &p->bufs[i];
@@ -179,7 +188,8 @@ int cg_plan_write(const char *path, const cg_plan *p, const cg_plan_info *info, 
 	uint64_t w_off = (cubin_off + cubins + PAGE - 1) / PAGE * PAGE;
 	uint64_t total = w_off + p->weight_bytes;
 
-	/* the checksum covers everything after the header, in file order */
+	/* the checksum covers everything between the header and the weight
+	 * image, in file order; the tables hold the image's chunk checksums */
 	XXH3_state_t *xs = XXH3_createState();
 	if (!xs) {
 		free(meta.p);
@@ -192,8 +202,6 @@ int cg_plan_write(const char *path, const cg_plan *p, const cg_plan_info *info, 
 	for (uint32_t i = 0; i < p->nkerns; i++)
 		XXH3_64bits_update(xs, p->kerns[i].cubin, p->kerns[i].cubin_size);
 	XXH3_64bits_update(xs, pad, npad);
-	if (p->weight_bytes)
-		XXH3_64bits_update(xs, p->weights, p->weight_bytes);
 	uint64_t sum = XXH3_64bits_digest(xs);
 	XXH3_freeState(xs);
 
@@ -315,6 +323,57 @@ static bool shape_ok(int32_t rank, const int64_t *shape)
 	return true;
 }
 
+typedef struct chunk_job {
+	const uint8_t *data;
+	uint64_t size;
+	const uint64_t *sums;
+	uint64_t from, to, step;
+	bool bad;
+} chunk_job;
+
+static void *check_range(void *arg)
+{
+	chunk_job *j = arg;
+	for (uint64_t i = j->from; i < j->to; i += j->step) {
+		uint64_t off = i * WCHUNK, n = j->size - off < WCHUNK ? j->size - off : WCHUNK;
+		if (XXH3_64bits(j->data + off, n) != j->sums[i])
+			j->bad = true;
+	}
+	return NULL;
+}
+
+/* Verifies the weight image's chunks on up to 8 threads. */
+static bool check_chunks(const uint8_t *data, uint64_t size, const uint64_t *sums, uint64_t n)
+{
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+	(void)data, (void)size, (void)sums, (void)n;
+	return true;
+#else
+	enum { MAXT = 8 };
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t nt = n < MAXT ? n : MAXT;
+	if (cores > 0 && (uint64_t)cores < nt)
+		nt = (uint64_t)cores;
+	chunk_job jobs[MAXT];
+	pthread_t tids[MAXT];
+	bool started[MAXT] = {false};
+	for (uint64_t t = 0; t < nt; t++) {
+		jobs[t] = (chunk_job){data, size, sums, t, n, nt, false};
+		started[t] = t > 0 && pthread_create(&tids[t], NULL, check_range, &jobs[t]) == 0;
+	}
+	for (uint64_t t = 0; t < nt; t++)
+		if (!started[t])
+			check_range(&jobs[t]); /* this thread's share, and any a thread could not take */
+	bool ok = true;
+	for (uint64_t t = 0; t < nt; t++) {
+		if (started[t])
+			pthread_join(tids[t], NULL);
+		ok &= !jobs[t].bad;
+	}
+	return ok;
+#endif
+}
+
 /* Reads the tables; the plan's arrays are allocated here, and cubins and
  * weights point into data. Returns a reason when the file is bad. */
 static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_info *info)
@@ -341,7 +400,7 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 	    w_off < cubin_off || w_off % PAGE)
 		return "bad section offsets";
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-	if (XXH3_64bits(data + HEADER, size - HEADER) != sum)
+	if (XXH3_64bits(data + HEADER, w_off - HEADER) != sum)
 		return "checksum mismatch";
 #else
 	(void)sum; /* the fuzzer's mutations reach the tables */
@@ -364,6 +423,18 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 	if (p->weight_bytes != w_bytes || p->arena_bytes > MAX_BYTES)
 		return "bad sizes";
 	p->weights = w_bytes ? (void *)(data + w_off) : NULL;
+	uint64_t nchunks = (w_bytes + WCHUNK - 1) / WCHUNK;
+	if (nchunks * 8 > meta_len - r.at)
+		return "truncated tables";
+	uint64_t *sums = malloc((nchunks ? nchunks : 1) * sizeof *sums);
+	if (!sums)
+		return "out of memory";
+	for (uint64_t i = 0; i < nchunks; i++)
+		sums[i] = get64(&r);
+	bool weights_ok = check_chunks(data + w_off, w_bytes, sums, nchunks);
+	free(sums);
+	if (!weights_ok)
+		return "checksum mismatch in the weights";
 	p->nbufs = get32(&r);
 	if (r.bad || p->nbufs > MAX_COUNT || (size_t)p->nbufs * 16 > meta_len)
 		return "bad buffer count";
@@ -554,7 +625,8 @@ int cg_plan_read(const char *path, bool nofollow, cg_plan **out, cg_plan_info *i
 		return sn_errf(e, SN_EINPUT, "%s: not a regular file", path);
 	}
 	size_t size = (size_t)sb.st_size;
-	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	/* populated at once: the checksum and the upload read every page */
+	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
 	close(fd);
 	if (map == MAP_FAILED)
 		return sn_errf(e, SN_EINPUT, "%s: not a sinter plan (%s)", path, size ? strerror(errno) : "empty");

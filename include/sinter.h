@@ -194,6 +194,8 @@ typedef struct sinter_compile_stats {
 	size_t kernels, unique_kernels, cache_hits, steps;
 	size_t arena_bytes, weight_bytes; /* device memory: intermediates, weights */
 	double context_s;      /* CUDA context creation */
+	double key_s, blas_s, capture_s; /* plan-cache key; cuBLASLt handle and algorithms;
+				* CUDA graph capture */
 	bool plan_hit;         /* the plan came from the plan cache or a package */
 } sinter_compile_stats;
 

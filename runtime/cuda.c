@@ -45,6 +45,8 @@ static const struct {
 	ENTRY(EventElapsedTime, "cuEventElapsedTime_v2"),
 	ENTRY(MemAlloc, "cuMemAlloc_v2"),
 	ENTRY(MemFree, "cuMemFree_v2"),
+	ENTRY(MemAllocHost, "cuMemAllocHost_v2"),
+	ENTRY(MemFreeHost, "cuMemFreeHost"),
 	ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2"),
 	ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
 	ENTRY(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),

@@ -31,6 +31,8 @@ typedef struct rt_driver {
 	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
 	CUresult (*MemAlloc)(CUdeviceptr *, size_t);
 	CUresult (*MemFree)(CUdeviceptr);
+	CUresult (*MemAllocHost)(void **, size_t);
+	CUresult (*MemFreeHost)(void *);
 	CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
 	CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
 	CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);

@@ -182,7 +182,7 @@ int rt_blas_lib_version(void)
 		return version;
 	version = 0;
 	for (size_t i = 0; i < SN_COUNT(lib_names); i++) {
-		void *lib = dlopen(lib_names[i], RTLD_NOW | RTLD_LOCAL);
+		void *lib = dlopen(lib_names[i], RTLD_LAZY | RTLD_LOCAL);
 		if (!lib)
 			continue;
 		size_t (*get)(void) = (size_t (*)(void))dlsym(lib, "cublasLtGetVersion");

@@ -30,6 +30,7 @@ int rt_blas_version(const rt_blas *b);
 /* The same without a handle (0 when cuBLASLt cannot be loaded). */
 int rt_blas_lib_version(void);
 
+
 /* Describes g for cuBLASLt (f32 with f32 compute, on TF32 tensor cores
  * when g->tf32; f16 and bf16 with f32 accumulation; the epilogue for
  * bias/relu/gelu) and picks an algorithm with

@@ -100,6 +100,49 @@ static int load_kernels(rt_model *m, sn_err *e)
 	return SN_OK;
 }
 
+/* Uploads n bytes from pageable src through two pinned staging buffers:
+ * the copy into one overlaps the DMA out of the other, several times
+ * faster than a pageable copy (which the driver stages chunk by chunk,
+ * synchronously). Falls back to a plain copy when pinned memory is short. */
+enum { STAGE = 8 << 20 };
+static int upload(rt_cuda *c, CUdeviceptr dst, const void *src, size_t n, sn_err *e)
+{
+	void *buf[2] = {NULL, NULL};
+	CUevent done[2] = {NULL, NULL};
+	if (n < 2 * STAGE || c->d.MemAllocHost(&buf[0], STAGE) != CUDA_SUCCESS ||
+	    c->d.MemAllocHost(&buf[1], STAGE) != CUDA_SUCCESS ||
+	    c->d.EventCreate(&done[0], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+	    c->d.EventCreate(&done[1], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+		for (int i = 0; i < 2; i++) {
+			if (buf[i])
+				c->d.MemFreeHost(buf[i]);
+			if (done[i])
+				c->d.EventDestroy(done[i]);
+		}
+		return rt_check(c, c->d.MemcpyHtoDAsync(dst, src, n, c->stream), "uploading weights", e);
+	}
+	int rc = SN_OK;
+	for (size_t off = 0, k = 0; !rc && off < n; off += STAGE, k++) {
+		size_t len = n - off < STAGE ? n - off : STAGE;
+		int b = (int)(k & 1);
+		if (k >= 2)
+			rc = rt_check(c, c->d.EventSynchronize(done[b]), "uploading weights", e);
+		if (rc)
+			break;
+		memcpy(buf[b], (const char *)src + off, len);
+		rc = rt_check(c, c->d.MemcpyHtoDAsync(dst + off, buf[b], len, c->stream), "uploading weights", e);
+		if (!rc)
+			rc = rt_check(c, c->d.EventRecord(done[b], c->stream), "uploading weights", e);
+	}
+	if (rt_check(c, c->d.StreamSynchronize(c->stream), "uploading weights", e) && !rc)
+		rc = e->code;
+	for (int i = 0; i < 2; i++) {
+		c->d.MemFreeHost(buf[i]);
+		c->d.EventDestroy(done[i]);
+	}
+	return rc;
+}
+
 /* The arena, the inputs, the weight image (one copy) and every buffer's
  * address. */
 static int place_buffers(rt_model *m, sn_err *e)
@@ -115,8 +158,7 @@ static int place_buffers(rt_model *m, sn_err *e)
 			return sn_errf(e, SN_EINTERNAL, "the plan holds no weight image");
 		/* in stream order, for the reason rt_model_run gives; the load
 		 * synchronizes the stream before it returns */
-		if (rt_check(c, c->d.MemcpyHtoDAsync(m->weights, p->weights, p->weight_bytes, c->stream),
-			     "uploading weights", e))
+		if (upload(c, m->weights, p->weights, p->weight_bytes, e))
 			return e->code;
 	}
 	for (uint32_t i = 0; i < p->ninputs; i++) {
@@ -190,8 +232,10 @@ int rt_model_load(rt_cuda *c, cg_plan *p, const rt_load_opts *o, rt_model **out,
 	if (!rc)
 		rc = rt_check(c, c->d.StreamSynchronize(c->stream), "uploading weights", e);
 	tm.upload += now() - t0;
+	t0 = now();
 	if (!rc && o && o->graphs)
 		rc = capture(m, e);
+	tm.capture = now() - t0;
 	if (times)
 		*times = tm;
 	if (rc) {

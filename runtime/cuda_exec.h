@@ -15,7 +15,7 @@ typedef struct rt_load_opts {
 } rt_load_opts;
 
 typedef struct rt_times {
-	double load, upload, blas; /* seconds: modules, weights and arena, cuBLASLt */
+	double load, upload, blas, capture; /* seconds: modules, weights and arena, cuBLASLt, graph */
 } rt_times;
 
 typedef struct rt_model rt_model;

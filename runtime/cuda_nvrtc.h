@@ -21,6 +21,9 @@ void rt_nvrtc_close(rt_nvrtc *n);
 void rt_nvrtc_version(const rt_nvrtc *n, int *major, int *minor);
 /* The version as one number for cache keys: 1000 * major + 10 * minor. */
 int rt_nvrtc_version_code(const rt_nvrtc *n);
+/* The version code of the NVRTC rt_nvrtc_open would load, without
+ * opening it for use (cheap; cached); 0 when there is none. */
+int rt_nvrtc_lib_version(void);
 /* The path of the library that was loaded (for messages). */
 const char *rt_nvrtc_path(const rt_nvrtc *n);
 
