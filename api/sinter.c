@@ -5,12 +5,12 @@
 #include "frontend/safetensors.h"
 #include "frontend/onnx.h"
 #include "frontend/sir.h"
+#include "ir/init.h"
 #include "ir/ir.h"
 #include "runtime/kcache.h"
 #include "ir/ref/ref.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,75 +479,6 @@ sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinte
 	return st;
 }
 
-/* splitmix64: small, fast, and good enough to fill weights and inputs. */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double rng_uniform(uint64_t *s) /* [0, 1) */
-{
-	return (double)(rng_next(s) >> 11) * 0x1.0p-53;
-}
-
-static double rng_normal(uint64_t *s)
-{
-	double u = rng_uniform(s), v = rng_uniform(s);
-	return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
-}
-
-static uint64_t str_seed(const char *s, uint64_t seed)
-{
-	uint64_t h = 1469598103934665603ull ^ seed;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-enum fill { FILL_UNIFORM, FILL_ONES, FILL_ZEROS, FILL_NORMAL };
-
-/* How a param is filled: by its first reader (norm statistics, embedding
- * tables), and the fan-in that sets the uniform bound. */
-static enum fill param_role(const ir_graph *g, ir_ref p, double *fan_in)
-{
-	const ir_shape *s = &g->nodes[p].shape;
-	int64_t numel = ir_numel(s);
-	*fan_in = s->rank >= 2 && s->d[0] > 0 ? (double)numel / (double)s->d[0] : (double)numel;
-	for (uint32_t i = 0; i < g->nnodes; i++) {
-		const ir_node *n = &g->nodes[i];
-		for (uint32_t k = 0; k < n->nin; k++) {
-			if (n->in[k] != p)
-				continue;
-			switch (n->op) {
-			case IR_OP_batch_norm:
-				return k == 1 || k == 4 ? FILL_ONES : FILL_ZEROS;
-			case IR_OP_layer_norm:
-			case IR_OP_rms_norm:
-				return k == 1 ? FILL_ONES : FILL_ZEROS;
-			case IR_OP_gather:
-				return k == 0 ? FILL_NORMAL : FILL_UNIFORM;
-			case IR_OP_conv2d:
-			case IR_OP_linear:
-				if (k == 2) { /* bias: the weight's fan-in */
-					const ir_shape *w = &g->nodes[n->in[1]].shape;
-					*fan_in = (double)ir_numel(w) / (double)(w->d[0] ? w->d[0] : 1);
-				}
-				return FILL_UNIFORM;
-			case IR_OP_matmul:
-				if (k == 1 && s->rank >= 2) /* x @ W with W [.., in, out] */
-					*fan_in = (double)s->d[s->rank - 2];
-				return FILL_UNIFORM;
-			default:
-				return FILL_UNIFORM;
-			}
-		}
-	}
-	return FILL_UNIFORM;
-}
-
 sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_error *err)
 {
 	sinter_status st = params_shaped(m, err);
@@ -562,35 +493,12 @@ sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_er
 
 static sinter_status fill_random(sinter_model *m, uint64_t seed, sinter_error *err)
 {
-	const ir_graph *g = m->g;
 	ir_ws_free(m->ws);
 	m->ws = ir_ws_new();
-	for (uint32_t i = 0; i < g->nnodes; i++) {
-		const ir_node *n = &g->nodes[i];
-		if (n->op != IR_OP_param)
-			continue;
-		int64_t count = ir_numel(&n->shape);
-		size_t nb = (size_t)count * ir_dtype_size(n->dtype);
-		void *p = malloc(nb ? nb : 1);
-		if (!p)
-			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
-		double fan;
-		enum fill how = param_role(g, i, &fan);
-		double bound = 1.0 / sqrt(fan > 0 ? fan : 1);
-		uint64_t s = str_seed(n->pname, seed);
-		for (int64_t k = 0; k < count; k++) {
-			double x = how == FILL_ONES ? 1 : how == FILL_ZEROS ? 0
-				 : how == FILL_NORMAL ? rng_normal(&s)
-				 : (2 * rng_uniform(&s) - 1) * bound;
-			if (!ir_dtype_is_float(n->dtype))
-				x = (double)(rng_next(&s) % 10);
-			ir_store(n->dtype, p, (size_t)k, x);
-		}
-		sn_err e = {0};
-		if (ir_ws_put(m->ws, n->pname, (ir_tensor){n->dtype, n->shape, p, nb}, &e) != SN_OK)
-			return api_fail(err, &e);
-	}
-	return SINTER_OK;
+	sn_err e = {0};
+	if (!m->ws)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	return ir_init_params(m->g, seed, m->ws, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
 }
 
 sinter_status api_materialize(sinter_model *m, sinter_error *err)
@@ -657,24 +565,8 @@ sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 			sinter_tensors_free(ts, i + 1);
 			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 		}
-		/* Integer inputs that index a gather stay inside its table. */
-		int64_t limit = 10;
-		for (uint32_t k = 0; k < g->nnodes; k++) {
-			const ir_node *u = &g->nodes[k];
-			if (u->op == IR_OP_gather && u->in[1] == g->inputs[i]) {
-				const ir_shape *d = &g->nodes[u->in[0]].shape;
-				limit = d->d[ir_axis(u->attrs->axis, d->rank)];
-				break;
-			}
-		}
-		uint64_t s = str_seed(in->name ? in->name : "", seed ^ 0x5eed);
-		size_t count = (size_t)ir_numel(&in->shape);
-		for (size_t k = 0; k < count; k++) {
-			double x = ir_dtype_is_float(in->dtype) ? rng_normal(&s)
-				 : in->dtype == IR_BOOL ? (double)(rng_next(&s) & 1)
-				 : (double)(rng_next(&s) % (uint64_t)(limit > 0 ? limit : 1));
-			ir_store(in->dtype, ts[i].data, k, x);
-		}
+		ir_tensor t = {in->dtype, in->shape, ts[i].data, ts[i].nbytes};
+		ir_init_tensor(&t, in->name ? in->name : "", seed, ir_init_index_limit(g, g->inputs[i]));
 	}
 	*inputs = ts;
 	*n = g->ninputs;
@@ -702,14 +594,8 @@ sinter_status sinter_random_tensors(const sinter_tensor *descs, size_t n, uint64
 			sinter_tensors_free(ts, i + 1);
 			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 		}
-		uint64_t r = str_seed(d->name ? d->name : "", seed ^ 0x5eed);
-		size_t count = (size_t)ir_numel(&s);
-		for (size_t k = 0; k < count; k++) {
-			ir_dtype t = (ir_dtype)d->dtype;
-			double x = ir_dtype_is_float(t) ? rng_normal(&r) : t == IR_BOOL ? (double)(rng_next(&r) & 1)
-											   : (double)(rng_next(&r) % 10);
-			ir_store(t, ts[i].data, k, x);
-		}
+		ir_tensor t = {(ir_dtype)d->dtype, s, ts[i].data, ts[i].nbytes};
+		ir_init_tensor(&t, d->name ? d->name : "", seed, 10);
 	}
 	*out = ts;
 	return SINTER_OK;
