@@ -580,7 +580,7 @@ int ox_ints(ox_ctx *c, const onnx_node *nd, size_t i, const char *what, bool sym
 		else
 			v = (int64_t)ir_load(t->dtype, t->data, k); /* i32: exact */
 		if (OX_IS_SYMV(v) && !syms)
-			return ox_fail(c, nd, "%s (input %zu) depends on symbolic dim %s; bind it with --shape",
+			return ox_fail(c, nd, "%s (input %zu) depends on symbolic dim %s; bind it to a value when loading the model",
 				       what, i, c->w->syms[v - OX_SYMV(0)]);
 		out->v[k] = v;
 	}
@@ -598,7 +598,7 @@ int ox_num(ox_ctx *c, const onnx_node *nd, size_t i, const char *what, double *o
 	if (t->nbytes != ir_dtype_size(t->dtype))
 		return ox_fail(c, nd, "%s (input %zu) must hold one element", what, i);
 	if (has_symv(t))
-		return ox_fail(c, nd, "%s (input %zu) depends on a symbolic dim; bind it with --shape", what, i);
+		return ox_fail(c, nd, "%s (input %zu) depends on a symbolic dim; bind it to a value when loading the model", what, i);
 	*out = ir_load(t->dtype, t->data, 0);
 	return SN_OK;
 }
@@ -820,7 +820,7 @@ static int finish(ox_ctx *c, const ir_ref *outs, size_t nouts, ir_wstore *ws, ir
 		ir_tensor *t = ox_known(c, i) ? &c->kt[i] : NULL;
 		ir_ref r;
 		if (t && has_symv(t)) {
-			rc = sn_errf(c->e, SN_EINPUT, "%s: value '%s' depends on a symbolic dim; bind it with --shape",
+			rc = sn_errf(c->e, SN_EINPUT, "%s: value '%s' depends on a symbolic dim; bind it to a value when loading the model",
 				     c->name, n->name ? n->name : "?");
 			goto done;
 		} else if (t && ir_numel(&t->shape) <= (c->kflag[i] == 1 ? INLINE_MAX : 1)) {

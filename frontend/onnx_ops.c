@@ -377,7 +377,7 @@ static int spatial_pads(ox_ctx *c, const onnx_node *nd, int nsp, const int64_t *
 	if (upper || lower) {
 		for (int i = 0; i < 2; i++) {
 			if (in[i] < 0)
-				return ox_fail(c, nd, "auto_pad needs known spatial dims; bind them with --shape");
+				return ox_fail(c, nd, "auto_pad needs known spatial dims; bind them to values when loading the model");
 			if (in[i] > ((int64_t)1 << 40) || k[i] > ((int64_t)1 << 20))
 				return ox_fail(c, nd, "spatial dims are too large");
 			int64_t out = (in[i] + s->v[i] - 1) / s->v[i];

@@ -171,7 +171,7 @@ int ox_tr_size(ox_ctx *c, const onnx_node *nd)
 		return c->e->code;
 	int64_t n = ir_numel(&ox_node(c, x)->shape);
 	if (n < 0)
-		return ox_fail(c, nd, "the input's shape has a symbolic dim; bind it with --shape");
+		return ox_fail(c, nd, "the input's shape has a symbolic dim; bind it to a value when loading the model");
 	return bind(c, nd, ox_scalar(c, IR_I64, (double)n));
 }
 
@@ -310,7 +310,7 @@ int ox_tr_split(ox_ctx *c, const onnx_node *nd)
 			return c->e->code;
 	} else {
 		if (d < 0)
-			return ox_fail(c, nd, "the split axis has symbolic size; bind it with --shape");
+			return ox_fail(c, nd, "the split axis has symbolic size; bind it to a value when loading the model");
 		int64_t n = ox_attr(nd, "num_outputs") ? ox_ai(nd, "num_outputs", 1) : (int64_t)nd->noutputs;
 		if (n < 1 || n > IR_MAX_LIST)
 			return ox_fail(c, nd, "%lld outputs (1 to %d are supported)", (long long)n, IR_MAX_LIST);
@@ -586,7 +586,7 @@ int ox_tr_trilu(ox_ctx *c, const onnx_node *nd)
 		return ox_fail(c, nd, "the input must have rank >= 2");
 	int64_t m = xn->shape.d[r - 2], n = xn->shape.d[r - 1];
 	if (m < 0 || n < 0)
-		return ox_fail(c, nd, "the last two dims must be known; bind them with --shape");
+		return ox_fail(c, nd, "the last two dims must be known; bind them to values when loading the model");
 	const ir_tensor *kt = ox_known(c, x);
 	if (kt) { /* fold here: iota is never folded */
 		ir_tensor t = *kt;

@@ -11,7 +11,7 @@ const pass_info pass_table[] = {
 	 "constant folding, CSE, DCE and algebraic simplification until nothing changes"},
 	{"fold-bn", pass_fold_bn, "fold inference batch_norm into the conv2d or linear before it"},
 	{"layout", pass_layout, "run convolutional regions channels-last (NHWC)"},
-	{"precision", pass_precision_run, "convert weights and activations to --precision"},
+	{"precision", pass_precision_run, "convert weights and activations to the chosen precision"},
 };
 const size_t pass_count = SN_COUNT(pass_table);
 

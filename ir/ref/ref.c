@@ -154,7 +154,7 @@ static int64_t type_bytes(const ir_graph *g, const ir_node *n, sn_err *e)
 	char ty[160];
 	if (!ir_shape_concrete(s)) {
 		ir_type_str(g, n->dtype, s, ty, sizeof ty);
-		sn_errf(e, SN_EINPUT, "ref: %s%s%s has symbolic type %s; bind its symbols first (--shape)",
+		sn_errf(e, SN_EINPUT, "ref: %s%s%s has symbolic type %s; bind its symbols first",
 			ir_ops[n->op].name, n->name ? " %" : "", n->name ? n->name : "", ty);
 		return -1;
 	}
