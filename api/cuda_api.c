@@ -30,7 +30,16 @@ typedef struct slot {
 	cg_plan *plan;
 	rt_model *rm;
 	uint64_t used;
+	int share; /* index into the compiled model's shared weights, or -1 */
 } slot;
+
+/* A weight image on the device, shared by the plans of one model at
+ * several batch sizes (their images are the same bytes). */
+typedef struct wshare {
+	CUdeviceptr p;
+	uint64_t bytes, hash;
+	int refs;
+} wshare;
 
 struct sinter_compiled {
 	rt_cuda *dev;
@@ -49,6 +58,7 @@ struct sinter_compiled {
 	size_t nslots, cap;
 	uint64_t tick;
 	slot *last;
+	wshare shares[16];
 };
 
 typedef struct resolved {
@@ -322,11 +332,16 @@ static cg_plan *cache_lookup(const char *path, const sinter_model *m, const cg_p
 
 /* ---- compiled models ---- */
 
-static void slot_clear(slot *s)
+static void slot_clear(sinter_compiled *c, slot *s)
 {
 	rt_model_free(s->rm);
 	cg_plan_free(s->plan);
+	if (s->share >= 0 && --c->shares[s->share].refs == 0) {
+		rt_weights_free(c->dev, c->shares[s->share].p);
+		memset(&c->shares[s->share], 0, sizeof c->shares[s->share]);
+	}
 	memset(s, 0, sizeof *s);
+	s->share = -1;
 }
 
 void sinter_compiled_free(sinter_compiled *c)
@@ -334,7 +349,7 @@ void sinter_compiled_free(sinter_compiled *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->nslots; i++)
-		slot_clear(&c->slots[i]);
+		slot_clear(c, &c->slots[i]);
 	free(c->slots);
 	rt_cuda_close(c->dev);
 	free(c->mode);
@@ -395,7 +410,7 @@ static sinter_status add_slot(sinter_compiled *c, cg_plan *p, const int64_t *val
 		for (size_t i = 1; i < c->nslots; i++)
 			if (c->slots[i].used < c->slots[lru].used)
 				lru = i;
-		slot_clear(&c->slots[lru]);
+		slot_clear(c, &c->slots[lru]);
 		c->slots[lru] = c->slots[--c->nslots];
 		c->last = NULL;
 	}
@@ -412,13 +427,43 @@ static sinter_status add_slot(sinter_compiled *c, cg_plan *p, const int64_t *val
 	}
 	slot *sl = &c->slots[c->nslots];
 	memset(sl, 0, sizeof *sl);
+	sl->share = -1;
 	if (vals)
 		memcpy(sl->vals, vals, sizeof sl->vals);
 	sl->plan = p;
 	rt_load_opts lo = {.poison = c->o.poison, .graphs = graphs};
 	rt_times t = {0};
 	sn_err e = {0};
+	if (c->nsyms && p->weight_bytes && p->weights) {
+		/* plans for other batch sizes share one copy of the weights */
+		uint64_t h = XXH3_64bits(p->weights, p->weight_bytes);
+		int free_i = -1;
+		for (int i = 0; i < 16 && sl->share < 0; i++) {
+			if (c->shares[i].refs && c->shares[i].bytes == p->weight_bytes && c->shares[i].hash == h)
+				sl->share = i;
+			else if (!c->shares[i].refs && free_i < 0)
+				free_i = i;
+		}
+		if (sl->share < 0 && free_i >= 0) {
+			wshare *w = &c->shares[free_i];
+			if (rt_weights_upload(c->dev, p, &w->p, &e) != SN_OK) {
+				cg_plan_free(p);
+				return api_fail(err, &e);
+			}
+			w->bytes = p->weight_bytes;
+			w->hash = h;
+			sl->share = free_i;
+		}
+		if (sl->share >= 0) {
+			c->shares[sl->share].refs++;
+			lo.weights = c->shares[sl->share].p;
+		}
+	}
 	if (rt_model_load(c->dev, p, &lo, &sl->rm, &t, &e) != SN_OK) {
+		if (sl->share >= 0 && --c->shares[sl->share].refs == 0) {
+			rt_weights_free(c->dev, c->shares[sl->share].p);
+			memset(&c->shares[sl->share], 0, sizeof c->shares[sl->share]);
+		}
 		cg_plan_free(p);
 		return api_fail(err, &e);
 	}

@@ -19,6 +19,7 @@ struct rt_model {
 	rt_blas *blas;
 	rt_gemm **gemm;    /* per step (matmul steps) */
 	CUdeviceptr arena, weights;
+	bool own_weights;  /* weights were uploaded by this model (not shared) */
 	CUdeviceptr *in;   /* per input */
 	CUdeviceptr *ptr;  /* per buffer */
 	bool poison;
@@ -57,7 +58,7 @@ void rt_model_free(rt_model *m)
 	}
 	if (m->arena)
 		d->MemFree(m->arena);
-	if (m->weights)
+	if (m->weights && m->own_weights)
 		d->MemFree(m->weights);
 	for (int i = 0; i < 2; i++)
 		if (m->ev[i])
@@ -145,13 +146,43 @@ static int upload(rt_cuda *c, CUdeviceptr dst, const void *src, size_t n, sn_err
 
 /* The arena, the inputs, the weight image (one copy) and every buffer's
  * address. */
-static int place_buffers(rt_model *m, sn_err *e)
+int rt_weights_upload(rt_cuda *c, const cg_plan *p, CUdeviceptr *out, sn_err *e)
+{
+	*out = 0;
+	if (!p->weight_bytes)
+		return SN_OK;
+	if (!p->weights)
+		return sn_errf(e, SN_EINTERNAL, "the plan holds no weight image");
+	c->d.CtxSetCurrent(c->ctx);
+	if (rt_check(c, c->d.MemAlloc(out, p->weight_bytes), "allocating weights", e))
+		return e->code;
+	if (upload(c, *out, p->weights, p->weight_bytes, e) ||
+	    rt_check(c, c->d.StreamSynchronize(c->stream), "uploading weights", e)) {
+		c->d.MemFree(*out);
+		*out = 0;
+		return e->code;
+	}
+	return SN_OK;
+}
+
+void rt_weights_free(rt_cuda *c, CUdeviceptr w)
+{
+	if (w) {
+		c->d.CtxSetCurrent(c->ctx);
+		c->d.MemFree(w);
+	}
+}
+
+static int place_buffers(rt_model *m, CUdeviceptr shared, sn_err *e)
 {
 	const cg_plan *p = m->plan;
 	rt_cuda *c = m->c;
 	if (p->arena_bytes && rt_check(c, c->d.MemAlloc(&m->arena, p->arena_bytes), "allocating the arena", e))
 		return e->code;
-	if (p->weight_bytes) {
+	if (shared) {
+		m->weights = shared;
+	} else if (p->weight_bytes) {
+		m->own_weights = true;
 		if (rt_check(c, c->d.MemAlloc(&m->weights, p->weight_bytes), "allocating weights", e))
 			return e->code;
 		if (!p->weights)
@@ -210,7 +241,7 @@ int rt_model_load(rt_cuda *c, cg_plan *p, const rt_load_opts *o, rt_model **out,
 	tm.load = now() - t0;
 	t0 = now();
 	if (!rc)
-		rc = place_buffers(m, e);
+		rc = place_buffers(m, o ? o->weights : 0, e);
 	tm.upload = now() - t0;
 	t0 = now();
 	for (uint32_t i = 0; !rc && i < p->nsteps; i++) {

@@ -12,7 +12,15 @@
 typedef struct rt_load_opts {
 	bool poison; /* fill the arena with NaN bytes before each run */
 	bool graphs; /* capture the plan once as a CUDA graph and replay it */
+	CUdeviceptr weights; /* nonzero: the plan's weight image is already there
+			      * (rt_weights_upload; shared by plans of one model at
+			      * several batch sizes): not uploaded, not freed */
 } rt_load_opts;
+
+/* Uploads plan p's weight image into new device memory at *out (0 when the
+ * image is empty). Free with rt_weights_free. */
+int rt_weights_upload(rt_cuda *c, const cg_plan *p, CUdeviceptr *out, sn_err *e);
+void rt_weights_free(rt_cuda *c, CUdeviceptr w);
 
 typedef struct rt_times {
 	double load, upload, blas, capture; /* seconds: modules, weights and arena, cuBLASLt, graph */

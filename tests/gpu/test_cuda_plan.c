@@ -178,6 +178,36 @@ int main(void)
 	p2 = compile_run(m2, &o, in, nin, &hit);
 	CHECK(hit && same(p1, p2, nout));
 	printf("package: runs, outputs bit-identical to the compiled model: %s\n", same(p1, p2, nout) ? "ok" : "FAIL");
+	/* where NVRTC cannot be loaded: compiling fails, the package runs */
+	setenv("SINTER_NVRTC_LIBRARY", "/nonexistent/libnvrtc.so", 1);
+	sinter_tensors_free(p1, nout);
+	p1 = NULL;
+	c = NULL;
+	sinter_compile_options nc = o;
+	nc.no_plan_cache = true;
+	nc.cache_dir = "";
+	sinter_status cst = sinter_compile(m2, &nc, &c, &st, &err);
+	CHECK(cst == SINTER_E_ENV && strstr(err.message, "NVRTC"));
+	sinter_compiled_free(c);
+	c = NULL;
+	bool pkg_ok = !sinter_load_package(pkg, &o, &c, &st, &err) && !sinter_compiled_run(c, in, nin, &p1, &err);
+	CHECK(pkg_ok && same(p1, p2, nout));
+	printf("package with NVRTC unloadable: compile refused (exit %d), package runs, same outputs: %s\n", (int)cst,
+	       pkg_ok && same(p1, p2, nout) ? "ok" : "FAIL");
+	sinter_compiled_free(c);
+	c = NULL;
+	unsetenv("SINTER_NVRTC_LIBRARY");
+	/* a package for another arch is refused, naming both */
+	char pkg80[700], want[32];
+	snprintf(pkg80, sizeof pkg80, "%s/mlp80.sinterpkg", dir);
+	sinter_compile_options o80 = o;
+	o80.target_sm = 80;
+	CHECK(!sinter_compile_kernels(m2, &o80, pkg80, &st, &err));
+	sinter_status lst = sinter_load_package(pkg80, &o, &c, &st, &err);
+	snprintf(want, sizeof want, "sm_%d", 80);
+	CHECK(lst == SINTER_E_ENV && strstr(err.message, want) && strstr(err.message, "the GPU") && !c);
+	printf("package for sm_80: \"%s\": %s\n", err.message, lst == SINTER_E_ENV ? "ok" : "FAIL");
+	sinter_compiled_free(c);
 	sinter_tensors_free(p1, nout);
 	sinter_tensors_free(p2, nout);
 	sinter_model_free(m2);
