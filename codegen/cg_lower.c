@@ -145,14 +145,15 @@ void cg_plan_free(cg_plan *p)
 {
 	if (!p)
 		return;
-	for (uint32_t i = 0; i < p->nkerns; i++) {
+	/* a plan a reader gave up on may have counts without arrays */
+	for (uint32_t i = 0; p->kerns && i < p->nkerns; i++) {
 		free(p->kerns[i].src);
 		if (!p->map && !p->borrowed)
 			free(p->kerns[i].cubin);
 	}
-	for (uint32_t i = 0; i < p->ninputs; i++)
+	for (uint32_t i = 0; p->inputs && i < p->ninputs; i++)
 		free(p->inputs[i].name);
-	for (uint32_t i = 0; i < p->noutputs; i++)
+	for (uint32_t i = 0; p->outputs && i < p->noutputs; i++)
 		free(p->outputs[i].name);
 	if (!p->map && !p->borrowed)
 		free(p->weights);
