@@ -816,7 +816,9 @@ sinter_status sinter_cache_dir(char *out, size_t cap, sinter_error *err)
 	return SINTER_OK;
 }
 
-sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
+/* Counts a cache's entries in dir (NULL: the default directory). */
+static sinter_status cache_count(const char *dir, int (*count)(const char *, size_t *, uint64_t *, sn_err *),
+				 size_t *entries, uint64_t *bytes, sinter_error *err)
 {
 	char def[4096];
 	if (!dir) {
@@ -826,20 +828,17 @@ sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *byt
 		dir = def;
 	}
 	sn_err e = {0};
-	return kc_stats(dir, entries, bytes, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
+	return count(dir, entries, bytes, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
+}
+
+sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
+{
+	return cache_count(dir, kc_stats, entries, bytes, err);
 }
 
 sinter_status sinter_plan_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
 {
-	char def[4096];
-	if (!dir) {
-		sinter_status st = sinter_cache_dir(def, sizeof def, err);
-		if (st)
-			return st;
-		dir = def;
-	}
-	sn_err e = {0};
-	return kc_plan_stats(dir, entries, bytes, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
+	return cache_count(dir, kc_plan_stats, entries, bytes, err);
 }
 
 sinter_status sinter_cache_clear(const char *dir, size_t *removed, sinter_error *err)
