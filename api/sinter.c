@@ -5,6 +5,7 @@
 #include "frontend/safetensors.h"
 #include "frontend/onnx.h"
 #include "frontend/sir.h"
+#include "ir/file.h"
 #include "ir/init.h"
 #include "ir/ir.h"
 #include "runtime/kcache.h"
@@ -78,9 +79,8 @@ static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sin
 	sinter_model *m = calloc(1, sizeof *m);
 	if (m)
 		m->ws = ir_ws_new();
-	const char *slash = path ? strrchr(path, '/') : NULL;
 	if (m)
-		m->dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+		m->dir = path ? sn_dirname(path) : strdup(".");
 	if (!m || !m->ws || !m->dir) {
 		if (m) {
 			ir_ws_free(m->ws);
@@ -165,6 +165,14 @@ sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sin
 	strcpy(wpath + n - 4, ".safetensors");
 	const char *slash = strrchr(wpath, '/');
 	const char *base = slash ? slash + 1 : wpath;
+	sn_err e = {0};
+	if (sn_out_check(sir_path, &e) != SN_OK || sn_out_check(wpath, &e) != SN_OK ||
+	    (g->path && (sn_same_file(sir_path, g->path) || sn_same_file(wpath, g->path)) &&
+	     sn_errf(&e, SN_EINPUT, "cannot write %s: it is the model being imported",
+		     sn_same_file(sir_path, g->path) ? sir_path : wpath))) {
+		free(wpath);
+		return api_fail(err, &e);
+	}
 
 	/* The weights file: every param's value once, by key. */
 	size_t np = 0;
@@ -187,14 +195,16 @@ sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sin
 		memcpy(en[k].shape, nd->shape.d, sizeof en[k].shape);
 		k++;
 	}
-	sn_err e = {0};
-	if (!st && st_write(wpath, en, k, NULL, 0, &e) != SN_OK)
+	/* Both files are written and synced to temp files before either is
+	 * renamed: a failure replaces neither. */
+	sn_out wo = {.fd = -1}, so = {.fd = -1};
+	if (!st && (sn_out_open(&wo, wpath, 0666, &e) || st_write_to(&wo, en, k, NULL, 0, &e) ||
+		    sn_out_finish(&wo, &e)))
 		st = api_fail(err, &e);
 	api_vals_free(g, m->ws, vals);
 	free(en);
 
-	/* The text, naming the weights file beside it; written to a temp file
-	 * and renamed so that a failure leaves no half file. */
+	/* The text, naming the weights file beside it. */
 	if (!st) {
 		ir_graph *copy = ir_graph_clone(g, &e);
 		if (!copy) {
@@ -203,23 +213,19 @@ sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sin
 			copy->weights = base;
 			sn_buf text = {0};
 			ir_print(copy, &text);
-			char *tmp = malloc(n + 16);
-			FILE *f = NULL;
-			if (tmp) {
-				snprintf(tmp, n + 16, "%s.tmp", sir_path);
-				f = fopen(tmp, "w");
-			}
-			if (!text.s || !f || fwrite(text.s, 1, text.len, f) != text.len || fclose(f) != 0 ||
-			    rename(tmp, sir_path) != 0) {
-				st = api_failf(err, SINTER_E_ENV, "cannot write %s: %s", sir_path, strerror(errno));
-				if (tmp)
-					remove(tmp);
-			}
-			free(tmp);
+			if (text.oom)
+				st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
+			else if (sn_out_open(&so, sir_path, 0666, &e) ||
+				 (sn_out_write(&so, text.s, text.len), sn_out_finish(&so, &e)))
+				st = api_fail(err, &e);
 			sn_buf_free(&text);
 			ir_graph_free(copy);
 		}
 	}
+	if (!st && (sn_out_commit(&wo, &e) || sn_out_commit(&so, &e)))
+		st = api_fail(err, &e);
+	sn_out_abort(&wo);
+	sn_out_abort(&so);
 	free(wpath);
 	return st;
 }
@@ -452,16 +458,13 @@ sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinte
 			return api_failf(err, SINTER_E_INPUT,
 				     "%s: the model has params but names no weights file (add a `weights \"FILE\"` line, name a weights file, or initialize the params randomly)",
 				     g->path ? g->path : "model");
-		if (g->weights[0] == '/') {
-			full = strdup(g->weights);
-		} else {
-			size_t n = strlen(m->dir) + strlen(g->weights) + 2;
-			full = malloc(n);
-			if (full)
-				snprintf(full, n, "%s/%s", m->dir, g->weights);
-		}
-		if (!full)
-			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		/* The model names it: resolved inside the model's folder, never
+		 * outside it (an absolute path only from the command line). */
+		sn_err ce = {0};
+		char what[600];
+		snprintf(what, sizeof what, "%s: the weights file", g->path ? g->path : "model");
+		if (sn_path_confine(m->dir, g->weights, what, &full, &ce) != SN_OK)
+			return api_fail(err, &ce);
 		path = full;
 	}
 	/* checked now, read on first use (api_materialize) */
@@ -781,6 +784,35 @@ sinter_status sinter_tensors_read(const char *path, sinter_tensor **out, size_t 
 	*out = ts;
 	*n = count;
 	return SINTER_OK;
+}
+
+sinter_status sinter_output_check(const sinter_model *m, const char *path, const char *const *inputs,
+				  size_t n, sinter_error *err)
+{
+	sn_err e = {0};
+	if (sn_out_check(path, &e) != SN_OK)
+		return api_fail(err, &e);
+	const char *what = NULL;
+	for (size_t i = 0; i < n && !what; i++)
+		if (inputs[i] && sn_same_file(path, inputs[i]))
+			what = inputs[i];
+	if (!what && m && m->g->path && sn_same_file(path, m->g->path))
+		what = m->g->path;
+	char *w = NULL;
+	if (!what && m && m->g->weights && !m->onnx) {
+		size_t k = strlen(m->dir) + strlen(m->g->weights) + 2;
+		if ((w = malloc(k))) {
+			snprintf(w, k, "%s/%s", m->dir, m->g->weights);
+			if (sn_same_file(path, w))
+				what = w;
+		}
+	}
+	sinter_status st = SINTER_OK;
+	if (what)
+		st = api_failf(err, SINTER_E_INPUT, "cannot write %s: it is the same file as the input %s; "
+			       "refusing to overwrite an input", path, what);
+	free(w);
+	return st;
 }
 
 sinter_status sinter_tensors_write(const char *path, const sinter_tensor *ts, size_t n, sinter_error *err)

@@ -472,6 +472,9 @@ static int prepare(opts *o, bool default_random, prepared *p)
 	if (o->init && o->weights)
 		return usage_error("run", "%s", "--init random and --weights exclude each other");
 	sinter_error err;
+	const char *ins0[] = {o->file, o->weights, o->inputs};
+	if (o->out && sinter_output_check(NULL, o->out, ins0, 3, &err) != SINTER_OK)
+		return report(&err);
 	if (o->inputs && sinter_tensors_read(o->inputs, &p->ins, &p->nins, &err) != SINTER_OK)
 		return report(&err);
 	double t0 = now();
@@ -490,6 +493,11 @@ static int prepare(opts *o, bool default_random, prepared *p)
 		prepared_free(p);
 		return rc;
 	}
+	/* -o: never one of the inputs (the weights line's file included),
+	 * checked before the weights are read or anything runs */
+	const char *ins[] = {o->file, o->weights, o->inputs};
+	if (o->out && sinter_output_check(p->m, o->out, ins, 3, &err) != SINTER_OK)
+		goto fail;
 	t0 = now();
 	if (init ? sinter_model_init_random(p->m, o->seed, &err)
 		 : sinter_model_load_weights(p->m, o->weights, &err))
@@ -965,11 +973,14 @@ static int cmd_import(const opts *o)
 {
 	if (!o->out)
 		return usage_error("import", "%s", "-o FILE.sir is required");
+	sinter_error err;
+	const char *ins[] = {o->file};
+	if (sinter_output_check(NULL, o->out, ins, 1, &err) != SINTER_OK)
+		return report(&err);
 	sinter_model *m;
 	int rc = load(o, &m);
 	if (rc)
 		return rc;
-	sinter_error err;
 	if (sinter_model_save(m, o->out, &err)) {
 		sinter_model_free(m);
 		return report(&err);

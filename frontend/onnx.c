@@ -2,6 +2,7 @@
  * constant folding, and the final graph (onnx_impl.h says how they fit). */
 #include "onnx_impl.h"
 
+#include "ir/file.h"
 #include "ir/ref/ref.h"
 
 #include <errno.h>
@@ -353,6 +354,7 @@ ir_ref ox_emit_live(ox_ctx *c, const onnx_node *nd, ir_op op, const ir_ref *in, 
 
 /* ---- tensors ---- */
 
+/* Refused as text before anything is resolved: empty, absolute, "..". */
 static bool safe_location(const char *loc)
 {
 	if (!loc[0] || loc[0] == '/')
@@ -367,8 +369,15 @@ static bool safe_location(const char *loc)
 	return true;
 }
 
-static int read_external(ox_ctx *c, const onnx_tensor *tp, const char *what, void *dst, size_t nb)
+/* Opens the file of an external-data tensor: its location resolved inside
+ * the model's folder (a symlink leading out is refused like "../"), a
+ * regular file that holds [offset, offset + nb). Checked before the
+ * tensor's memory is allocated. */
+static int open_external(ox_ctx *c, const onnx_tensor *tp, const char *what, size_t nb, int *fd,
+			 char **path)
 {
+	*fd = -1;
+	*path = NULL;
 	if (!c->dir)
 		return ox_fail(c, NULL, "%s: external data is not supported when reading from memory", what);
 	if (tp->bad_ext)
@@ -379,28 +388,30 @@ static int read_external(ox_ctx *c, const onnx_tensor *tp, const char *what, voi
 	if (tp->length >= 0 && (uint64_t)tp->length != nb)
 		return ox_fail(c, NULL, "%s: external data length %lld differs from the tensor's %zu bytes",
 			       what, (long long)tp->length, nb);
-	size_t plen = strlen(c->dir) + strlen(tp->location) + 2;
-	char *path = malloc(plen);
-	if (!path)
-		return oom(c->e);
-	snprintf(path, plen, "%s/%s", c->dir, tp->location);
-	FILE *f = fopen(path, "rb");
-	int rc = SN_OK;
-	if (!f) {
-		rc = ox_fail(c, NULL, "%s: cannot read external data %s: %s", what, path, strerror(errno));
-	} else {
-		long long size = -1;
-		if (fseek(f, 0, SEEK_END) == 0)
-			size = ftell(f);
-		if (size < 0 || (uint64_t)tp->offset > (uint64_t)size || nb > (uint64_t)size - (uint64_t)tp->offset)
-			rc = ox_fail(c, NULL, "%s: external data [%lld, +%zu) runs past the end of %s (%lld bytes)",
-				     what, (long long)tp->offset, nb, path, size);
-		else if (fseek(f, (long)tp->offset, SEEK_SET) != 0 || fread(dst, 1, nb, f) != nb)
-			rc = ox_fail(c, NULL, "%s: cannot read external data %s", what, path);
-		fclose(f);
+	sn_err fe = {0};
+	struct stat sb;
+	char label[700];
+	snprintf(label, sizeof label, "%s: external data location", what);
+	if (sn_path_confine(c->dir, tp->location, label, path, &fe) == SN_OK)
+		sn_open_read(*path, SN_F_NOFOLLOW, UINT64_MAX, NULL, fd, &sb, &fe);
+	if (fe.code) {
+		free(*path);
+		*path = NULL;
+		if (fe.code == SN_EINPUT)
+			return ox_fail(c, NULL, "%s", fe.msg);
+		return sn_errf(c->e, fe.code, "%s: %s", c->name, fe.msg);
 	}
-	free(path);
-	return rc;
+	uint64_t size = (uint64_t)sb.st_size;
+	if ((uint64_t)tp->offset > size || nb > size - (uint64_t)tp->offset) {
+		int rc = ox_fail(c, NULL, "%s: external data [%lld, +%zu) runs past the end of %s (%llu bytes)",
+				 what, (long long)tp->offset, nb, *path, (unsigned long long)size);
+		sn_close(*fd);
+		*fd = -1;
+		free(*path);
+		*path = NULL;
+		return rc;
+	}
+	return SN_OK;
 }
 
 int ox_tensor(ox_ctx *c, const onnx_tensor *tp, const char *what, ir_tensor *out)
@@ -434,14 +445,37 @@ int ox_tensor(ox_ctx *c, const onnx_tensor *tp, const char *what, ir_tensor *out
 	if (tp->external && (tp->length < 0 ? nb > ((size_t)1 << 40) : (uint64_t)tp->length != nb))
 		return ox_fail(c, NULL, "%s: external data length %lld differs from the tensor's %zu bytes",
 			       what, (long long)tp->length, nb);
+	if (!tp->external && tp->has_raw && tp->raw.n != nb)
+		return ox_fail(c, NULL, "%s: raw_data holds %zu bytes, the shape needs %zu", what,
+			       tp->raw.n, nb);
+	if (nb > sn_mem_bytes()) {
+		char need[32], have_mem[32];
+		sn_fmt_bytes(need, nb);
+		sn_fmt_bytes(have_mem, sn_mem_bytes());
+		return ox_fail(c, NULL, "%s: needs %zu bytes (%s), more than this machine's memory (%s)", what,
+			       nb, need, have_mem);
+	}
+	int efd = -1;
+	char *epath = NULL;
+	if (tp->external && open_external(c, tp, what, nb, &efd, &epath))
+		return c->e->code;
 	void *p = malloc(nb ? nb : 1);
-	if (!p)
+	if (!p) {
+		if (efd >= 0)
+			sn_close(efd);
+		free(epath);
 		return oom(c->e);
+	}
 	int rc = SN_OK;
 	size_t have = 0;
 	const char *field = NULL;
 	if (tp->external) {
-		rc = read_external(c, tp, what, p, nb);
+		sn_err fe = {0};
+		if (sn_pread_full(efd, p, nb, (uint64_t)tp->offset, epath, &fe))
+			rc = fe.code == SN_EINPUT ? ox_fail(c, NULL, "%s: %s", what, fe.msg)
+						  : sn_errf(c->e, fe.code, "%s: %s: %s", c->name, what, fe.msg);
+		sn_close(efd);
+		free(epath);
 		have = numel;
 	} else if (tp->has_raw) {
 		if (tp->raw.n != nb)
@@ -1050,44 +1084,17 @@ int onnx_load(const char *path, const sir_bind *binds, size_t nbinds, ir_graph *
 	      ir_wstore *ws, sn_err *e)
 {
 	*out = NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return sn_errf(e, SN_EINPUT, "cannot read %s: %s", path, strerror(errno));
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 1 << 16;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return oom(e);
-			}
-			buf = nb;
-		}
-		size_t k = fread(buf + len, 1, cap - len, f);
-		len += k;
-		if (k == 0)
-			break;
-	}
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		free(buf);
-		return sn_errf(e, SN_EINPUT, "cannot read %s: read error", path);
-	}
-	char *dir = strdup(path);
+	void *buf;
+	size_t len;
+	int rc = sn_read_file(path, 0, ONNX_MAX_FILE, NULL, &buf, &len, e);
+	if (rc)
+		return rc;
+	char *dir = sn_dirname(path);
 	if (!dir) {
 		free(buf);
 		return oom(e);
 	}
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*(slash == dir ? slash + 1 : slash) = 0;
-	else
-		strcpy(dir, ".");
-	int rc = load(buf, len, path, dir, binds, nbinds, out, ws, e);
+	rc = load(buf, len, path, dir, binds, nbinds, out, ws, e);
 	free(dir);
 	free(buf);
 	return rc;

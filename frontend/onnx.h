@@ -22,7 +22,11 @@
  * model (an unsupported op lists every unsupported op type with its count
  * and first node), SN_EUSAGE for a binding of a symbol the model lacks,
  * SN_EINTERNAL on OOM. On error *out is NULL and ws may hold some entries
- * (the caller frees ws). */
+ * (the caller frees ws). The file is read through ir/file.h (a regular
+ * file of at most ONNX_MAX_FILE bytes); external data locations are
+ * resolved and confined to the model's folder, and every size is checked
+ * before the tensor's memory is allocated. */
+#define ONNX_MAX_FILE ((uint64_t)1 << 31) /* protobuf's own limit */
 int onnx_load(const char *path, const sir_bind *binds, size_t nbinds, ir_graph **out,
 	      ir_wstore *ws, sn_err *e);
 

@@ -1,8 +1,9 @@
-/* safetensors.c: the safetensors reader (mmap + a schema-driven walk of the
+/* safetensors.c: the safetensors reader (a checked copy + a schema-driven walk of the
  * header JSON), st_read_as, and the atomic writer. Every check that guards a
  * read of the data buffer is done before a pointer into it is formed. */
 #include "safetensors.h"
 #include "json.h"
+#include "ir/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,10 +105,11 @@ static int64_t byte_size(st_dtype t, int32_t rank, const int64_t *shape)
 
 struct st_file {
 	sn_arena *a;
-	const unsigned char *data; /* the data buffer, after the header */
+	const unsigned char *data; /* the data buffer, after the header; NULL when read from fd */
 	size_t dlen;
-	void *map; /* st_open's mapping, or NULL */
-	size_t maplen;
+	int fd;           /* st_open's file, read with pread by st_read_as; -1 for st_parse */
+	uint64_t dstart;  /* the data buffer's offset in the file */
+	const char *path; /* st_open's path (arena), for messages */
 	st_entry *ents; /* heap, header order */
 	size_t n, cap;
 	const st_entry **byname; /* heap, sorted by name */
@@ -120,8 +121,8 @@ void st_close(st_file *f)
 {
 	if (!f)
 		return;
-	if (f->map)
-		munmap(f->map, f->maplen);
+	if (f->fd >= 0)
+		sn_close(f->fd);
 	free(f->ents);
 	free(f->byname);
 	free(f->meta);
@@ -304,7 +305,9 @@ static int parse_tensor(parser *p, const char *tname)
 	if ((uint64_t)off[1] > p->f->dlen)
 		return sn_errf(p->e, SN_EINPUT, "%s: tensor \"%s\": data_offsets [%" PRId64 ", %" PRId64
 			       "] exceed the data buffer of %zu bytes", p->name, tname, off[0], off[1], p->f->dlen);
-	en.data = p->f->data + off[0];
+	en.file = p->f;
+	en.offset = (uint64_t)off[0];
+	en.data = p->f->data ? p->f->data + off[0] : NULL;
 	en.nbytes = (size_t)size;
 
 	st_file *f = p->f;
@@ -384,9 +387,8 @@ static int parse_meta(parser *p)
 static int cmp_entry_offset(const void *a, const void *b)
 {
 	const st_entry *x = *(const st_entry *const *)a, *y = *(const st_entry *const *)b;
-	const unsigned char *xd = x->data, *yd = y->data;
-	if (xd != yd)
-		return xd < yd ? -1 : 1;
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
 	return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
 }
 
@@ -417,15 +419,15 @@ static int check_layout(parser *p)
 		const st_entry *en = byoff[i];
 		if (!en->nbytes)
 			continue;
-		const unsigned char *d = en->data;
-		if (last && d < (const unsigned char *)last->data + last->nbytes) {
-			size_t lb = (size_t)((const unsigned char *)last->data - f->data);
-			size_t b = (size_t)(d - f->data);
+		uint64_t d = en->offset;
+		if (last && d < last->offset + last->nbytes) {
+			size_t lb = (size_t)last->offset;
+			size_t b = (size_t)d;
 			rc = sn_errf(p->e, SN_EINPUT, "%s: tensors \"%s\" [%zu, %zu] and \"%s\" [%zu, %zu] overlap",
 				     p->name, last->name, lb, lb + last->nbytes, en->name, b, b + en->nbytes);
 			goto done;
 		}
-		if (!last || d + en->nbytes > (const unsigned char *)last->data + last->nbytes)
+		if (!last || d + en->nbytes > last->offset + last->nbytes)
 			last = en;
 	}
 done:
@@ -477,16 +479,14 @@ static uint64_t le64(const unsigned char *b)
 	return v;
 }
 
-int st_parse(const void *buf, size_t len, const char *name, st_file **out, sn_err *e)
+/* The header at hdr (hlen bytes) of a file of len bytes; data is the data
+ * buffer in memory, or NULL when st_read_as reads it from fd. */
+static int parse_image(const unsigned char *hdr, uint64_t hlen, uint64_t len, const unsigned char *data,
+		       int fd, const char *name, st_file **out, sn_err *e)
 {
-	const unsigned char *b = buf;
 	*out = NULL;
-	if (len < 8)
-		return sn_errf(e, SN_EINPUT, "%s: file of %zu bytes is too short for a safetensors header",
-			       name, len);
-	uint64_t hlen = le64(b);
 	if (hlen > len - 8)
-		return sn_errf(e, SN_EINPUT, "%s: header length %" PRIu64 " exceeds the file size %zu",
+		return sn_errf(e, SN_EINPUT, "%s: header length %" PRIu64 " exceeds the file size %" PRIu64,
 			       name, hlen, len);
 	if (hlen > ST_MAX_HEADER)
 		return sn_errf(e, SN_EINPUT, "%s: header length %" PRIu64 " exceeds the limit of %u bytes",
@@ -496,57 +496,78 @@ int st_parse(const void *buf, size_t len, const char *name, st_file **out, sn_er
 		free(f);
 		return sn_errf(e, SN_EINTERNAL, "%s: out of memory", name);
 	}
-	f->data = b + 8 + hlen;
-	f->dlen = len - 8 - (size_t)hlen;
+	f->fd = -1;
+	f->data = data;
+	f->dlen = (size_t)(len - 8 - hlen);
+	f->dstart = 8 + hlen;
 	parser p = {.f = f, .name = name, .e = e};
 	char what[512];
 	snprintf(what, sizeof what, "%s: header", name);
-	js_init(&p.c, (const char *)b + 8, (size_t)hlen, what, f->a, e);
+	js_init(&p.c, (const char *)hdr, (size_t)hlen, what, f->a, e);
 	int rc = parse_header(&p);
 	if (rc) {
 		st_close(f);
 		return rc;
 	}
+	f->fd = fd;
 	*out = f;
 	return SN_OK;
 }
 
+int st_parse(const void *buf, size_t len, const char *name, st_file **out, sn_err *e)
+{
+	const unsigned char *b = buf;
+	*out = NULL;
+	if (len < 8)
+		return sn_errf(e, SN_EINPUT, "%s: file of %zu bytes is too short for a safetensors header",
+			       name, len);
+	uint64_t hlen = le64(b);
+	const unsigned char *data = hlen <= len - 8 ? b + 8 + hlen : NULL;
+	return parse_image(b + 8, hlen, len, data, -1, name, out, e);
+}
+
 int st_open(const char *path, st_file **out, sn_err *e)
 {
+	/* Not mapped: a mapped file that another process truncates kills the
+	 * reader with SIGBUS. The header is read here; st_read_as reads each
+	 * tensor with pread straight into the caller's memory (one copy, as a
+	 * mapping's memcpy was), and a file that shrank is an error. */
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
-	if (fd < 0)
-		return sn_errf(e, SN_EINPUT, "cannot open %s: %s", path, strerror(errno));
+	int fd;
 	struct stat sb;
-	if (fstat(fd, &sb) != 0) {
-		int err = errno;
-		close(fd);
-		return sn_errf(e, SN_EINPUT, "cannot open %s: %s", path, strerror(err));
+	int rc = sn_open_read(path, 0, UINT64_MAX, NULL, &fd, &sb, e);
+	if (rc)
+		return rc;
+	uint64_t len = (uint64_t)sb.st_size;
+	unsigned char len8[8], *hdr = NULL;
+	if (len < 8) {
+		sn_close(fd);
+		return sn_errf(e, SN_EINPUT, "%s: file of %" PRIu64 " bytes is too short for a safetensors header",
+			       path, len);
 	}
-	if (!S_ISREG(sb.st_mode)) {
-		close(fd);
-		return sn_errf(e, SN_EINPUT, "cannot open %s: not a regular file", path);
-	}
-	size_t size = (size_t)sb.st_size;
-	void *map = NULL;
-	if (size > 0) {
-		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED) {
-			int err = errno;
-			close(fd);
-			return sn_errf(e, SN_EINPUT, "cannot map %s: %s", path, strerror(err));
+	uint64_t hlen = 0;
+	if (!(rc = sn_pread_full(fd, len8, 8, 0, path, e))) {
+		hlen = le64(len8);
+		if (hlen <= len - 8 && hlen <= ST_MAX_HEADER) {
+			if (!(hdr = malloc(hlen ? hlen : 1)))
+				rc = sn_errf(e, SN_EINTERNAL, "%s: out of memory", path);
+			else
+				rc = sn_pread_full(fd, hdr, (size_t)hlen, 8, path, e);
 		}
 	}
-	close(fd);
-	st_file *f;
-	int rc = st_parse(map ? map : "", size, path, &f, e);
+	st_file *f = NULL;
+	if (!rc)
+		rc = parse_image(hdr, hlen, len, NULL, fd, path, &f, e);
+	free(hdr);
 	if (rc) {
-		if (map)
-			munmap(map, size);
+		sn_close(fd);
 		return rc;
 	}
-	f->map = map;
-	f->maplen = size;
+	f->path = sn_strdup(f->a, path);
+	if (!f->path) {
+		st_close(f);
+		return sn_errf(e, SN_EINTERNAL, "%s: out of memory", path);
+	}
 	*out = f;
 	return SN_OK;
 }
@@ -561,24 +582,45 @@ int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e)
 	if (en->rank < 0 || en->rank > IR_MAX_RANK || size < 0 || (uint64_t)size != en->nbytes)
 		return sn_errf(e, SN_EINPUT, "tensor \"%s\": %zu bytes do not match its shape",
 			       en->name, en->nbytes);
+	const st_file *f = en->file;
+	bool from_fd = !en->data && en->nbytes;
+	if (from_fd && (!f || f->fd < 0))
+		return sn_errf(e, SN_EINTERNAL, "tensor \"%s\": no data to read", en->name);
 	if (dtypes[en->dtype].ir == (int)want) {
+		if (from_fd)
+			return sn_pread_full(f->fd, dst, en->nbytes, f->dstart + en->offset, f->path, e);
 		if (en->nbytes)
 			memcpy(dst, en->data, en->nbytes);
 		return SN_OK;
 	}
 	size_t n = (size_t)st_numel(en), es = dtypes[en->dtype].size;
-	const unsigned char *src = en->data;
 	int irt = dtypes[en->dtype].ir;
-	for (size_t i = 0; i < n; i++) {
-		union {
-			double d;
-			int64_t i64;
-			unsigned char b[8];
-		} tmp;
-		memcpy(tmp.b, src + i * es, es); /* the source may be unaligned */
-		double x = irt < 0 ? tmp.d : ir_load((ir_dtype)irt, tmp.b, 0);
-		ir_store(want, dst, i, x);
+	enum { CHUNK = 1 << 16 }; /* elements converted per read from the file */
+	unsigned char *chunk = from_fd ? malloc(CHUNK * es) : NULL;
+	if (from_fd && !chunk)
+		return sn_errf(e, SN_EINTERNAL, "tensor \"%s\": out of memory", en->name);
+	for (size_t base = 0; base < n; base += CHUNK) {
+		size_t k = n - base < CHUNK ? n - base : CHUNK;
+		const unsigned char *src = (const unsigned char *)en->data + base * es;
+		if (from_fd) {
+			if (sn_pread_full(f->fd, chunk, k * es, f->dstart + en->offset + base * es, f->path, e)) {
+				free(chunk);
+				return e->code;
+			}
+			src = chunk;
+		}
+		for (size_t i = 0; i < k; i++) {
+			union {
+				double d;
+				int64_t i64;
+				unsigned char b[8];
+			} tmp;
+			memcpy(tmp.b, src + i * es, es); /* the source may be unaligned */
+			double x = irt < 0 ? tmp.d : ir_load((ir_dtype)irt, tmp.b, 0);
+			ir_store(want, dst, base + i, x);
+		}
 	}
+	free(chunk);
 	return SN_OK;
 }
 
@@ -649,25 +691,10 @@ static int check_entries(const char *path, const st_entry *en, size_t n, const c
 	return rc;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+int st_write_to(sn_out *o, const st_entry *entries, size_t n, const char *const *meta_kv,
+		size_t nmeta, sn_err *e)
 {
-	const unsigned char *p = buf;
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-int st_write(const char *path, const st_entry *entries, size_t n,
-	     const char *const *meta_kv, size_t nmeta, sn_err *e)
-{
+	const char *path = o->path;
 	int rc = check_entries(path, entries, n, meta_kv, nmeta, e);
 	if (rc)
 		return rc;
@@ -699,57 +726,40 @@ int st_write(const char *path, const st_entry *entries, size_t n,
 	sn_buf_puts(&h, "}");
 	while (h.len % 8)
 		sn_buf_puts(&h, " ");
-	if (h.oom) {
-		sn_buf_free(&h);
-		return sn_errf(e, SN_EINTERNAL, "cannot write %s: out of memory", path);
+	if (h.oom)
+		rc = sn_errf(e, SN_EINTERNAL, "cannot write %s: out of memory", path);
+	else if (h.len > ST_MAX_HEADER)
+		rc = sn_errf(e, SN_EINPUT, "cannot write %s: header of %zu bytes exceeds the limit of %u",
+			     path, h.len, ST_MAX_HEADER);
+	if (!rc) {
+		unsigned char len8[8];
+		for (int i = 0; i < 8; i++)
+			len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
+		sn_out_write(o, len8, 8);
+		sn_out_write(o, h.s, h.len);
+		for (size_t i = 0; i < n; i++)
+			if (entries[i].nbytes)
+				sn_out_write(o, entries[i].data, entries[i].nbytes);
 	}
-	if (h.len > ST_MAX_HEADER) {
-		sn_buf_free(&h);
-		return sn_errf(e, SN_EINPUT, "cannot write %s: header of %zu bytes exceeds the limit of %u",
-			       path, h.len, ST_MAX_HEADER);
-	}
-
-	/* A name no other writer uses: pid and a counter. */
-	static _Atomic unsigned counter;
-	size_t plen = strlen(path) + 64;
-	char *tmp = malloc(plen);
-	if (!tmp) {
-		sn_buf_free(&h);
-		return sn_errf(e, SN_EINTERNAL, "cannot write %s: out of memory", path);
-	}
-	int fd = -1;
-	for (int tries = 0; tries < 100 && fd < 0; tries++) {
-		snprintf(tmp, plen, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		rc = sn_errf(e, SN_EINPUT, "cannot write %s: %s", path, strerror(errno));
-		goto out;
-	}
-	unsigned char len8[8];
-	for (int i = 0; i < 8; i++)
-		len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
-	bool ok = write_all(fd, len8, 8) == 0 && write_all(fd, h.s, h.len) == 0;
-	for (size_t i = 0; ok && i < n; i++)
-		ok = entries[i].nbytes == 0 || write_all(fd, entries[i].data, entries[i].nbytes) == 0;
-	ok = ok && fsync(fd) == 0;
-	int err = errno;
-	if (close(fd) != 0 && ok) {
-		ok = false;
-		err = errno;
-	}
-	if (ok && rename(tmp, path) != 0) {
-		ok = false;
-		err = errno;
-	}
-	if (!ok) {
-		unlink(tmp);
-		rc = sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(err));
-	}
-out:
-	free(tmp);
 	sn_buf_free(&h);
+	return rc;
+}
+
+int st_write(const char *path, const st_entry *entries, size_t n,
+	     const char *const *meta_kv, size_t nmeta, sn_err *e)
+{
+	/* Checked before the temp file exists, so a refusal leaves nothing. */
+	int rc = check_entries(path, entries, n, meta_kv, nmeta, e);
+	if (rc)
+		return rc;
+	sn_out o;
+	if ((rc = sn_out_open(&o, path, 0666, e)))
+		return rc;
+	rc = st_write_to(&o, entries, n, meta_kv, nmeta, e);
+	if (!rc)
+		rc = sn_out_finish(&o, e);
+	if (!rc)
+		rc = sn_out_commit(&o, e);
+	sn_out_abort(&o);
 	return rc;
 }

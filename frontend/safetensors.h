@@ -10,6 +10,7 @@
 #define SINTER_SAFETENSORS_H
 
 #include "ir/ir.h"
+#include "ir/file.h"
 
 typedef enum st_dtype {
 	ST_F64, ST_F32, ST_F16, ST_BF16, ST_F8_E4M3, ST_F8_E5M2,
@@ -17,8 +18,12 @@ typedef enum st_dtype {
 	ST_NDTYPES
 } st_dtype;
 
-/* One tensor. data points into the file (or the caller's buffer) and may be
- * unaligned: read it with memcpy or st_read_as. */
+typedef struct st_file st_file;
+
+/* One tensor. From st_parse, data points into the caller's buffer and may
+ * be unaligned: read it with memcpy or st_read_as. From st_open, data is
+ * NULL: st_read_as reads the bytes from the file. Writers set name, dtype,
+ * rank, shape, data and nbytes; file and offset are the reader's. */
 typedef struct st_entry {
 	const char *name;
 	st_dtype dtype;
@@ -26,14 +31,17 @@ typedef struct st_entry {
 	int64_t shape[IR_MAX_RANK];
 	const void *data;
 	size_t nbytes;
+	const st_file *file; /* the file it was read from */
+	uint64_t offset;     /* its first byte in the data buffer */
 } st_entry;
-
-typedef struct st_file st_file;
 
 /* The largest header the reader accepts (as the reference implementation). */
 #define ST_MAX_HEADER (100u * 1000 * 1000)
 
-/* Memory-maps path and parses its header. Free with st_close.
+/* Opens path (a regular file, through ir/file.h) and parses its header;
+ * the tensors stay in the file until st_read_as reads them (pread, not a
+ * mapping: a file truncated meanwhile is an error, never a SIGBUS). Free
+ * with st_close.
  * Missing or unreadable file: SN_EINPUT "cannot open PATH: strerror". */
 int st_open(const char *path, st_file **out, sn_err *e);
 /* Parses an in-memory file (not copied: buf must outlive the result).
@@ -77,5 +85,9 @@ int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e);
  * above IR_MAX_RANK or a negative dim, nbytes that do not match the shape. */
 int st_write(const char *path, const st_entry *entries, size_t n,
 	     const char *const *meta_kv, size_t nmeta, sn_err *e);
+/* The same file into a writer the caller opened (ir/file.h) and then
+ * finishes and commits: how several files are replaced together. */
+int st_write_to(sn_out *o, const st_entry *entries, size_t n, const char *const *meta_kv,
+		size_t nmeta, sn_err *e);
 
 #endif

@@ -21,7 +21,11 @@ typedef struct sir_bind {
 int sir_parse(const char *src, size_t len, const char *path, const sir_bind *binds,
 	      size_t nbinds, ir_graph **out, sn_err *e);
 
-/* Reads path and parses it (a missing or unreadable file is SN_EINPUT:
+/* The largest .sir file read (a text model of millions of nodes fits). */
+#define SIR_MAX_FILE ((uint64_t)1 << 30)
+
+/* Reads path and parses it (a missing or unreadable file, or one that is
+ * not a regular file or is larger than SIR_MAX_FILE, is SN_EINPUT:
  * "cannot read PATH: reason"); the graph's path is path. */
 int sir_parse_file(const char *path, const sir_bind *binds, size_t nbinds, ir_graph **out,
 		   sn_err *e);

@@ -3,6 +3,7 @@
  * every shape and dtype rule is checked where the value is written. */
 #include "sir.h"
 #include "sir_lex.h"
+#include "ir/file.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -865,35 +866,12 @@ int sir_parse_file(const char *path, const sir_bind *binds, size_t nbinds, ir_gr
 		   sn_err *e)
 {
 	*out = NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return sn_errf(e, SN_EINPUT, "cannot read %s: %s", path, strerror(errno));
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len == cap) {
-			cap = cap ? 2 * cap : 1 << 16;
-			char *b = realloc(buf, cap);
-			if (!b) {
-				free(buf);
-				fclose(f);
-				return sn_errf(e, SN_EINTERNAL, "out of memory");
-			}
-			buf = b;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		int err = errno;
-		free(buf);
-		fclose(f);
-		return sn_errf(e, SN_EINPUT, "cannot read %s: %s", path, strerror(err));
-	}
-	fclose(f);
-	int rc = sir_parse(buf, len, path, binds, nbinds, out, e);
+	void *buf;
+	size_t len;
+	int rc = sn_read_file(path, 0, SIR_MAX_FILE, NULL, &buf, &len, e);
+	if (rc)
+		return rc;
+	rc = sir_parse(buf, len, path, binds, nbinds, out, e);
 	free(buf);
 	return rc;
 }

@@ -268,7 +268,16 @@ sinter_status sinter_cache_dir(char *out, size_t cap, sinter_error *err);
 /* Reads every tensor of a .safetensors file (F64 is converted to F32).
  * Free with sinter_tensors_free. */
 sinter_status sinter_tensors_read(const char *path, sinter_tensor **ts, size_t *n, sinter_error *err);
-/* Writes tensors to a .safetensors file, atomically. */
+/* Checks, before any work, that path can be written as an output: it is
+ * not a directory, its folder exists and is writable, and it is not the
+ * same file (device and inode) as m's source file, the weights file m's
+ * weights line names, or any of the n paths in inputs (NULL entries are
+ * skipped). m may be NULL. SINTER_E_INPUT for a path that cannot work as
+ * given, SINTER_E_ENV for a folder that refuses writes. */
+sinter_status sinter_output_check(const sinter_model *m, const char *path, const char *const *inputs,
+				  size_t n, sinter_error *err);
+/* Writes tensors to a .safetensors file, atomically (a unique temp file in
+ * the same folder, fsync, rename: a failure leaves the old file). */
 sinter_status sinter_tensors_write(const char *path, const sinter_tensor *ts, size_t n, sinter_error *err);
 /* Frees n tensors, their data and names, and the array. */
 void sinter_tensors_free(sinter_tensor *ts, size_t n);

@@ -132,6 +132,37 @@ if command -v nvcc >/dev/null 2>&1 || [ -e /usr/local/cuda/lib64/libnvrtc.so ]; 
 	expect_out "kernel cache cache: [1-9][0-9]* entries"
 	expect_out "plan cache cache: 0 entries"
 fi
+# issue 16: nothing the user gave is lost, no input hangs, exit codes by category
+expect 1 "cannot read /dev/zero: not a regular file" -- timeout 10 "$sinter" check /dev/zero
+mkfifo fifo.sir
+expect 1 "not a regular file" -- timeout 10 "$sinter" check fifo.sir
+expect 1 "not a regular file" -- timeout 10 "$sinter" run tiny.sir --device ref --weights fifo.sir --inputs in.safetensors
+rm -f fifo.sir
+# -o onto the model, its weights (by the weights line or --weights) or the inputs: refused before any work
+for victim in tiny.sir tiny.safetensors in.safetensors; do
+	cp "$victim" keep.bin
+	expect 1 "same file as the input" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o "$victim"
+	cmp -s keep.bin "$victim" || { echo "FAIL: run -o $victim changed it"; fails=$((fails + 1)); }
+done
+ln tiny.safetensors hardlink.safetensors
+expect 1 "same file as the input" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o hardlink.safetensors
+expect 1 "same file as the input" -- "$sinter" run tiny.sir --device ref --weights tiny.safetensors --inputs in.safetensors -o hardlink.safetensors
+# -o into a directory or a missing folder: the same category, checked before the run
+mkdir -p outdir
+expect 1 "cannot write outdir: it is a directory" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o outdir
+expect 1 "cannot write nofolder/o.safetensors: folder nofolder" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o nofolder/o.safetensors
+grep -q "^ran " out.txt && { echo "FAIL: -o into a missing folder ran the model first"; fails=$((fails + 1)); }
+if [ "$(id -u)" != 0 ]; then
+	mkdir -p rodir && chmod 555 rodir
+	expect 3 "cannot write rodir/o.safetensors" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o rodir/o.safetensors
+fi
+# a .sir weights line stays in the model's folder
+mkdir -p sub
+sed 's|weights "tiny.safetensors"|weights "../tiny.safetensors"|' tiny.sir >sub/up.sir
+expect 1 "leads outside the model's folder" -- "$sinter" run sub/up.sir --device ref --inputs in.safetensors
+sed "s|weights \"tiny.safetensors\"|weights \"$PWD/tiny.safetensors\"|" tiny.sir >sub/abs.sir
+expect 1 "is not a relative path inside the model's folder" -- "$sinter" run sub/abs.sir --device ref --inputs in.safetensors
+expect 0 "" -- "$sinter" run sub/abs.sir --device ref --inputs in.safetensors --weights tiny.safetensors
 
 if [ "$fails" -ne 0 ]; then
 	echo "$fails CLI check(s) failed"

@@ -1,0 +1,370 @@
+/* file.c: checked reads, confined paths, atomic writes (file.h). */
+#include "ir/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Exit codes by category (docs/CLI.md): a file the user named that cannot
+ * be read as given is bad input (1); a folder that refuses a write, a full
+ * disk, an I/O error or exhausted descriptors are the environment (3). */
+static int code_read(int err, unsigned flags)
+{
+	if (flags & SN_F_ENV)
+		return SN_EENV;
+	switch (err) {
+	case EIO: case EMFILE: case ENFILE: case ENOMEM:
+		return SN_EENV;
+	default:
+		return SN_EINPUT;
+	}
+}
+
+static int code_write(int err)
+{
+	switch (err) {
+	case EACCES: case EPERM: case EROFS: case ENOSPC: case EDQUOT: case EIO: case EMFILE:
+	case ENFILE: case ENOMEM: case ETXTBSY:
+		return SN_EENV;
+	default:
+		return SN_EINPUT;
+	}
+}
+
+static const char *role(const char *what, char *buf, size_t cap)
+{
+	if (!what)
+		return "";
+	snprintf(buf, cap, "%s ", what);
+	return buf;
+}
+
+void sn_fmt_bytes(char *out, uint64_t n)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (n < 1024) {
+		snprintf(out, 32, "%" PRIu64 " bytes", n);
+		return;
+	}
+	double v = (double)n;
+	int u = -1;
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(out, 32, "%.1f %s", v, unit[u]);
+}
+
+uint64_t sn_mem_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || size <= 0)
+		return UINT64_MAX;
+	return (uint64_t)pages * (uint64_t)size;
+}
+
+static int open_read(const char *path, unsigned flags, uint64_t max, const char *what,
+		     const char *verb, int *fd, struct stat *sb, sn_err *e)
+{
+	char rb[64];
+	const char *r = role(what, rb, sizeof rb);
+	*fd = -1;
+	int of = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (flags & SN_F_NOFOLLOW ? O_NOFOLLOW : 0);
+	int f = open(path, of);
+	if (f < 0) {
+		int err = errno;
+		if (err == ELOOP && (flags & SN_F_NOFOLLOW))
+			return sn_errf(e, code_read(EINVAL, flags), "cannot %s %s%s: a symbolic link", verb, r, path);
+		return sn_errf(e, code_read(err, flags), "cannot %s %s%s: %s", verb, r, path, strerror(err));
+	}
+	struct stat st;
+	if (fstat(f, &st) != 0) {
+		int err = errno;
+		close(f);
+		return sn_errf(e, code_read(err, flags), "cannot %s %s%s: %s", verb, r, path, strerror(err));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(f);
+		return sn_errf(e, code_read(EINVAL, flags), "cannot %s %s%s: not a regular file", verb, r, path);
+	}
+	if ((uint64_t)st.st_size > max) {
+		char have[32], cap[32];
+		sn_fmt_bytes(have, (uint64_t)st.st_size);
+		sn_fmt_bytes(cap, max);
+		close(f);
+		return sn_errf(e, code_read(EFBIG, flags), "cannot read %s%s: %s (%" PRIu64
+			       " bytes) exceeds the limit of %s", r, path, have, (uint64_t)st.st_size, cap);
+	}
+	/* Reads of a regular file never block; the flag only guarded the open. */
+	int fl = fcntl(f, F_GETFL);
+	if (fl >= 0)
+		fcntl(f, F_SETFL, fl & ~O_NONBLOCK);
+	if (sb)
+		*sb = st;
+	*fd = f;
+	return SN_OK;
+}
+
+int sn_open_read(const char *path, unsigned flags, uint64_t max, const char *what, int *fd,
+		 struct stat *sb, sn_err *e)
+{
+	return open_read(path, flags, max, what, "open", fd, sb, e);
+}
+
+void sn_close(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+int sn_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, sn_err *e)
+{
+	unsigned char *p = buf;
+	while (n) {
+		size_t chunk = n > ((size_t)1 << 30) ? (size_t)1 << 30 : n;
+		ssize_t r = pread(fd, p, chunk, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return sn_errf(e, code_read(errno, 0), "cannot read %s: %s", path, strerror(errno));
+		if (r == 0)
+			return sn_errf(e, SN_EINPUT, "cannot read %s: the file was truncated while it was read",
+				       path);
+		p += r;
+		off += (uint64_t)r;
+		n -= (size_t)r;
+	}
+	return SN_OK;
+}
+
+int sn_read_file(const char *path, unsigned flags, uint64_t max, const char *what, void **buf,
+		 size_t *len, sn_err *e)
+{
+	*buf = NULL;
+	*len = 0;
+	int fd;
+	struct stat sb;
+	int rc = open_read(path, flags, max, what, "read", &fd, &sb, e);
+	if (rc)
+		return rc;
+	size_t n = (size_t)sb.st_size;
+	char *b = malloc(n + 1);
+	if (!b) {
+		close(fd);
+		char sz[32];
+		sn_fmt_bytes(sz, n);
+		return sn_errf(e, SN_EINTERNAL, "cannot read %s: out of memory for %s", path, sz);
+	}
+	rc = sn_pread_full(fd, b, n, 0, path, e);
+	close(fd);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	b[n] = 0;
+	*buf = b;
+	*len = n;
+	return SN_OK;
+}
+
+char *sn_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+int sn_path_confine(const char *dir, const char *rel, const char *what, char **out, sn_err *e)
+{
+	*out = NULL;
+	if (!rel[0] || rel[0] == '/')
+		return sn_errf(e, SN_EINPUT, "%s \"%s\" is not a relative path inside the model's folder %s",
+			       what, rel, dir);
+	char *rdir = realpath(dir, NULL);
+	if (!rdir)
+		return sn_errf(e, code_read(errno, 0), "cannot resolve the model's folder %s: %s", dir,
+			       strerror(errno));
+	size_t n = strlen(dir) + strlen(rel) + 2;
+	char *joined = malloc(n);
+	if (!joined) {
+		free(rdir);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	snprintf(joined, n, "%s/%s", dir, rel);
+	char *full = realpath(joined, NULL);
+	int rc = SN_OK;
+	if (!full) {
+		rc = sn_errf(e, code_read(errno, 0), "cannot open %s %s: %s", what, joined, strerror(errno));
+	} else {
+		size_t k = strlen(rdir);
+		bool inside = strncmp(full, rdir, k) == 0 && (full[k] == '/' || (k == 1 && rdir[0] == '/'));
+		if (!inside)
+			rc = sn_errf(e, SN_EINPUT, "%s \"%s\" leads outside the model's folder %s (to %s)", what,
+				     rel, dir, full);
+	}
+	free(joined);
+	free(rdir);
+	if (rc) {
+		free(full);
+		return rc;
+	}
+	*out = full;
+	return SN_OK;
+}
+
+/* ---- writing ---- */
+
+bool sn_same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+	return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+	       x.st_ino == y.st_ino;
+}
+
+int sn_out_check(const char *path, sn_err *e)
+{
+	if (!path[0])
+		return sn_errf(e, SN_EINPUT, "cannot write an output with an empty name");
+	size_t n = strlen(path);
+	if (path[n - 1] == '/')
+		return sn_errf(e, SN_EINPUT, "cannot write %s: it names a directory", path);
+	struct stat sb;
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+		return sn_errf(e, SN_EINPUT, "cannot write %s: it is a directory", path);
+	char *dir = sn_dirname(path);
+	if (!dir)
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	int rc = SN_OK;
+	if (stat(dir, &sb) != 0)
+		rc = sn_errf(e, code_write(errno), "cannot write %s: folder %s: %s", path, dir, strerror(errno));
+	else if (!S_ISDIR(sb.st_mode))
+		rc = sn_errf(e, SN_EINPUT, "cannot write %s: %s is not a folder", path, dir);
+	else if (access(dir, W_OK | X_OK) != 0)
+		rc = sn_errf(e, code_write(errno), "cannot write %s: folder %s: %s", path, dir, strerror(errno));
+	free(dir);
+	return rc;
+}
+
+int sn_out_open(sn_out *o, const char *path, unsigned mode, sn_err *e)
+{
+	memset(o, 0, sizeof *o);
+	o->fd = -1;
+	/* The temp file: a hidden name in the destination folder, unique by
+	 * pid, a counter and a clock; O_EXCL never opens (or follows) what is
+	 * there already. */
+	static _Atomic unsigned counter;
+	const char *slash = strrchr(path, '/');
+	size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+	size_t cap = strlen(path) + 64;
+	o->path = strdup(path);
+	o->tmp = malloc(cap);
+	if (!o->path || !o->tmp) {
+		sn_out_abort(o);
+		return sn_errf(e, SN_EINTERNAL, "cannot write %s: out of memory", path);
+	}
+	int err = 0;
+	for (int tries = 0; tries < 100 && o->fd < 0; tries++) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(o->tmp, cap, "%.*s.%s.tmp-%ld-%u-%lx", (int)dlen, path, path + dlen, (long)getpid(),
+			 counter++, (unsigned long)ts.tv_nsec);
+		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+		err = errno;
+		if (o->fd < 0 && err != EEXIST)
+			break;
+	}
+	if (o->fd < 0) {
+		free(o->tmp);
+		o->tmp = NULL; /* nothing of ours to remove */
+		sn_out_abort(o);
+		return sn_errf(e, code_write(err), "cannot write %s: %s", path, strerror(err));
+	}
+	return SN_OK;
+}
+
+void sn_out_write(sn_out *o, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	while (n && !o->err && o->fd >= 0) {
+		ssize_t w = write(o->fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			o->err = w < 0 ? errno : EIO;
+			break;
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+int sn_out_finish(sn_out *o, sn_err *e)
+{
+	if (o->fd < 0)
+		return sn_errf(e, SN_EINTERNAL, "cannot write %s: not open", o->path ? o->path : "?");
+	int err = o->err;
+	if (!err && fsync(o->fd) != 0)
+		err = errno;
+	if (close(o->fd) != 0 && !err)
+		err = errno;
+	o->fd = -1;
+	if (err) {
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return sn_errf(e, code_write(err), "cannot write %s: %s", o->path, strerror(err));
+	}
+	return SN_OK;
+}
+
+int sn_out_commit(sn_out *o, sn_err *e)
+{
+	if (!o->tmp || o->fd >= 0)
+		return sn_errf(e, SN_EINTERNAL, "cannot write %s: not finished", o->path ? o->path : "?");
+	if (rename(o->tmp, o->path) != 0) {
+		int err = errno;
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return sn_errf(e, code_write(err), "cannot write %s: %s", o->path, strerror(err));
+	}
+	free(o->tmp);
+	o->tmp = NULL;
+	return SN_OK;
+}
+
+void sn_out_abort(sn_out *o)
+{
+	if (o->tmp && o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	o->tmp = o->path = NULL;
+}
+
+int sn_write_file(const char *path, const void *p, size_t n, unsigned mode, sn_err *e)
+{
+	sn_out o;
+	int rc = sn_out_open(&o, path, mode, e);
+	if (rc)
+		return rc;
+	sn_out_write(&o, p, n);
+	rc = sn_out_finish(&o, e);
+	if (!rc)
+		rc = sn_out_commit(&o, e);
+	sn_out_abort(&o);
+	return rc;
+}
