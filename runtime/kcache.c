@@ -1,6 +1,7 @@
 /* kcache.c: the content-addressed kernel cache (see kcache.h and
  * docs/CACHE.md for the layout and guarantees). */
 #include "runtime/kcache.h"
+#include "ir/file.h"
 
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -158,20 +159,6 @@ static ssize_t read_full(int fd, void *buf, size_t n)
 	return (ssize_t)got;
 }
 
-static int write_full(int fd, const void *buf, size_t n)
-{
-	size_t put = 0;
-	while (put < n) {
-		ssize_t r = write(fd, (const char *)buf + put, n - put);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		put += (size_t)r;
-	}
-	return 0;
-}
-
 /* Deletes a corrupt entry, unless another process has already replaced it
  * with a new file (then that one is left alone), and says so in st. */
 static void drop_corrupt(const char *path, int fd, const char *why, kc_status *st)
@@ -199,10 +186,17 @@ int kc_get(const char *dir, const uint8_t key[KC_KEY_SIZE], void **data, size_t 
 	char path[KC_PATH_MAX];
 	if (kc_entry_path(dir, key, path, sizeof path, e))
 		return e->code;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The path is ours: never follow a link, never block on a FIFO. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return SN_OK;
+		if (errno == ELOOP) { /* a symlink planted in the cache: removed, not followed */
+			st->state = KC_CORRUPT;
+			snprintf(st->msg, sizeof st->msg, "kernel cache: corrupt entry %s (a symbolic link): %s", path,
+				 unlink(path) == 0 ? "deleted" : "could not delete it");
+			return SN_OK;
+		}
 		return sn_errf(e, SN_EENV, "kernel cache: cannot open %s: %s", path, strerror(errno));
 	}
 	struct stat sb;
@@ -216,6 +210,26 @@ int kc_get(const char *dir, const uint8_t key[KC_KEY_SIZE], void **data, size_t 
 	char whybuf[96];
 	void *payload = NULL;
 	uint64_t fsize = (uint64_t)sb.st_size, psize = 0;
+	if (S_ISDIR(sb.st_mode)) {
+		close(fd);
+		return sn_errf(e, SN_EENV, "kernel cache: cannot read %s: %s", path, strerror(EISDIR));
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		why = "not a regular file";
+		goto corrupt;
+	}
+	/* Another user's file, or one others may rewrite, could hold anything
+	 * under a valid key and checksum: refused, left alone, recompiled. */
+	if (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+		st->state = KC_CORRUPT;
+		snprintf(st->msg, sizeof st->msg, "kernel cache: refused entry %s (%s): ignored", path,
+			 sb.st_uid != geteuid() ? "not owned by you" : "writable by others");
+		close(fd);
+		return SN_OK;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	ssize_t n = read_full(fd, h, sizeof h);
 	if (n < 0)
 		goto io_error;
@@ -295,7 +309,7 @@ static int mkdirs(char *path, sn_err *e)
 			continue;
 		char c = *p;
 		*p = 0;
-		int r = mkdir(path, 0755);
+		int r = mkdir(path, 0700); /* private: another user could plant entries */
 		int err = errno;
 		*p = c;
 		if (r != 0 && err != EEXIST) {
@@ -313,16 +327,13 @@ int kc_put(const char *dir, const uint8_t key[KC_KEY_SIZE], const void *data, si
 {
 	if ((uint64_t)size > KC_MAX_PAYLOAD)
 		return sn_errf(e, SN_EINTERNAL, "kernel cache: payload of %zu bytes is too large", size);
-	char sub[KC_PATH_MAX], name[40], path[KC_PATH_MAX], tmp[KC_PATH_MAX];
+	char sub[KC_PATH_MAX], name[40], path[KC_PATH_MAX];
 	if (entry_parts(dir, key, sub, sizeof sub, name, e))
 		return e->code;
-	if (!fits(path, sizeof path, "%s/%s", sub, name) || !fits(tmp, sizeof tmp, "%s/.tmp-%.30s-XXXXXX", sub, name))
+	if (!fits(path, sizeof path, "%s/%s", sub, name) || strlen(path) + 64 >= KC_PATH_MAX)
 		return sn_errf(e, SN_EENV, "kernel cache: path too long under %s", dir);
 	if (mkdirs(sub, e))
 		return e->code;
-	int fd = mkstemp(tmp);
-	if (fd < 0)
-		return sn_errf(e, SN_EENV, "kernel cache: cannot create a file in %s: %s", sub, strerror(errno));
 	uint8_t h[KC_HEADER_SIZE];
 	memcpy(h, kc_magic, sizeof kc_magic);
 	le32(h + 8, KC_FORMAT_VERSION);
@@ -330,23 +341,21 @@ int kc_put(const char *dir, const uint8_t key[KC_KEY_SIZE], const void *data, si
 	le64(h + 16, size);
 	le64(h + 24, XXH3_64bits(data, size));
 	memcpy(h + 32, key, KC_KEY_SIZE);
-	/* mkstemp makes the file 0600; a shared cache wants it readable */
-	if (fchmod(fd, 0644) != 0 || write_full(fd, h, sizeof h) != 0 || write_full(fd, data, size) != 0) {
-		int err = errno;
-		close(fd);
-		unlink(tmp);
-		return sn_errf(e, SN_EENV, "kernel cache: cannot write %s: %s", tmp, strerror(err));
+	/* The one writer (ir/file.h): a unique temp file beside the entry,
+	 * fsync, rename. Entries are 0644 at most: never writable by others. */
+	sn_out o;
+	sn_err we = {0};
+	int rc = sn_out_open(&o, path, 0644, &we);
+	if (!rc) {
+		sn_out_write(&o, h, sizeof h);
+		sn_out_write(&o, data, size);
+		rc = sn_out_finish(&o, &we);
+		if (!rc)
+			rc = sn_out_commit(&o, &we);
+		sn_out_abort(&o);
 	}
-	if (close(fd) != 0) {
-		int err = errno;
-		unlink(tmp);
-		return sn_errf(e, SN_EENV, "kernel cache: cannot write %s: %s", tmp, strerror(err));
-	}
-	if (rename(tmp, path) != 0) {
-		int err = errno;
-		unlink(tmp);
-		return sn_errf(e, SN_EENV, "kernel cache: cannot rename %s to %s: %s", tmp, path, strerror(err));
-	}
+	if (rc)
+		return sn_errf(e, SN_EENV, "kernel cache: %s", we.msg);
 	return SN_OK;
 }
 
@@ -365,9 +374,12 @@ static bool is_entry_name(const char *s, const char *suffix)
 	return strlen(s) == 30 + strlen(suffix) && is_hex(s, 30) && strcmp(s + 30, suffix) == 0;
 }
 
+/* Temp files: ir/file.h's writer (".<entry>.tmp-..."), the plan writer's
+ * ("<entry>.plan.tmp..."), older sinters' (".tmp-..."). */
 static bool is_temp_name(const char *s)
 {
-	return strncmp(s, ".tmp-", 5) == 0 || (strlen(s) > 30 && is_hex(s, 30) && strstr(s, ".plan.tmp."));
+	return strncmp(s, ".tmp-", 5) == 0 || (strlen(s) > 30 && is_hex(s, 30) && strstr(s, ".plan.tmp.")) ||
+	       (s[0] == '.' && strlen(s) > 31 && is_hex(s + 1, 30) && strstr(s, ".tmp-"));
 }
 
 /* Visits every entry (and, when temps, every temp file) in dir/kernels/xx/;
@@ -384,10 +396,17 @@ static int walk(const char *dir, const char *kind, const char *suffix, bool clea
 	if (!fits(top, sizeof top, "%s/%s", dir, kind))
 		return sn_errf(e, SN_EENV, "kernel cache: path too long under %s", dir);
 	int rc = SN_OK;
-	DIR *d = opendir(top);
-	if (!d) {
-		if (errno == ENOENT)
+	/* Nothing below dir is followed: kernels/ (plans/) and their xx/ that
+	 * are symlinks (out of the cache) are skipped, never walked. */
+	int tfd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0) {
+		if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)
 			return SN_OK;
+		return sn_errf(e, SN_EENV, "kernel cache: cannot open %s: %s", top, strerror(errno));
+	}
+	DIR *d = fdopendir(tfd);
+	if (!d) {
+		close(tfd);
 		return sn_errf(e, SN_EENV, "kernel cache: cannot open %s: %s", top, strerror(errno));
 	}
 	struct dirent *de;
@@ -396,9 +415,9 @@ static int walk(const char *dir, const char *kind, const char *suffix, bool clea
 			continue;
 		if (!fits(sub, sizeof sub, "%s/%s", top, de->d_name))
 			continue;
-		int sfd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int sfd = openat(tfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sfd < 0) {
-			if (errno == ENOENT || errno == ENOTDIR)
+			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
 				continue;
 			rc = sn_errf(e, SN_EENV, "kernel cache: cannot open %s: %s", sub, strerror(errno));
 			break;

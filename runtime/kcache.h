@@ -45,7 +45,9 @@ int kc_entry_path(const char *dir, const uint8_t key[KC_KEY_SIZE], char *out, si
 typedef enum kc_state {
 	KC_MISS,    /* no entry */
 	KC_HIT,     /* *data holds the verified payload */
-	KC_CORRUPT, /* an entry failed verification and was deleted: a miss */
+	KC_CORRUPT, /* an entry failed verification and was deleted, or was
+		     * refused (not owned by the user, writable by others) and
+		     * left alone: a miss, reported in msg */
 } kc_state;
 
 typedef struct kc_status {
@@ -55,6 +57,10 @@ typedef struct kc_status {
 	char msg[4608];
 } kc_status;
 
+/* Looks key up in dir. The entry is opened O_NOFOLLOW and O_NONBLOCK: a
+ * symlink, a FIFO or any other file that is not regular is corrupt (and
+ * deleted); an entry another user owns, or one writable by group or
+ * others, is refused with a warning (KC_CORRUPT, "refused entry"). */
 /* Looks key up in dir. On KC_HIT *data is a malloc'ed copy of the payload
  * (free it) and *size its length; otherwise *data is NULL and *size 0.
  * Returns SN_OK for hits, misses and corrupt entries alike; SN_EENV (path
@@ -63,7 +69,8 @@ typedef struct kc_status {
 int kc_get(const char *dir, const uint8_t key[KC_KEY_SIZE], void **data, size_t *size, kc_status *st,
 	   sn_err *e);
 
-/* Stores size bytes under key in dir, creating directories as needed:
+/* Stores size bytes under key in dir, creating directories as needed
+ * (mode 0700: another user must not plant entries) with ir/file.h's writer:
  * writes a unique temp file beside the entry, then renames it into place
  * (atomic; concurrent writers of one key are safe, the last one wins and
  * both entries are valid). SN_EENV with the path and strerror on failure. */
@@ -75,7 +82,8 @@ int kc_stats(const char *dir, size_t *entries, uint64_t *bytes, sn_err *e);
 
 /* Deletes every entry and every leftover temp file under dir/kernels/xx/
  * and dir/plans/xx/ and nothing else (other files and the directories
- * stay). *removed counts the deleted entries (temp files are not counted). */
+ * stay); a kernels/, plans/ or xx/ that is a symlink is skipped, never
+ * followed out of dir. *removed counts the deleted entries (temp files are not counted). */
 int kc_clear(const char *dir, size_t *removed, sn_err *e);
 
 /* The plan cache lives beside the kernels: dir/plans/<2 hex>/<30 hex>.plan,

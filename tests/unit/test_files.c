@@ -11,6 +11,7 @@
 #include "frontend/safetensors.h"
 #include "frontend/sir.h"
 #include "ir/file.h"
+#include "runtime/kcache.h"
 #include "check.h"
 #include "onnx_writer.h"
 
@@ -397,6 +398,84 @@ static void test_import_pair(void)
 	rmdir(P("imp"));
 }
 
+/* ---- the kernel cache: private, and hostile entries refused --------------------- */
+
+static void test_kcache_hostile(void)
+{
+	char cache[600], path[4096], sub[4096];
+	snprintf(cache, sizeof cache, "%s", P("cache"));
+	uint8_t key[KC_KEY_SIZE] = {0xab, 1, 2, 3};
+	sn_err e = {0};
+	CHECK(kc_put(cache, key, "cubin", 5, &e) == SN_OK);
+	/* folders created 0700 */
+	struct stat sb;
+	snprintf(sub, sizeof sub, "%s/kernels", cache);
+	CHECK(stat(cache, &sb) == 0 && (sb.st_mode & 077) == 0);
+	CHECK(stat(sub, &sb) == 0 && (sb.st_mode & 077) == 0);
+	kc_entry_path(cache, key, path, sizeof path, &e);
+	CHECK(stat(path, &sb) == 0 && !(sb.st_mode & (S_IWGRP | S_IWOTH)));
+	void *data;
+	size_t size;
+	kc_status st;
+	/* writable by others: refused with a warning, left alone */
+	chmod(path, 0666);
+	CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT && !data);
+	CHECK(contains(st.msg, "writable by others"));
+	CHECK(access(path, F_OK) == 0);
+	chmod(path, 0644);
+	CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_HIT);
+	free(data);
+	/* another user's entry (needs root to make one) */
+	if (geteuid() == 0 && chown(path, 65534, 65534) == 0) {
+		CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT);
+		CHECK(contains(st.msg, "not owned by you"));
+		CHECK(chown(path, 0, 0) == 0);
+	}
+	/* a FIFO entry, and a symlink to a FIFO outside: no hang, link removed,
+	 * nothing outside touched */
+	unlink(path);
+	CHECK(mkfifo(path, 0600) == 0);
+	CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT);
+	CHECK(contains(st.msg, "not a regular file"));
+	CHECK(access(path, F_OK) != 0);
+	CHECK(mkfifo(P("outfifo"), 0600) == 0);
+	CHECK(symlink(P("outfifo"), path) == 0);
+	CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT);
+	CHECK(contains(st.msg, "symbolic link"));
+	CHECK(access(P("outfifo"), F_OK) == 0);
+	/* cache clear never follows a symlinked subfolder out of the cache */
+	mkdir(P("outside"), 0700);
+	char victim[700];
+	snprintf(victim, sizeof victim, "%s/%s", P("outside"), "0123456789abcdef0123456789abcd.cubin");
+	put(victim, "keep", 4);
+	snprintf(sub, sizeof sub, "%s/kernels/cd", cache);
+	CHECK(symlink(P("outside"), sub) == 0);
+	uint8_t k2[KC_KEY_SIZE] = {0x12};
+	CHECK(kc_put(cache, k2, "x", 1, &e) == SN_OK);
+	size_t removed = 0;
+	CHECK(kc_clear(cache, &removed, &e) == SN_OK && removed == 1);
+	CHECK_STR(slurp(victim), "keep");
+	/* and kernels/ itself as a symlink out */
+	char kdir[700];
+	snprintf(kdir, sizeof kdir, "%s/kernels", P("cache2"));
+	mkdir(P("cache2"), 0700);
+	mkdir(P("outside/cd"), 0700);
+	char victim2[800];
+	snprintf(victim2, sizeof victim2, "%s/0123456789abcdef0123456789abcd.cubin", P("outside/cd"));
+	put(victim2, "keep", 4);
+	CHECK(symlink(P("outside"), kdir) == 0);
+	CHECK(kc_clear(P("cache2"), &removed, &e) == SN_OK && removed == 0);
+	CHECK_STR(slurp(victim2), "keep");
+	unlink(victim2);
+	rmdir(P("outside/cd"));
+	unlink(kdir);
+	rmdir(P("cache2"));
+	unlink(sub);
+	unlink(victim);
+	rmdir(P("outside"));
+	unlink(P("outfifo"));
+}
+
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	return remove(p);
@@ -425,6 +504,7 @@ int main(void)
 	test_truncated_weights();
 	test_writer();
 	test_import_pair();
+	test_kcache_hostile();
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	printf("files: %d checks, %d failed\n", check_count, check_failures);
 	return check_failures != 0;
