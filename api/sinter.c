@@ -12,6 +12,7 @@
 #include "ir/ref/ref.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,11 +310,43 @@ const char *sinter_model_input_symbol(const sinter_model *m, size_t i, int dim)
 	return m->g->syms[IR_SYM_ID(s->d[dim])];
 }
 
+/* Sizes are checked before anything is allocated: a value larger than
+ * this machine's memory, or params and inputs that together are, is bad
+ * input (exit 1) with the size it would need, not an allocation failure. */
+static sinter_status check_memory(const ir_graph *g, sinter_error *err)
+{
+	uint64_t mem = sn_mem_bytes(), held = 0;
+	char need[32], have[32], ts[160];
+	sn_fmt_bytes(have, mem);
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		int64_t k = ir_numel(&n->shape);
+		if (k < 0)
+			continue;
+		uint64_t nb = (uint64_t)k * ir_dtype_size(n->dtype); /* ir_verify bounded it */
+		if (n->op == IR_OP_param || n->op == IR_OP_input)
+			held += nb;
+		if (nb > mem || held > mem) {
+			ir_type_str(g, n->dtype, &n->shape, ts, sizeof ts);
+			sn_fmt_bytes(need, nb > mem ? nb : held);
+			if (nb > mem)
+				return api_failf(err, SINTER_E_INPUT,
+						 "%s%s%s: %s needs %" PRIu64 " bytes (%s), more than this machine's memory (%s)",
+						 g->path ? g->path : "", g->path ? ": %" : "%", n->name ? n->name : "?", ts,
+						 nb, need, have);
+			return api_failf(err, SINTER_E_INPUT,
+					 "%s%sthe inputs and params need %" PRIu64 " bytes (%s), more than this machine's memory (%s)",
+					 g->path ? g->path : "", g->path ? ": " : "", held, need, have);
+		}
+	}
+	return SINTER_OK;
+}
+
 sinter_status api_need_shaped(const sinter_model *m, sinter_error *err)
 {
 	const char *s = unbound_symbol(m->g);
 	if (!s)
-		return SINTER_OK;
+		return check_memory(m->g, err);
 	return api_failf(err, SINTER_E_USAGE, "symbol %s is not bound: give it a value (e.g. %s=1) when loading the model", s, s);
 }
 

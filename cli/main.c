@@ -140,8 +140,16 @@ typedef struct opts {
 	double child_t0; /* bench's warm-start child: the parent's clock at spawn */
 } opts;
 
+/* A decimal integer, strictly: an optional '-' and digits, nothing else
+ * (no spaces, no '+', no trailing text), within int64. */
 static int parse_int(const char *s, int64_t *v)
 {
+	const char *d = s[0] == '-' ? s + 1 : s;
+	if (!*d)
+		return -1;
+	for (const char *p = d; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -1;
 	char *end;
 	errno = 0;
 	long long x = strtoll(s, &end, 10);
@@ -151,6 +159,19 @@ static int parse_int(const char *s, int64_t *v)
 	return 0;
 }
 
+static bool is_ident(const char *s, size_t n)
+{
+	if (!n || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+/* SYM=VALUE[,SYM=VALUE]...: every item non-empty, SYM an identifier,
+ * VALUE digits only (>= 1), no symbol bound twice. */
 static int add_shapes(const char *cmd, opts *o, const char *arg)
 {
 	char *dup = strdup(arg);
@@ -158,14 +179,27 @@ static int add_shapes(const char *cmd, opts *o, const char *arg)
 		return SINTER_E_INTERNAL;
 	if (o->nshapes < 16)
 		o->shape_text[o->nshapes] = dup;
-	for (char *tok = strtok(dup, ","); tok; tok = strtok(NULL, ",")) {
+	else
+		free(dup);
+	if (o->nshapes == 16)
+		return usage_error(cmd, "too many --shape bindings at '%s'", arg);
+	for (char *tok = dup, *next; tok; tok = next) {
+		char *comma = strchr(tok, ',');
+		next = comma ? comma + 1 : NULL;
+		if (comma)
+			*comma = 0;
 		char *eq = strchr(tok, '=');
 		int64_t v;
-		if (!eq || eq == tok || parse_int(eq + 1, &v) || v < 1)
-			return usage_error(cmd, "--shape wants SYM=VALUE with VALUE >= 1, got '%s'", tok);
+		if (!eq || !is_ident(tok, (size_t)(eq - tok)) || parse_int(eq + 1, &v) || v < 1 ||
+		    eq[1] == '-')
+			return usage_error(cmd, "--shape wants SYM=VALUE with VALUE >= 1 (digits only), got '%s'",
+					   *tok ? tok : arg);
 		if (o->nshapes == 16)
 			return usage_error(cmd, "too many --shape bindings at '%s'", tok);
 		*eq = 0;
+		for (size_t i = 0; i < o->nshapes; i++)
+			if (!strcmp(o->shapes[i].name, tok))
+				return usage_error(cmd, "--shape binds %s twice", tok);
 		o->shapes[o->nshapes].name = tok;
 		o->shapes[o->nshapes++].value = v;
 		if (o->nshapes < 16)
@@ -236,7 +270,10 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 			o->seed = (uint64_t)s;
 		} else if (passes_ok && (!strcmp(a, "--mode") || !strcmp(a, "--passes") || !strcmp(a, "--precision"))) {
 			VALUE();
-			if (a[2] == 'm')
+			if (a[2] == 'm' && strcmp(val, "default") && strcmp(val, "reduce-overhead") &&
+			    strcmp(val, "max-autotune"))
+				return usage_error(cmd, "unknown mode '%s' (default, reduce-overhead or max-autotune)", val);
+			else if (a[2] == 'm')
 				o->mode = val;
 			else if (a[4] == 's')
 				o->passes = val;

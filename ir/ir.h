@@ -51,6 +51,9 @@ double ir_f8e5m2_to_double(uint8_t b);
 /* ---- shapes ------------------------------------------------------------ */
 #define IR_MAX_RANK 8
 #define IR_MAX_SYMS 16
+/* The most bytes one value may hold (256 TiB): ir_verify refuses a value
+ * larger than this as one that cannot exist. */
+#define IR_MAX_BYTES ((uint64_t)1 << 48)
 /* A dim >= 0 is a number; a negative dim names a symbol of the graph. */
 #define IR_SYM(k) (-(int64_t)(k) - 1)
 #define IR_DIM_INFER INT64_MIN /* reshape's -1 in an attribute */

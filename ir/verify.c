@@ -183,6 +183,40 @@ static int check_names(const ir_graph *g, sn_err *e)
 	return rc;
 }
 
+/* A value no machine could hold (its element count overflows, or its
+ * bytes exceed IR_MAX_BYTES; a symbol counts as 1) is refused here, so
+ * that `check` reports it and nothing later computes or allocates it. */
+static int check_size(const ir_graph *g, uint32_t i, sn_err *e)
+{
+	const ir_node *n = &g->nodes[i];
+	if (n->shape.rank < 0 || n->shape.rank > IR_MAX_RANK || (unsigned)n->dtype >= IR_NDTYPES)
+		return SN_OK; /* check_node reports it */
+	uint64_t bytes = ir_dtype_size(n->dtype);
+	bool over = false;
+	for (int k = 0; k < n->shape.rank; k++) {
+		int64_t d = n->shape.d[k];
+		if (d <= 0)
+			continue; /* a symbol, or empty (then so is the value) */
+		if (bytes > IR_MAX_BYTES / (uint64_t)d)
+			over = true;
+		else
+			bytes *= (uint64_t)d;
+	}
+	for (int k = 0; k < n->shape.rank; k++)
+		if (n->shape.d[k] == 0)
+			return SN_OK;
+	if (!over)
+		return SN_OK;
+	double need = (double)ir_dtype_size(n->dtype);
+	for (int k = 0; k < n->shape.rank; k++)
+		if (n->shape.d[k] > 0)
+			need *= (double)n->shape.d[k];
+	char ts[256];
+	type_str(g, n->dtype, &n->shape, ts, sizeof ts);
+	return node_err(g, i, e, "%s needs %.4g bytes, more than the %llu (256 TiB) any machine can hold",
+			ts, need, (unsigned long long)IR_MAX_BYTES);
+}
+
 int ir_verify(const ir_graph *g, sn_err *e)
 {
 	if (g->nsyms > IR_MAX_SYMS)
@@ -205,7 +239,8 @@ int ir_verify(const ir_graph *g, sn_err *e)
 			listed[r]++;
 	}
 	for (uint32_t i = 0; i < g->nnodes && rc == SN_OK; i++)
-		rc = check_node(g, i, listed, e);
+		if (!(rc = check_size(g, i, e)))
+			rc = check_node(g, i, listed, e);
 	free(listed);
 	if (rc != SN_OK)
 		return rc;

@@ -163,6 +163,17 @@ expect 1 "leads outside the model's folder" -- "$sinter" run sub/up.sir --device
 sed "s|weights \"tiny.safetensors\"|weights \"$PWD/tiny.safetensors\"|" tiny.sir >sub/abs.sir
 expect 1 "is not a relative path inside the model's folder" -- "$sinter" run sub/abs.sir --device ref --inputs in.safetensors
 expect 0 "" -- "$sinter" run sub/abs.sir --device ref --inputs in.safetensors --weights tiny.safetensors
+# strict --shape syntax and --mode, whatever the command: exit 2
+for bad in "N= 3" "N=+5" "N=1," ",N=1" "N=3x" "N=1,N=2" "=3"; do
+	expect 2 "--shape" -- "$sinter" check tiny.sir --shape "$bad"
+done
+expect 2 "unknown mode 'turbo'" -- "$sinter" print tiny.sir --mode turbo
+expect 2 "unknown mode 'turbo'" -- "$sinter" compile tiny.sir --mode turbo
+expect 2 "unknown mode 'turbo'" -- "$sinter" compile tiny.sir --mode turbo --target sm_90
+# sizes: checked before allocating, exit 1 with the size
+expect 1 "needs 1200000000000 bytes" -- "$sinter" run tiny.sir --device ref --shape N=100000000000 --init random
+printf 'sinter 1\n\nfunc @main(%%x: f32[1000000000000000000]) -> (f32[1000000000000000000]) {\n  %%y = relu(%%x)\n  return %%y\n}\n' >eb.sir
+expect 1 "f32\\[1000000000000000000\\] needs 4e\\+18 bytes" -- "$sinter" check eb.sir
 
 if [ "$fails" -ne 0 ]; then
 	echo "$fails CLI check(s) failed"
