@@ -110,8 +110,15 @@ static bool ints_eq(const ir_ints *x, const ir_ints *y)
 
 bool ir_attr_is_default(ir_op op, const ir_attrs *a, ir_attr_id id)
 {
-	ir_attrs d;
-	ir_attrs_init(op, &d);
+	/* Callers ask about every attribute of a node in turn (the verifier,
+	 * ir_add, the printer): the defaults of the last op asked about are
+	 * kept, so a graph's check is linear, not 29 struct inits per node. */
+	static _Thread_local ir_attrs d;
+	static _Thread_local int d_op = -1;
+	if (d_op != (int)op) {
+		ir_attrs_init(op, &d);
+		d_op = (int)op;
+	}
 	const ir_attr_info *ai = &ir_attr_table[id];
 	const char *p = (const char *)a + ai->offset, *q = (const char *)&d + ai->offset;
 	switch (ai->type) {

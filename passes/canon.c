@@ -156,20 +156,13 @@ static int insert(canon *c, ir_ref id, sn_err *e)
 	return SN_OK;
 }
 
-static bool name_used(const ir_graph *g, const char *s)
+static int take_name(canon *c, ir_ref id, const ir_node *like, sn_err *e)
 {
-	for (uint32_t i = 0; i < g->nnodes; i++)
-		if (g->nodes[i].name && strcmp(g->nodes[i].name, s) == 0)
-			return true;
-	return false;
-}
-
-static int take_name(ir_graph *d, ir_ref id, const ir_node *like, sn_err *e)
-{
+	ir_graph *d = c->r.dst;
 	if (!like)
 		return SN_OK;
-	if (like->name && !d->nodes[id].name && !name_used(d, like->name) &&
-	    ir_set_name(d, id, like->name) != SN_OK)
+	if (like->name && !d->nodes[id].name && !rw_name_used(&c->r, like->name) &&
+	    rw_set_name(&c->r, id, like->name) != SN_OK)
 		return sn_errf(e, SN_EINTERNAL, "out of memory");
 	d->nodes[id].line = like->line;
 	d->nodes[id].col = like->col;
@@ -194,7 +187,7 @@ ir_ref canon_emit(canon *c, const ir_node *n, const ir_node *like, sn_err *e)
 		return IR_NONE;
 	default: id = ir_add(d, t.op, t.in, t.nin, t.attrs, e); break;
 	}
-	if (id == IR_NONE || take_name(d, id, like, e) != SN_OK || insert(c, id, e) != SN_OK)
+	if (id == IR_NONE || take_name(c, id, like, e) != SN_OK || insert(c, id, e) != SN_OK)
 		return IR_NONE;
 	return id;
 }
@@ -338,9 +331,9 @@ static int keep_output_names(canon *c, sn_err *e)
 		bool is_out = false;
 		for (uint32_t j = 0; have && j < s->noutputs; j++)
 			is_out |= s->nodes[s->outputs[j]].name && strcmp(s->nodes[s->outputs[j]].name, have) == 0;
-		if (is_out || name_used(d, want))
+		if (is_out || rw_name_used(&c->r, want))
 			continue;
-		if (ir_set_name(d, id, want) != SN_OK)
+		if (rw_set_name(&c->r, id, want) != SN_OK)
 			return sn_errf(e, SN_EINTERNAL, "out of memory");
 	}
 	return SN_OK;

@@ -4,8 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void names_free(rw *r)
+{
+	free(r->nkey);
+	free(r->ncnt);
+	r->nkey = NULL;
+	r->ncnt = NULL;
+	r->ncap = r->nlen = 0;
+	r->nupto = 0;
+}
+
 int rw_begin(rw *r, const ir_graph *src, sn_err *e)
 {
+	memset(r, 0, sizeof *r);
 	r->src = src;
 	r->dst = ir_graph_new();
 	r->map = malloc((src->nnodes ? src->nnodes : 1) * sizeof *r->map);
@@ -31,20 +42,101 @@ oom:
 
 void rw_abort(rw *r)
 {
+	names_free(r);
 	ir_graph_free(r->dst);
 	free(r->map);
 	r->dst = NULL;
 	r->map = NULL;
 }
 
-/* Whether some node of g already carries value name s. */
-static bool name_used(const ir_graph *g, const char *s)
+/* ---- the names dst holds ---- */
+
+static uint64_t str_hash(const char *s)
 {
-	for (uint32_t i = 0; i < g->nnodes; i++)
-		if (g->nodes[i].name && strcmp(g->nodes[i].name, s) == 0)
-			return true;
-	return false;
+	uint64_t h = UINT64_C(1469598103934665603);
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+	return h;
 }
+
+/* The slot of s: where it is, or the empty slot where it would go. */
+static size_t name_slot(const rw *r, const char *s)
+{
+	size_t h = (size_t)str_hash(s) & (r->ncap - 1);
+	while (r->nkey[h] && strcmp(r->nkey[h], s) != 0)
+		h = (h + 1) & (r->ncap - 1);
+	return h;
+}
+
+/* count += d for name s (which lives in dst's arena). */
+static int name_add(rw *r, const char *s, int d)
+{
+	if (2 * (r->nlen + 1) > r->ncap) {
+		size_t cap = r->ncap ? 2 * r->ncap : 64;
+		const char **k = calloc(cap, sizeof *k);
+		uint32_t *c = calloc(cap, sizeof *c);
+		if (!k || !c) {
+			free(k), free(c);
+			return SN_EINTERNAL;
+		}
+		const char **ok = r->nkey;
+		uint32_t *oc = r->ncnt;
+		size_t ocap = r->ncap;
+		r->nkey = k, r->ncnt = c, r->ncap = cap;
+		for (size_t i = 0; i < ocap; i++)
+			if (ok[i]) {
+				size_t h = name_slot(r, ok[i]);
+				r->nkey[h] = ok[i];
+				r->ncnt[h] = oc[i];
+			}
+		free(ok), free(oc);
+	}
+	size_t h = name_slot(r, s);
+	if (!r->nkey[h]) {
+		if (d <= 0)
+			return SN_OK;
+		r->nkey[h] = s;
+		r->nlen++;
+	}
+	r->ncnt[h] = (uint32_t)((int64_t)r->ncnt[h] + d);
+	return SN_OK;
+}
+
+static int name_sync(rw *r)
+{
+	const ir_graph *d = r->dst;
+	for (; r->nupto < d->nnodes; r->nupto++)
+		if (d->nodes[r->nupto].name && name_add(r, d->nodes[r->nupto].name, 1))
+			return SN_EINTERNAL;
+	return SN_OK;
+}
+
+bool rw_name_used(rw *r, const char *s)
+{
+	if (name_sync(r) != SN_OK) { /* out of memory: answer by a scan */
+		for (uint32_t i = 0; i < r->dst->nnodes; i++)
+			if (r->dst->nodes[i].name && strcmp(r->dst->nodes[i].name, s) == 0)
+				return true;
+		return false;
+	}
+	if (!r->ncap)
+		return false;
+	size_t h = name_slot(r, s);
+	return r->nkey[h] && r->ncnt[h] > 0;
+}
+
+int rw_set_name(rw *r, ir_ref id, const char *name)
+{
+	if (name_sync(r) != SN_OK)
+		return SN_EINTERNAL;
+	ir_node *n = &r->dst->nodes[id];
+	if (n->name && name_add(r, n->name, -1))
+		return SN_EINTERNAL;
+	if (ir_set_name(r->dst, id, name) != SN_OK)
+		return SN_EINTERNAL;
+	return n->name ? name_add(r, n->name, 1) : SN_OK;
+}
+
 
 ir_ref rw_copy(rw *r, ir_ref old, sn_err *e)
 {
@@ -55,7 +147,7 @@ ir_ref rw_copy(rw *r, ir_ref old, sn_err *e)
 		return IR_NONE;
 	}
 	const ir_node *n = &s->nodes[old];
-	const char *name = n->name && !name_used(d, n->name) ? n->name : NULL;
+	const char *name = n->name && !rw_name_used(r, n->name) ? n->name : NULL;
 	ir_ref nr;
 	switch (n->op) {
 	case IR_OP_input:
@@ -100,7 +192,7 @@ ir_ref rw_copy(rw *r, ir_ref old, sn_err *e)
 	}
 	if (nr == IR_NONE)
 		return IR_NONE;
-	if (name && ir_set_name(d, nr, name) != SN_OK) {
+	if (name && rw_set_name(r, nr, name) != SN_OK) {
 		sn_errf(e, SN_EINTERNAL, "out of memory");
 		return IR_NONE;
 	}
@@ -127,6 +219,7 @@ ir_graph *rw_finish(rw *r, sn_err *e)
 		}
 	}
 	ir_graph *d = r->dst;
+	names_free(r);
 	free(r->map);
 	r->map = NULL;
 	r->dst = NULL;

@@ -9,6 +9,13 @@ typedef struct rw {
 	const ir_graph *src;
 	ir_graph *dst;
 	ir_ref *map; /* src id -> dst id, IR_NONE until set */
+	/* The value names dst holds, counted (a hash table over names that
+	 * live in dst's arena), so that asking whether a name is taken is
+	 * O(1), not a scan of dst: rebuilding stays linear in the graph. */
+	const char **nkey;
+	uint32_t *ncnt;
+	size_t ncap, nlen;
+	uint32_t nupto; /* dst nodes [0, nupto) are counted */
 } rw;
 
 /* Starts dst as an empty graph with src's function name, weights file,
@@ -18,6 +25,14 @@ int rw_begin(rw *r, const ir_graph *src, sn_err *e);
  * mapped already), keeping its name, location, attributes, param key and
  * const data; sets map[old]. Inputs are added as graph inputs. */
 ir_ref rw_copy(rw *r, ir_ref old, sn_err *e);
+/* Whether some dst node carries value name s (dst nodes added since the
+ * last call are counted first). */
+bool rw_name_used(rw *r, const char *s);
+/* Names dst node id (NULL: no name), keeping the count; SN_EINTERNAL on
+ * OOM. Names set on dst nodes must go through here, or be set before the
+ * next rw_name_used (nodes are counted when first seen). */
+int rw_set_name(rw *r, ir_ref id, const char *name);
+
 /* Adds dst outputs for src's outputs through the map, frees the map, and
  * returns dst (the caller frees src if it wants). */
 ir_graph *rw_finish(rw *r, sn_err *e);

@@ -113,9 +113,15 @@ static void test_copy_names_and_errors(void)
 	CHECK(rw_copy(&r, 0, &e) == 0);
 	CHECK(rw_copy(&r, 1, &e) == 1);
 	ir_ref k = rw_copy(&r, 2, &e);
-	ir_set_name(r.dst, k, "m"); /* takes the name %m would get */
+	rw_set_name(&r, k, "m"); /* takes the name %m would get */
+	CHECK(rw_name_used(&r, "m"));
 	ir_ref m = rw_copy(&r, 4, &e);
 	CHECK(m == 3 && r.dst->nodes[m].name == NULL);
+	/* renaming frees the old name; a node named before it is counted is seen */
+	rw_set_name(&r, k, "k2");
+	CHECK(!rw_name_used(&r, "m") && rw_name_used(&r, "k2"));
+	rw_set_name(&r, k, "m");
+	CHECK(!rw_name_used(&r, "k2") && rw_name_used(&r, "m"));
 	CHECK(e.code == SN_OK);
 	CHECK(rw_copy(&r, 6, &e) == 4); /* relu reads m: mapped */
 	CHECK(rw_copy(&r, 7, &e) == 5); /* reduce_sum reads c, renamed %m in dst */
