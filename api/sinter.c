@@ -248,10 +248,21 @@ sinter_status sinter_model_parse(const char *text, size_t len, const char *name,
 	return wrap(g, NULL, out, err);
 }
 
+/* A fresh, empty weight store for m; on OOM the old one stays (callers
+ * say the weights are not loaded, so nothing reads it) and SN_EINTERNAL. */
+static int reset_ws(sinter_model *m)
+{
+	ir_wstore *ws = ir_ws_new();
+	if (!ws)
+		return SN_EINTERNAL;
+	ir_ws_free(m->ws);
+	m->ws = ws;
+	return SN_OK;
+}
+
 static void free_params(sinter_model *m)
 {
-	ir_ws_free(m->ws);
-	m->ws = ir_ws_new();
+	reset_ws(m); /* on OOM the old values stay, unused: weights is false */
 	m->weights = false;
 	m->materialized = false;
 	m->wsrc = API_W_NONE;
@@ -405,9 +416,9 @@ static sinter_status read_weights(sinter_model *m, const char *path, bool fill, 
 	st_file *f = NULL;
 	if (st_open(path, &f, &e) != SN_OK)
 		return api_fail(err, &e);
-	if (fill) {
-		ir_ws_free(m->ws);
-		m->ws = ir_ws_new();
+	if (fill && reset_ws(m) != SN_OK) {
+		st_close(f);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
 	for (uint32_t i = 0; i < g->nnodes && e.code == SN_OK; i++) {
 		const ir_node *n = &g->nodes[i];
@@ -450,10 +461,8 @@ static sinter_status read_weights(sinter_model *m, const char *path, bool fill, 
 	}
 	st_close(f);
 	if (e.code != SN_OK) {
-		if (fill) {
-			ir_ws_free(m->ws);
-			m->ws = ir_ws_new();
-		}
+		if (fill)
+			reset_ws(m);
 		return api_fail(err, &e);
 	}
 	return SINTER_OK;
@@ -529,10 +538,8 @@ sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_er
 
 static sinter_status fill_random(sinter_model *m, uint64_t seed, sinter_error *err)
 {
-	ir_ws_free(m->ws);
-	m->ws = ir_ws_new();
 	sn_err e = {0};
-	if (!m->ws)
+	if (reset_ws(m) != SN_OK)
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	return ir_init_params(m->g, seed, m->ws, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
 }
@@ -668,8 +675,10 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 		return st;
 	}
 	ir_tensor *outs = calloc(g->noutputs ? g->noutputs : 1, sizeof *outs);
-	if (!outs)
+	if (!outs) {
+		api_vals_free(g, m->ws, vals);
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
 	sn_err e = {0};
 	int rc = ref_run(g, vals, outs, &e);
 	api_vals_free(g, m->ws, vals);

@@ -724,7 +724,7 @@ int st_write_to(sn_out *o, const st_entry *entries, size_t n, const char *const 
 		off += t->nbytes;
 	}
 	sn_buf_puts(&h, "}");
-	while (h.len % 8)
+	while (h.len % 8 && !h.oom) /* a failed append adds nothing: stop */
 		sn_buf_puts(&h, " ");
 	if (h.oom)
 		rc = sn_errf(e, SN_EINTERNAL, "cannot write %s: out of memory", path);

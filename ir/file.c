@@ -1,5 +1,6 @@
 /* file.c: checked reads, confined paths, atomic writes (file.h). */
 #include "ir/file.h"
+#include "ir/fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,27 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Every system call of this layer, so that a fault-injection build
+ * (ir/fault.h) can fail the n-th one with EIO. */
+#ifdef SINTER_FAULT
+#define FAULT(ret)                                 \
+	do {                                       \
+		if (sn_fault_file_hit()) {         \
+			errno = EIO;               \
+			return ret;                \
+		}                                  \
+	} while (0)
+#else
+#define FAULT(ret) ((void)0)
+#endif
+static int f_open(const char *p, int flags, mode_t mode) { FAULT(-1); return open(p, flags, mode); }
+static int f_fstat(int fd, struct stat *sb) { FAULT(-1); return fstat(fd, sb); }
+static ssize_t f_pread(int fd, void *b, size_t n, off_t off) { FAULT(-1); return pread(fd, b, n, off); }
+static ssize_t f_write(int fd, const void *b, size_t n) { FAULT(-1); return write(fd, b, n); }
+static int f_fsync(int fd) { FAULT(-1); return fsync(fd); }
+static int f_rename(const char *a, const char *b) { FAULT(-1); return rename(a, b); }
+static char *f_realpath(const char *p) { FAULT(NULL); return realpath(p, NULL); }
 
 /* Exit codes by category (docs/CLI.md): a file the user named that cannot
  * be read as given is bad input (1); a folder that refuses a write, a full
@@ -77,7 +99,7 @@ static int open_read(const char *path, unsigned flags, uint64_t max, const char 
 	const char *r = role(what, rb, sizeof rb);
 	*fd = -1;
 	int of = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (flags & SN_F_NOFOLLOW ? O_NOFOLLOW : 0);
-	int f = open(path, of);
+	int f = f_open(path, of, 0);
 	if (f < 0) {
 		int err = errno;
 		if (err == ELOOP && (flags & SN_F_NOFOLLOW))
@@ -85,7 +107,7 @@ static int open_read(const char *path, unsigned flags, uint64_t max, const char 
 		return sn_errf(e, code_read(err, flags), "cannot %s %s%s: %s", verb, r, path, strerror(err));
 	}
 	struct stat st;
-	if (fstat(f, &st) != 0) {
+	if (f_fstat(f, &st) != 0) {
 		int err = errno;
 		close(f);
 		return sn_errf(e, code_read(err, flags), "cannot %s %s%s: %s", verb, r, path, strerror(err));
@@ -129,7 +151,7 @@ int sn_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, s
 	unsigned char *p = buf;
 	while (n) {
 		size_t chunk = n > ((size_t)1 << 30) ? (size_t)1 << 30 : n;
-		ssize_t r = pread(fd, p, chunk, (off_t)off);
+		ssize_t r = f_pread(fd, p, chunk, (off_t)off);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -190,7 +212,7 @@ int sn_path_confine(const char *dir, const char *rel, const char *what, char **o
 	if (!rel[0] || rel[0] == '/')
 		return sn_errf(e, SN_EINPUT, "%s \"%s\" is not a relative path inside the model's folder %s",
 			       what, rel, dir);
-	char *rdir = realpath(dir, NULL);
+	char *rdir = f_realpath(dir);
 	if (!rdir)
 		return sn_errf(e, code_read(errno, 0), "cannot resolve the model's folder %s: %s", dir,
 			       strerror(errno));
@@ -201,7 +223,7 @@ int sn_path_confine(const char *dir, const char *rel, const char *what, char **o
 		return sn_errf(e, SN_EINTERNAL, "out of memory");
 	}
 	snprintf(joined, n, "%s/%s", dir, rel);
-	char *full = realpath(joined, NULL);
+	char *full = f_realpath(joined);
 	int rc = SN_OK;
 	if (!full) {
 		rc = sn_errf(e, code_read(errno, 0), "cannot open %s %s: %s", what, joined, strerror(errno));
@@ -278,7 +300,7 @@ int sn_out_open(sn_out *o, const char *path, unsigned mode, sn_err *e)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		snprintf(o->tmp, cap, "%.*s.%s.tmp-%ld-%u-%lx", (int)dlen, path, path + dlen, (long)getpid(),
 			 counter++, (unsigned long)ts.tv_nsec);
-		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+		o->fd = f_open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 		err = errno;
 		if (o->fd < 0 && err != EEXIST)
 			break;
@@ -296,7 +318,7 @@ void sn_out_write(sn_out *o, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	while (n && !o->err && o->fd >= 0) {
-		ssize_t w = write(o->fd, b, n);
+		ssize_t w = f_write(o->fd, b, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -313,7 +335,7 @@ int sn_out_finish(sn_out *o, sn_err *e)
 	if (o->fd < 0)
 		return sn_errf(e, SN_EINTERNAL, "cannot write %s: not open", o->path ? o->path : "?");
 	int err = o->err;
-	if (!err && fsync(o->fd) != 0)
+	if (!err && f_fsync(o->fd) != 0)
 		err = errno;
 	if (close(o->fd) != 0 && !err)
 		err = errno;
@@ -331,7 +353,7 @@ int sn_out_commit(sn_out *o, sn_err *e)
 {
 	if (!o->tmp || o->fd >= 0)
 		return sn_errf(e, SN_EINTERNAL, "cannot write %s: not finished", o->path ? o->path : "?");
-	if (rename(o->tmp, o->path) != 0) {
+	if (f_rename(o->tmp, o->path) != 0) {
 		int err = errno;
 		unlink(o->tmp);
 		free(o->tmp);

@@ -466,8 +466,10 @@ static uint32_t *count_uses(const ir_graph *g)
 static ir_graph *drop_unread(ir_graph *g, const bool *drop, sn_err *e)
 {
 	uint32_t *u = count_uses(g);
-	if (!u)
+	if (!u) {
+		ir_graph_free(g); /* it is consumed on every path */
 		return oom(e), NULL;
+	}
 	bool any = false;
 	for (uint32_t i = 0; i < g->nnodes; i++)
 		any |= drop[i] && !u[i];
