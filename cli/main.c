@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -310,6 +311,17 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 	}
 	if (!o->help && !o->file)
 		return usage_error(cmd, "%s", "no model file given");
+	if (!o->help && o->dump_dir) {
+		/* A bad path is bad input (1) whatever writes there later: a
+		 * folder that exists, or one made here in an existing folder. */
+		struct stat sb;
+		if (stat(o->dump_dir, &sb) == 0 ? !S_ISDIR(sb.st_mode)
+						: mkdir(o->dump_dir, 0777) != 0 && errno != EEXIST) {
+			int err = stat(o->dump_dir, &sb) == 0 ? ENOTDIR : errno;
+			fprintf(stderr, "sinter %s: --dump-dir %s: %s\n", cmd, o->dump_dir, strerror(err));
+			return err == EACCES || err == EROFS || err == ENOSPC ? SINTER_E_ENV : SINTER_E_INPUT;
+		}
+	}
 	if (o->mode && o->passes)
 		return usage_error(cmd, "%s", "--mode and --passes exclude each other");
 	return 0;

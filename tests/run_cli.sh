@@ -156,6 +156,10 @@ if [ "$(id -u)" != 0 ]; then
 	mkdir -p rodir && chmod 555 rodir
 	expect 3 "cannot write rodir/o.safetensors" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o rodir/o.safetensors
 fi
+expect 1 "--dump-dir nofolder/d: No such file or directory" -- "$sinter" print tiny.sir --passes canonicalize --dump-dir nofolder/d
+expect 1 "--dump-dir tiny.sir: Not a directory" -- "$sinter" print tiny.sir --passes canonicalize --dump-dir tiny.sir
+expect 0 "" -- "$sinter" print tiny.sir --passes canonicalize --dump-dir newdump
+[ -f newdump/00-input.sir ] || { echo "FAIL: --dump-dir newdump was not made and filled"; fails=$((fails + 1)); }
 # a .sir weights line stays in the model's folder
 mkdir -p sub
 sed 's|weights "tiny.safetensors"|weights "../tiny.safetensors"|' tiny.sir >sub/up.sir
