@@ -263,6 +263,15 @@ int sn_out_check(const char *path, sn_err *e)
 	struct stat sb;
 	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
 		return sn_errf(e, SN_EINPUT, "cannot write %s: it is a directory", path);
+	/* The rename replaces whatever the name is: a FIFO, a device, or a
+	 * symlink itself rather than its target (as root, -o /dev/stdout
+	 * replaced /dev's link with a file). Only a regular file, or no file,
+	 * is an output. */
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+		return sn_errf(e, SN_EINPUT, "cannot write %s: it is a symbolic link (name the file it points to)",
+			       path);
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+		return sn_errf(e, SN_EINPUT, "cannot write %s: not a regular file", path);
 	char *dir = sn_dirname(path);
 	if (!dir)
 		return sn_errf(e, SN_EINTERNAL, "out of memory");

@@ -71,8 +71,10 @@ typedef struct sn_out {
 	int err;          /* the first errno of a failed write, 0 if none */
 } sn_out;
 
-/* Checks, before any work, that path can be an output: not a directory,
- * its folder exists and is writable. */
+/* Checks, before any work, that path can be an output: nothing there yet
+ * or a regular file (not a directory, a FIFO, a device, or a symlink,
+ * which the rename would replace rather than write through), in a folder
+ * that exists and is writable. */
 int sn_out_check(const char *path, sn_err *e);
 /* Whether a and b name the same existing file (device and inode). */
 bool sn_same_file(const char *a, const char *b);

@@ -160,6 +160,11 @@ expect 1 "--dump-dir nofolder/d: No such file or directory" -- "$sinter" print t
 expect 1 "--dump-dir tiny.sir: Not a directory" -- "$sinter" print tiny.sir --passes canonicalize --dump-dir tiny.sir
 expect 0 "" -- "$sinter" print tiny.sir --passes canonicalize --dump-dir newdump
 [ -f newdump/00-input.sir ] || { echo "FAIL: --dump-dir newdump was not made and filled"; fails=$((fails + 1)); }
+# -o onto a symlink (the rename would replace the link), a device or /dev/stdout: refused
+ln -s tiny.safetensors wlink.safetensors
+expect 1 "symbolic link" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o wlink.safetensors
+expect 1 "symbolic link|not a regular file" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o /dev/stdout
+[ -L /dev/stdout ] || { echo "FAIL: /dev/stdout is no longer a symlink"; fails=$((fails + 1)); }
 # a .sir weights line stays in the model's folder
 mkdir -p sub
 sed 's|weights "tiny.safetensors"|weights "../tiny.safetensors"|' tiny.sir >sub/up.sir

@@ -339,6 +339,15 @@ static void test_writer(void)
 	e = (sn_err){0};
 	CHECK(sn_out_check(P("victim/x"), &e) == SN_EINPUT);
 	CHECK(sn_out_check(P("fresh"), &e) == SN_OK);
+	e = (sn_err){0};
+	CHECK(sn_out_check("/dev/null", &e) == SN_EINPUT && contains(e.msg, "not a regular file"));
+	/* /dev/stdout is a symlink: renaming over it would replace the link */
+	e = (sn_err){0};
+	CHECK(sn_out_check("/dev/stdout", &e) == SN_EINPUT && contains(e.msg, "symbolic link"));
+	CHECK(symlink(P("victim"), P("outlink")) == 0);
+	e = (sn_err){0};
+	CHECK(sn_out_check(P("outlink"), &e) == SN_EINPUT && contains(e.msg, "symbolic link"));
+	unlink(P("outlink"));
 	/* same device and inode: a hard link is the same file */
 	CHECK(link(P("victim"), P("hard")) == 0);
 	CHECK(sn_same_file(P("hard"), P("victim")));
