@@ -475,11 +475,12 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 			return "bad buffer location";
 		}
 	}
-	p->nkerns = get32(&r);
-	if (r.bad || p->nkerns > MAX_COUNT || (size_t)p->nkerns * 16 > meta_len)
+	uint32_t nkerns = get32(&r);
+	if (r.bad || nkerns > MAX_COUNT || (size_t)nkerns * 16 > meta_len)
 		return "bad kernel count";
-	if (!(p->kerns = calloc(p->nkerns ? p->nkerns : 1, sizeof *p->kerns)))
+	if (!(p->kerns = calloc(nkerns ? nkerns : 1, sizeof *p->kerns)))
 		return "out of memory";
+	p->nkerns = nkerns; /* set once kerns exists: cg_plan_free walks it */
 	uint64_t cubin_space = w_off - cubin_off;
 	for (uint32_t i = 0; i < p->nkerns && !r.bad; i++) {
 		cg_kern *k = &p->kerns[i];
