@@ -744,7 +744,9 @@ static int cmd_compile(opts *o)
 	if (rc)
 		return rc;
 	sinter_error err;
-	if (o->out && (o->init ? sinter_model_init_random(m, o->seed, &err) : sinter_model_load_weights(m, o->weights, &err))) {
+	const char *ins[1] = {o->weights};
+	if (o->out && (sinter_output_check(m, o->out, ins, 1, &err) ||
+		       (o->init ? sinter_model_init_random(m, o->seed, &err) : sinter_model_load_weights(m, o->weights, &err)))) {
 		sinter_model_free(m);
 		return report(&err);
 	}

@@ -176,8 +176,8 @@ typedef struct cg_plan_info {
 } cg_plan_info;
 
 int cg_plan_write(const char *path, const cg_plan *p, const cg_plan_info *info, sn_err *e);
-/* Reads path (nofollow: refuse a symlink, for files in sinter's own
- * folders). SN_EINPUT "PATH: not a sinter plan" / "truncated" / "checksum
+/* Reads path (nofollow: refuse a symlink, and a file another user owns
+ * or others may write, for files in sinter's own folders). SN_EINPUT "PATH: not a sinter plan" / "truncated" / "checksum
  * mismatch" / "format version N" for a bad file. The plan maps the file:
  * kernels carry cubins, no sources. Free with cg_plan_free. */
 int cg_plan_read(const char *path, bool nofollow, cg_plan **out, cg_plan_info *info, sn_err *e);

@@ -3,6 +3,7 @@
  * corrupted, from another version, or hostile; every field is checked
  * before the plan is handed to the runtime. */
 #include "codegen/cg.h"
+#include "ir/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -155,21 +156,6 @@ static void put_meta(wbuf *b, const cg_plan *p, const cg_plan_info *info, uint64
 	}
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t k = write(fd, c, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		c += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 int cg_plan_write(const char *path, const cg_plan *p, const cg_plan_info *info, sn_err *e)
 {
 	for (uint32_t i = 0; i < p->nkerns; i++)
@@ -217,41 +203,23 @@ int cg_plan_write(const char *path, const cg_plan *p, const cg_plan_info *info, 
 	memcpy(h + 48, &w_off, 8);
 	memcpy(h + 56, &p->weight_bytes, 8);
 
-	/* a unique temp file beside the destination, then rename */
-	size_t plen = strlen(path) + 48;
-	char *tmp = malloc(plen);
-	int fd = -1;
-	static unsigned counter;
-	for (int tries = 0; tmp && fd < 0 && tries < 100; tries++) {
-		snprintf(tmp, plen, "%s.tmp.%ld.%u", path, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-		if (fd < 0 && errno != EEXIST)
-			break;
+	/* the one writer (ir/file.h): a unique temp file beside the
+	 * destination, fsync, rename */
+	sn_out out = {0};
+	int rc = sn_out_open(&out, path, 0644, e);
+	if (rc == SN_OK) {
+		sn_out_write(&out, h, HEADER);
+		sn_out_write(&out, meta.p, meta.len);
+		for (uint32_t i = 0; i < p->nkerns; i++)
+			sn_out_write(&out, p->kerns[i].cubin, p->kerns[i].cubin_size);
+		sn_out_write(&out, pad, npad);
+		if (p->weight_bytes)
+			sn_out_write(&out, p->weights, p->weight_bytes);
+		rc = sn_out_finish(&out, e);
+		if (rc == SN_OK)
+			rc = sn_out_commit(&out, e);
 	}
-	int rc = SN_OK;
-	if (!tmp) {
-		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
-	} else if (fd < 0) {
-		rc = sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(errno));
-	} else {
-		bool ok = write_all(fd, h, HEADER) == 0 && write_all(fd, meta.p, meta.len) == 0;
-		for (uint32_t i = 0; ok && i < p->nkerns; i++)
-			ok = write_all(fd, p->kerns[i].cubin, p->kerns[i].cubin_size) == 0;
-		ok = ok && write_all(fd, pad, npad) == 0;
-		ok = ok && (!p->weight_bytes || write_all(fd, p->weights, p->weight_bytes) == 0);
-		ok = ok && fsync(fd) == 0;
-		int err = errno;
-		ok = close(fd) == 0 && ok;
-		if (ok && rename(tmp, path) != 0) {
-			ok = false;
-			err = errno;
-		}
-		if (!ok) {
-			unlink(tmp);
-			rc = sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(err ? err : EIO));
-		}
-	}
-	free(tmp);
+	sn_out_abort(&out);
 	free(meta.p);
 	return rc;
 }
@@ -624,6 +592,12 @@ int cg_plan_read(const char *path, bool nofollow, cg_plan **out, cg_plan_info *i
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
 		close(fd);
 		return sn_errf(e, SN_EINPUT, "%s: not a regular file", path);
+	}
+	/* in sinter's own folders, only what this user wrote and no one else
+	 * could have changed is trusted */
+	if (nofollow && (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))) {
+		close(fd);
+		return sn_errf(e, SN_EINPUT, "%s: not owned by this user, or writable by others: not trusted", path);
 	}
 	size_t size = (size_t)sb.st_size;
 	/* populated at once: the checksum and the upload read every page */

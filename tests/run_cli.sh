@@ -123,6 +123,11 @@ if command -v nvcc >/dev/null 2>&1 || [ -e /usr/local/cuda/lib64/libnvrtc.so ]; 
 	printf 'not a plan' >bad.sinterpkg
 	expect 1 "bad.sinterpkg: not a sinter plan" -- "$sinter" run bad.sinterpkg
 	expect 2 "-o writes a package" -- "$sinter" compile tiny.sir --shape N=4 --target sm_90 --init random -o tiny.bin
+	# a package path that is a symlink (here to the model) is refused before any work
+	cp tiny.sir keep.sir
+	ln -sf tiny.sir link.sinterpkg
+	expect 1 "link.sinterpkg" -- "$sinter" compile tiny.sir --shape N=4 --target sm_90 --init random -o link.sinterpkg
+	cmp -s tiny.sir keep.sir || { echo "FAIL: compile -o through a symlink changed the model"; fails=$((fails + 1)); }
 	SINTER_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$sinter" compile tiny.sir --shape N=4 --target sm_90 --no-cache >out.txt 2>err.txt
 	rc=$?
 	if [ $rc != 3 ] || ! grep -q "SINTER_NVRTC_LIBRARY" err.txt; then
