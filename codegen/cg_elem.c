@@ -89,6 +89,26 @@ static int float_expr(const ir_node *n, char *o, size_t cap)
 	case IR_OP_equal: s = "(long long)(x == y)"; break;
 	case IR_OP_less: s = "(long long)(x < y)"; break;
 	case IR_OP_greater: s = "(long long)(x > y)"; break;
+	case IR_OP_sin: s = "sinf(x)"; break;
+	case IR_OP_cos: s = "cosf(x)"; break;
+	case IR_OP_floor: s = "floorf(x)"; break;
+	case IR_OP_ceil: s = "ceilf(x)"; break;
+	case IR_OP_round: s = "rintf(x)"; break; /* ties to even */
+	case IR_OP_softplus: s = "sn_softplusf(x)"; break;
+	case IR_OP_mish: s = "x * tanhf(sn_softplusf(x))"; break;
+	case IR_OP_isnan: s = "(long long)(x != x)"; break;
+	case IR_OP_isinf: s = "(long long)(fabsf(x) == __uint_as_float(0x7f800000u))"; break;
+	case IR_OP_mod: s = n->attrs->fmod ? "fmodf(x, y)" : "sn_modf(x, y)"; break;
+	case IR_OP_elu:
+	case IR_OP_leaky_relu: {
+		char al[48];
+		flit(al, sizeof al, n->attrs->alpha);
+		if (n->op == IR_OP_elu)
+			snprintf(o, cap, "x > 0.0f ? x : %s * expm1f(x)", al);
+		else
+			snprintf(o, cap, "x < 0.0f ? %s * x : x", al);
+		return SN_OK;
+	}
 	default: return -1;
 	}
 	snprintf(o, cap, "%s", s);
@@ -141,6 +161,8 @@ static int int_expr(const ir_node *n, char *o, size_t cap)
 	case IR_OP_equal: s = "(long long)(x == y)"; break;
 	case IR_OP_less: s = "(long long)(x < y)"; break;
 	case IR_OP_greater: s = "(long long)(x > y)"; break;
+	/* C's % has the dividend's sign; x % -1 is 0 (INT64_MIN % -1 traps) */
+	case IR_OP_mod: s = n->attrs->fmod ? "y == 0 || y == -1 ? 0ll : x % y" : "sn_modll(x, y)"; break;
 	default: return -1;
 	}
 	snprintf(o, cap, "%s", s);
@@ -272,6 +294,24 @@ static void emit_helpers(sn_buf *b, const elem *el)
 	case IR_OP_clamp:
 		sn_buf_puts(b, "__device__ __forceinline__ float sn_clampf(float v, float lo, float hi)\n"
 			       "{\n\tif (v < lo)\n\t\tv = lo;\n\tif (v > hi)\n\t\tv = hi;\n\treturn v;\n}\n");
+		break;
+	case IR_OP_softplus:
+	case IR_OP_mish:
+		/* log(1 + e^x) without overflow */
+		sn_buf_puts(b, "__device__ __forceinline__ float sn_softplusf(float v) "
+			       "{ return v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v)); }\n");
+		break;
+	case IR_OP_mod:
+		/* the divisor's sign (Python's %, torch.remainder); integer
+		 * division by zero gives 0, as div */
+		if (el->fdom)
+			sn_buf_puts(b, "__device__ __forceinline__ float sn_modf(float x, float y)\n"
+				       "{\n\tfloat r = fmodf(x, y);\n"
+				       "\tif (r != 0.0f && (r < 0.0f) != (y < 0.0f))\n\t\tr += y;\n\treturn r;\n}\n");
+		else
+			sn_buf_puts(b, "__device__ __forceinline__ long long sn_modll(long long x, long long y)\n"
+				       "{\n\tif (y == 0 || y == -1)\n\t\treturn 0;\n\tlong long r = x % y;\n"
+				       "\tif (r != 0 && (r < 0) != (y < 0))\n\t\tr += y;\n\treturn r;\n}\n");
 		break;
 	default: break;
 	}

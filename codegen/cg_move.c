@@ -417,6 +417,9 @@ int cg_render_move(const ir_graph *g, ir_ref r, const cg_target *t, const cg_con
 	case IR_OP_gather: return render_gather(g, r, st, e);
 	case IR_OP_pad: return render_pad(g, r, st, e);
 	case IR_OP_iota: return render_iota(g, r, st, e);
+	case IR_OP_gather_elements:
+	case IR_OP_scatter_elements:
+	case IR_OP_scatter_nd: return cg_render_index(g, r, t, want, st, e);
 	default: return sn_errf(e, SN_EINPUT, "%s is not supported by the CUDA backend", ir_ops[n->op].name);
 	}
 }

@@ -11,6 +11,7 @@
  * across threads. batch_norm is elementwise with a per-channel scale. */
 #include "codegen/cg_render.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -326,6 +327,10 @@ int cg_render_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	const ir_shape *xs = &n->shape;
 	const char *opname = ir_ops[n->op].name;
 	(void)tg;
+	if (n->op == IR_OP_cumsum)
+		return cg_render_scan(g, r, tg, want, st, e);
+	if (n->op == IR_OP_group_norm)
+		return cg_render_group_norm(g, r, tg, want, st, e);
 	if (n->op == IR_OP_batch_norm) {
 		if (xs->rank < 2)
 			return sn_errf(e, SN_EINPUT, "batch_norm: x must have rank >= 2");
@@ -350,4 +355,66 @@ int cg_render_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	default:
 		return sn_errf(e, SN_EINTERNAL, "%s: not a normalization", opname);
 	}
+}
+
+/* group_norm (NCHW, rank >= 3): one block per (sample, group), whose
+ * C/groups * spatial values are contiguous: the mean, then the mean of
+ * squared deviations (two passes over the group, fp32), then the
+ * per-channel weight and bias. */
+int cg_render_group_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st,
+			 sn_err *e)
+{
+	int block;
+	if (cg_block_of(g, r, want, 256, &block, e))
+		return e->code;
+	const ir_node *n = &g->nodes[r];
+	const ir_shape *xs = &n->shape;
+	const ir_node *w = &g->nodes[n->in[1]];
+	(void)tg;
+	int64_t N = xs->d[0], C = xs->d[1], G = n->attrs->groups, hw = span(xs, 2, xs->rank);
+	if (G < 1 || C % G != 0 || N * G > 0x7fffffff)
+		return sn_errf(e, SN_EINPUT, "group_norm: bad groups or too many groups for one launch");
+	int64_t m = C / G * hw;
+	const char *xn = ir_dtype_name(n->dtype), *wn = ir_dtype_name(w->dtype);
+	char eps[48];
+	flit(eps, n->attrs->eps);
+	sn_buf b = {0};
+	char config[64];
+	snprintf(config, sizeof config, "block=%d group per block", block);
+	cg_emit_spec(&b, g, r, config);
+	cg_emit_dtype_helpers(&b, n->dtype);
+	cg_emit_dtype_helpers(&b, w->dtype);
+	emit_group_fn(&b, "sn_block_sum", block, false);
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d) " CG_NAME
+			  "(const %s *__restrict__ in0, const %s *__restrict__ in1, const %s *__restrict__ in2, "
+			  "%s *__restrict__ out)\n{\n",
+		      block, cg_ctype(n->dtype), cg_ctype(w->dtype), cg_ctype(w->dtype), cg_ctype(n->dtype));
+	sn_buf_printf(&b, "\tlong base = (long)blockIdx.x * %" PRId64 "L;\n"
+			  "\tlong c0 = (long)blockIdx.x %% %" PRId64 "L * %" PRId64 "L;\n"
+			  "\tfloat s = 0.0f;\n"
+			  "\tfor (long i = threadIdx.x; i < %" PRId64 "L; i += %d)\n\t\ts += ld_%s(in0, base + i);\n"
+			  "\tfloat mean = sn_block_sum(s) / %" PRId64 ".0f;\n"
+			  "\tfloat v = 0.0f;\n"
+			  "\tfor (long i = threadIdx.x; i < %" PRId64 "L; i += %d) {\n"
+			  "\t\tfloat d = ld_%s(in0, base + i) - mean;\n\t\tv += d * d;\n\t}\n"
+			  "\tfloat inv = 1.0f / sqrtf(sn_block_sum(v) / %" PRId64 ".0f + %s);\n"
+			  "\tfor (long i = threadIdx.x; i < %" PRId64 "L; i += %d) {\n"
+			  "\t\tlong c = c0 + i / %" PRId64 "L;\n"
+			  "\t\tst_%s(out, base + i, (ld_%s(in0, base + i) - mean) * inv * ld_%s(in1, c) + ld_%s(in2, c));\n"
+			  "\t}\n}\n",
+		      m, G, C / G, m, block, xn, m ? m : 1, m, block, xn, m ? m : 1, eps, m, block,
+		      hw ? hw : 1, xn, xn, wn, wn);
+	st->kind = CG_STEP_KERNEL;
+	cg_kernel *k = &st->k;
+	k->grid[0] = (unsigned)(N * G < 1 ? 1 : N * G);
+	k->grid[1] = k->grid[2] = 1;
+	k->block[0] = (unsigned)block;
+	k->block[1] = k->block[2] = 1;
+	k->smem = 0;
+	k->cfg = (cg_config){.block = block};
+	k->nbufs = 4;
+	for (uint32_t i = 0; i < 3; i++)
+		k->bufs[i] = n->in[i];
+	k->bufs[3] = r;
+	return cg_finish(k, "group_norm", &b, e);
 }

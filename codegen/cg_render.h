@@ -110,5 +110,16 @@ cg_render_fn cg_render_conv;
 cg_render_fn cg_render_gemm;
 /* codegen/cg_attn.c: scaled_dot_product_attention */
 cg_render_fn cg_render_attention;
+/* codegen/cg_index.c: gather_elements, scatter_elements, scatter_nd
+ * (reached through cg_render_move) */
+cg_render_fn cg_render_index;
+/* codegen/cg_scan.c: cumsum (through cg_render_norm), argmax and argmin
+ * (through cg_render_reduce) */
+cg_render_fn cg_render_scan;
+/* codegen/cg_norm.c: group_norm (through cg_render_norm) */
+cg_render_fn cg_render_group_norm;
+/* The threads per block want asks for (def when it asks for none), or
+ * SN_EUSAGE for one that is not a multiple of 32 in [32, 1024]. */
+int cg_block_of(const ir_graph *g, ir_ref r, const cg_config *want, int def, int *block, sn_err *e);
 
 #endif

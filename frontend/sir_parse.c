@@ -253,6 +253,7 @@ static const char *enum_choices(ir_attr_type t)
 	case IR_AT_LAYOUT: return "NCHW or NHWC";
 	case IR_AT_GELU: return "none or tanh";
 	case IR_AT_PADMODE: return "constant, reflect or edge";
+	case IR_AT_SCATTER: return "none, add, mul, max or min";
 	default: return "a dtype";
 	}
 }
@@ -328,7 +329,8 @@ static int parse_attr_value(parser *P, const ir_attr_info *ai, ir_attrs *a)
 	case IR_AT_DTYPE:
 	case IR_AT_LAYOUT:
 	case IR_AT_GELU:
-	case IR_AT_PADMODE: {
+	case IR_AT_PADMODE:
+	case IR_AT_SCATTER: {
 		int k = TOK->kind == SIR_IDENT ? ir_enum_parse(ai->type, TOK->s, TOK->n) : -1;
 		if (k < 0 && ai->type == IR_AT_DTYPE && TOK->kind == SIR_IDENT)
 			return sir_diag_at(&P->L, TOK, "unknown dtype '%.*s'", (int)TOK->n, TOK->s);
@@ -342,8 +344,10 @@ static int parse_attr_value(parser *P, const ir_attr_info *ai, ir_attrs *a)
 			*(ir_layout *)field = (ir_layout)k;
 		else if (ai->type == IR_AT_GELU)
 			*(ir_gelu *)field = (ir_gelu)k;
-		else
+		else if (ai->type == IR_AT_PADMODE)
 			*(ir_padmode *)field = (ir_padmode)k;
+		else
+			*(ir_scatter *)field = (ir_scatter)k;
 		return next(P);
 	}
 	}

@@ -45,10 +45,12 @@ int ir_attr_parse(const char *s, size_t n)
 static const char *const layout_names[] = {"NCHW", "NHWC"};
 static const char *const gelu_names[] = {"none", "tanh"};
 static const char *const padmode_names[] = {"constant", "reflect", "edge"};
+static const char *const scatter_names[] = {"none", "add", "mul", "max", "min"};
 
 const char *ir_layout_name(ir_layout l) { return layout_names[l]; }
 const char *ir_gelu_name(ir_gelu g) { return gelu_names[g]; }
 const char *ir_padmode_name(ir_padmode m) { return padmode_names[m]; }
+const char *ir_scatter_name(ir_scatter m) { return scatter_names[m]; }
 
 int ir_enum_parse(ir_attr_type t, const char *s, size_t n)
 {
@@ -56,6 +58,7 @@ int ir_enum_parse(ir_attr_type t, const char *s, size_t n)
 	case IR_AT_LAYOUT: return find_name(layout_names, 2, s, n);
 	case IR_AT_GELU: return find_name(gelu_names, 2, s, n);
 	case IR_AT_PADMODE: return find_name(padmode_names, 3, s, n);
+	case IR_AT_SCATTER: return find_name(scatter_names, 5, s, n);
 	case IR_AT_DTYPE: return ir_dtype_parse(s, n);
 	default: return -1;
 	}
@@ -88,6 +91,12 @@ void ir_attrs_init(ir_op op, ir_attrs *a)
 		break;
 	case IR_OP_flatten:
 		a->axis = 1;
+		break;
+	case IR_OP_leaky_relu:
+		a->alpha = 0.01;
+		break;
+	case IR_OP_elu:
+		a->alpha = 1;
 		break;
 	default:
 		break;
@@ -135,6 +144,7 @@ bool ir_attr_is_default(ir_op op, const ir_attrs *a, ir_attr_id id)
 	case IR_AT_LAYOUT: return *(const ir_layout *)p == *(const ir_layout *)q;
 	case IR_AT_GELU: return *(const ir_gelu *)p == *(const ir_gelu *)q;
 	case IR_AT_PADMODE: return *(const ir_padmode *)p == *(const ir_padmode *)q;
+	case IR_AT_SCATTER: return *(const ir_scatter *)p == *(const ir_scatter *)q;
 	}
 	return true;
 }

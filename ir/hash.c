@@ -69,6 +69,7 @@ static void put_attrs(XXH3_state_t *st, const ir_node *n)
 		case IR_AT_LAYOUT: put_u64(st, (uint64_t)*(const ir_layout *)p); break;
 		case IR_AT_GELU: put_u64(st, (uint64_t)*(const ir_gelu *)p); break;
 		case IR_AT_PADMODE: put_u64(st, (uint64_t)*(const ir_padmode *)p); break;
+		case IR_AT_SCATTER: put_u64(st, (uint64_t)*(const ir_scatter *)p); break;
 		}
 	}
 }

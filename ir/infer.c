@@ -1015,6 +1015,169 @@ static int rule_pad(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *
 	return SN_OK;
 }
 
+/* ---- ops of issue 13: tests, scans, arg reductions, group norm, indexing ---- */
+
+/* isnan, isinf: a float operand, a bool result of its shape. */
+static int rule_unary_test(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
+{
+	if (need_float(g, n, IN(0), "operand", e) != SN_OK)
+		return e->code;
+	*t = IR_BOOL;
+	*s = IN(0)->shape;
+	return SN_OK;
+}
+
+/* cumsum: numeric, same type, along axis. */
+static int rule_cumsum(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
+{
+	int a;
+	if (need_numeric(g, n, IN(0), "operand", e) != SN_OK ||
+	    axis_of(g, n, n->attrs->axis, IN(0), &a, e) != SN_OK)
+		return e->code;
+	*t = IN(0)->dtype;
+	*s = IN(0)->shape;
+	return SN_OK;
+}
+
+/* argmax, argmin: i64 indices along axis, which is dropped (or kept as 1);
+ * the axis must not be empty. */
+static int rule_arg_reduce(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
+{
+	const ir_node *x = IN(0);
+	int a;
+	if (need_numeric(g, n, x, "operand", e) != SN_OK || axis_of(g, n, n->attrs->axis, x, &a, e) != SN_OK)
+		return e->code;
+	if (x->shape.d[a] == 0)
+		return fail(e, n, "axis %d of %s is empty", a, TY(x));
+	ir_shape r = {0};
+	for (int i = 0; i < x->shape.rank; i++)
+		if (i != a)
+			r.d[r.rank++] = x->shape.d[i];
+		else if (n->attrs->keepdims)
+			r.d[r.rank++] = 1;
+	*t = IR_I64;
+	*s = r;
+	return SN_OK;
+}
+
+/* group_norm(x, weight, bias): x float [N, C, ...] (rank >= 3), C concrete
+ * and divisible by groups; weight and bias [C] of x's dtype. */
+static int rule_group_norm(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
+{
+	static const char *const names[] = {"x", "weight", "bias"};
+	const ir_node *x = IN(0);
+	if (need_float(g, n, x, "operand", e) != SN_OK)
+		return e->code;
+	if (x->shape.rank < 3)
+		return fail(e, n, "x %s must have rank >= 3 ([N, C, spatial...])", TY(x));
+	double eps = n->attrs->eps;
+	if (!(eps >= 0) || isinf(eps)) {
+		char b[32];
+		sn_fmt_double(b, eps);
+		return fail(e, n, "eps must be a finite number >= 0, got %s", b);
+	}
+	int64_t c = x->shape.d[1], gr = n->attrs->groups;
+	if (c < 0)
+		return fail(e, n, "the channels of x %s must be known", TY(x));
+	if (gr < 1 || c % gr != 0)
+		return fail(e, n, "groups %lld must be >= 1 and divide the %lld channels of x %s", LL(gr), LL(c), TY(x));
+	for (int i = 1; i < 3; i++) {
+		const ir_node *w = IN(i);
+		if (same_dtype(g, n, x, "x", w, names[i], e) != SN_OK)
+			return e->code;
+		if (w->shape.rank != 1 || w->shape.d[0] != c)
+			return fail(e, n, "%s %s must be [%lld], the channels of x %s", names[i], TY(w), LL(c), TY(x));
+	}
+	*t = x->dtype;
+	*s = x->shape;
+	return SN_OK;
+}
+
+static int need_index(const ir_graph *g, const ir_node *n, const ir_node *ix, sn_err *e)
+{
+	if (ix->dtype == IR_I32 || ix->dtype == IR_I64)
+		return SN_OK;
+	return fail(e, n, "indices %s must be i32 or i64", TY(ix));
+}
+
+/* gather_elements(data, indices), ONNX GatherElements / torch.gather:
+ * indices has data's rank; the result has the indices' shape; outside
+ * axis, each dim of indices is at most data's. */
+static int rule_gather_elements(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
+{
+	const ir_node *x = IN(0), *ix = IN(1);
+	int a;
+	if (need_index(g, n, ix, e) != SN_OK || axis_of(g, n, n->attrs->axis, x, &a, e) != SN_OK)
+		return e->code;
+	if (ix->shape.rank != x->shape.rank)
+		return fail(e, n, "indices %s must have the rank of data %s", TY(ix), TY(x));
+	for (int i = 0; i < x->shape.rank; i++) {
+		int64_t di = ix->shape.d[i], dx = x->shape.d[i];
+		if (i != a && di != dx && (di < 0 || dx < 0 || di > dx))
+			return fail(e, n, "dim %d of indices %s exceeds that of data %s", i, TY(ix), TY(x));
+	}
+	*t = x->dtype;
+	*s = ix->shape;
+	return SN_OK;
+}
+
+static int scatter_red_ok(const ir_graph *g, const ir_node *n, const ir_node *x, sn_err *e)
+{
+	if (n->attrs->reduction != IR_SCATTER_NONE && x->dtype == IR_BOOL)
+		return fail(e, n, "reduction %s needs numeric data, got %s",
+			    ir_scatter_name(n->attrs->reduction), TY(x));
+	return SN_OK;
+}
+
+/* scatter_elements(data, indices, updates), ONNX ScatterElements /
+ * torch.scatter: indices and updates have one shape, of data's rank, each
+ * dim at most data's outside axis; the result has data's type. */
+static int rule_scatter_elements(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
+{
+	const ir_node *x = IN(0), *ix = IN(1), *u = IN(2);
+	int a;
+	if (need_index(g, n, ix, e) != SN_OK || axis_of(g, n, n->attrs->axis, x, &a, e) != SN_OK ||
+	    same_dtype(g, n, x, "data", u, "updates", e) != SN_OK || scatter_red_ok(g, n, x, e) != SN_OK)
+		return e->code;
+	if (!ir_shape_eq(&ix->shape, &u->shape))
+		return fail(e, n, "indices %s and updates %s must have one shape", TY(ix), TY(u));
+	if (ix->shape.rank != x->shape.rank)
+		return fail(e, n, "indices %s must have the rank of data %s", TY(ix), TY(x));
+	for (int i = 0; i < x->shape.rank; i++) {
+		int64_t di = ix->shape.d[i], dx = x->shape.d[i];
+		if (i != a && di != dx && (di < 0 || dx < 0 || di > dx))
+			return fail(e, n, "dim %d of indices %s exceeds that of data %s", i, TY(ix), TY(x));
+	}
+	*t = x->dtype;
+	*s = x->shape;
+	return SN_OK;
+}
+
+/* scatter_nd(data, indices, updates), ONNX ScatterND: indices [..., k]
+ * with k <= rank(data), concrete; updates = indices.shape[:-1] +
+ * data.shape[k:]. */
+static int rule_scatter_nd(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
+{
+	const ir_node *x = IN(0), *ix = IN(1), *u = IN(2);
+	if (need_index(g, n, ix, e) != SN_OK || same_dtype(g, n, x, "data", u, "updates", e) != SN_OK ||
+	    scatter_red_ok(g, n, x, e) != SN_OK)
+		return e->code;
+	int q = ix->shape.rank;
+	int64_t k = q ? ix->shape.d[q - 1] : -1;
+	if (q < 1 || k < 1 || k > x->shape.rank)
+		return fail(e, n, "indices %s must be [..., k] with 1 <= k <= %d (the rank of data %s)",
+			    TY(ix), x->shape.rank, TY(x));
+	ir_shape want = head(&ix->shape, q - 1);
+	for (int i = (int)k; i < x->shape.rank; i++)
+		if (!push_dim(&want, x->shape.d[i]))
+			return fail(e, n, "updates would have rank above %d", IR_MAX_RANK);
+	if (!ir_shape_eq(&want, &u->shape))
+		return fail(e, n, "updates %s must have the shape %s", TY(u), type_s(g, u->dtype, &want).s);
+	*t = x->dtype;
+	*s = x->shape;
+	return SN_OK;
+}
+
 /* ---- dispatch ------------------------------------------------------------------ */
 
 typedef int (*rule_fn)(const ir_graph *, const ir_node *, ir_dtype *, ir_shape *, sn_err *);
@@ -1031,6 +1194,7 @@ static int check_attrs(const ir_node *n, sn_err *e)
 {
 	static const int enum_count[] = {
 		[IR_AT_DTYPE] = IR_NDTYPES, [IR_AT_LAYOUT] = 2, [IR_AT_GELU] = 2, [IR_AT_PADMODE] = 3,
+		[IR_AT_SCATTER] = 5,
 	};
 	uint64_t allowed = ir_ops[n->op].attrs;
 	for (int i = 0; i < IR_NATTRS; i++) {
@@ -1051,6 +1215,7 @@ static int check_attrs(const ir_node *n, sn_err *e)
 		case IR_AT_LAYOUT: v = (int)*(const ir_layout *)p; break;
 		case IR_AT_GELU: v = (int)*(const ir_gelu *)p; break;
 		case IR_AT_PADMODE: v = (int)*(const ir_padmode *)p; break;
+		case IR_AT_SCATTER: v = (int)*(const ir_scatter *)p; break;
 		default: continue;
 		}
 		if (v < 0 || v >= enum_count[ai->type])

@@ -95,12 +95,14 @@ typedef enum ir_attr_id {
 
 typedef enum ir_attr_type {
 	IR_AT_INT, IR_AT_INTS, IR_AT_DIMS, IR_AT_BOOL, IR_AT_FLOAT, IR_AT_DTYPE,
-	IR_AT_LAYOUT, IR_AT_GELU, IR_AT_PADMODE,
+	IR_AT_LAYOUT, IR_AT_GELU, IR_AT_PADMODE, IR_AT_SCATTER,
 } ir_attr_type;
 
 typedef enum ir_layout { IR_NCHW, IR_NHWC } ir_layout;
 typedef enum ir_gelu { IR_GELU_NONE, IR_GELU_TANH } ir_gelu;
 typedef enum ir_padmode { IR_PAD_CONSTANT, IR_PAD_REFLECT, IR_PAD_EDGE } ir_padmode;
+/* How a scatter combines an update with the value already there. */
+typedef enum ir_scatter { IR_SCATTER_NONE, IR_SCATTER_ADD, IR_SCATTER_MUL, IR_SCATTER_MAX, IR_SCATTER_MIN } ir_scatter;
 
 typedef struct ir_ints {
 	int32_t n;
@@ -117,6 +119,7 @@ typedef ir_dtype ir_at_DTYPE;
 typedef ir_layout ir_at_LAYOUT;
 typedef ir_gelu ir_at_GELU;
 typedef ir_padmode ir_at_PADMODE;
+typedef ir_scatter ir_at_SCATTER;
 
 /* One typed field per attribute in attrs.def; an op reads the fields its
  * row in ops.def allows. Defaults: ir_attrs_init. */
@@ -146,13 +149,15 @@ int ir_attr_parse(const char *s, size_t n); /* -1 if unknown */
 const char *ir_layout_name(ir_layout l);
 const char *ir_gelu_name(ir_gelu g);
 const char *ir_padmode_name(ir_padmode m);
+const char *ir_scatter_name(ir_scatter m);
 int ir_enum_parse(ir_attr_type t, const char *s, size_t n); /* -1 if unknown */
 
 /* The defaults of op's attributes (the values the printer leaves out):
  * stride/dilation [1,1], pad [0,0,0,0], groups 1, eps 1e-5, axis -1 for
  * softmax/log_softmax/layer_norm/rms_norm, 1 for flatten (end -1), 0 for
  * concat/split/gather/iota; clamp min -inf max +inf; mode constant,
- * value 0; scale 0 (default scale); lists empty otherwise. */
+ * value 0; scale 0 (default scale); alpha 0.01 for leaky_relu, 1 for
+ * elu; reduction none; lists empty otherwise. */
 void ir_attrs_init(ir_op op, ir_attrs *a);
 /* Whether attribute id of a differs from its default for op. */
 bool ir_attr_is_default(ir_op op, const ir_attrs *a, ir_attr_id id);

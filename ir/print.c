@@ -214,6 +214,7 @@ void ir_print_attr(sn_buf *b, const ir_graph *g, const ir_attrs *a, ir_attr_id i
 	case IR_AT_LAYOUT: sn_buf_puts(b, ir_layout_name(*(const ir_layout *)p)); break;
 	case IR_AT_GELU: sn_buf_puts(b, ir_gelu_name(*(const ir_gelu *)p)); break;
 	case IR_AT_PADMODE: sn_buf_puts(b, ir_padmode_name(*(const ir_padmode *)p)); break;
+	case IR_AT_SCATTER: sn_buf_puts(b, ir_scatter_name(*(const ir_scatter *)p)); break;
 	}
 }
 

@@ -71,6 +71,7 @@ static uint64_t attr_hash(uint64_t h, ir_op op, const ir_attrs *a)
 		case IR_AT_LAYOUT: h = mix(h, (uint64_t)*(const ir_layout *)p); break;
 		case IR_AT_GELU: h = mix(h, (uint64_t)*(const ir_gelu *)p); break;
 		case IR_AT_PADMODE: h = mix(h, (uint64_t)*(const ir_padmode *)p); break;
+		case IR_AT_SCATTER: h = mix(h, (uint64_t)*(const ir_scatter *)p); break;
 		}
 	}
 	return h;

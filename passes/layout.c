@@ -324,6 +324,13 @@ static bool is_region_op(const ir_node *n)
 	}
 }
 
+/* reduce_sum/mean/max/min (their axes move with the layout); argmax and
+ * argmin, reductions along one axis, stay in NCHW */
+static bool is_axes_reduce(ir_op op)
+{
+	return ir_ops[op].kind == IR_K_REDUCE && (ir_ops[op].attrs & IR_A(axes));
+}
+
 static bool is_elementwise(ir_op op)
 {
 	ir_kind k = ir_ops[op].kind;
@@ -343,7 +350,7 @@ static void decide(const ir_graph *g, uint8_t *tag)
 			cl = n->attrs->layout == IR_NCHW;
 		else if (is_region_op(n))
 			cl = tag[n->in[0]] == L_NHWC;
-		else if (ir_ops[n->op].kind == IR_K_REDUCE)
+		else if (is_axes_reduce(n->op))
 			cl = cl && n->attrs->keepdims;
 		else if (is_elementwise(n->op) || n->op == IR_OP_concat || n->op == IR_OP_softmax ||
 			 n->op == IR_OP_log_softmax)
@@ -370,7 +377,7 @@ static ir_ref emit_nhwc(lay *l, ir_ref old, ir_ref *ins, sn_err *e)
 		for (uint32_t k = 1; k < n->nin; k++)
 			ins[k] = as_nchw(l, n->in[k], e);
 		a.layout = IR_NHWC;
-	} else if (ir_ops[n->op].kind == IR_K_REDUCE) {
+	} else if (is_axes_reduce(n->op)) {
 		return emit_reduce(l, old, l->r.map[n->in[0]], e);
 	} else { /* elementwise, concat, softmax, log_softmax */
 		for (uint32_t k = 0; k < n->nin; k++)
@@ -387,7 +394,7 @@ static ir_ref emit_nchw(lay *l, ir_ref old, ir_ref *ins, sn_err *e)
 	const ir_node *n = S(l, old);
 	ir_attrs a = *n->attrs;
 	ir_op op = n->op;
-	if (ir_ops[op].kind == IR_K_REDUCE)
+	if (is_axes_reduce(op))
 		return emit_reduce(l, old, l->r.map[n->in[0]], e);
 	if ((op == IR_OP_reshape || op == IR_OP_flatten || op == IR_OP_squeeze || op == IR_OP_unsqueeze) &&
 	    same_order(&S(l, n->in[0])->shape))

@@ -9,3 +9,19 @@ if(CUDAToolkit_FOUND)
     endforeach()
   endforeach()
 endif()
+# The .sir files under tests/nvrtc/ hold ops no sample uses (issue 13's
+# indexing, scans, tests and activations): compiled the same way, and run
+# once on ref so that the graph stays executable.
+file(GLOB NVRTC_SIRS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/nvrtc/*.sir)
+foreach(sir ${NVRTC_SIRS})
+  get_filename_component(name ${sir} NAME_WE)
+  add_test(NAME codegen.ref.${name}
+    COMMAND sinter_cli run ${sir} --shape N=2 --init random --device ref)
+  if(CUDAToolkit_FOUND)
+    foreach(sm 80 90)
+      add_test(NAME codegen.nvrtc.${name}.sm_${sm}
+        COMMAND sinter_cli compile ${sir} --shape N=2 --target sm_${sm} --no-cache)
+      set_tests_properties(codegen.nvrtc.${name}.sm_${sm} PROPERTIES TIMEOUT 600)
+    endforeach()
+  endif()
+endforeach()

@@ -11,6 +11,12 @@ static double relu6(double x)
 	return x < 0 ? 0 : x > 6 ? 6 : x; /* NaN falls through */
 }
 
+/* log(1 + e^x) without overflow: x + log(1 + e^-x) for x > 0. */
+static double softplus(double x)
+{
+	return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
 static double unary_f(ir_op op, const ir_attrs *a, double x)
 {
 	switch (op) {
@@ -37,6 +43,17 @@ static double unary_f(ir_op op, const ir_attrs *a, double x)
 		if (x > a->max)
 			x = a->max;
 		return x;
+	case IR_OP_sin: return sin(x);
+	case IR_OP_cos: return cos(x);
+	case IR_OP_floor: return floor(x);
+	case IR_OP_ceil: return ceil(x);
+	case IR_OP_round: return nearbyint(x); /* the default mode: ties to even */
+	case IR_OP_softplus: return softplus(x);
+	case IR_OP_mish: return x * tanh(softplus(x));
+	case IR_OP_elu: return x > 0 ? x : a->alpha * expm1(x);
+	case IR_OP_leaky_relu: return x < 0 ? a->alpha * x : x;
+	case IR_OP_isnan: return isnan(x) ? 1 : 0;
+	case IR_OP_isinf: return isinf(x) ? 1 : 0;
 	default: return NAN;
 	}
 }
@@ -73,9 +90,20 @@ int ref_unary(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
 	return SN_OK;
 }
 
-static double binary_f(ir_op op, double x, double y)
+/* mod: C fmod (the dividend's sign), or with the divisor's sign
+ * (Python's %, torch.remainder) when fm is false. */
+static double mod_f(double x, double y, bool fm)
+{
+	double r = fmod(x, y);
+	if (!fm && r != 0 && (r < 0) != (y < 0))
+		r += y;
+	return r;
+}
+
+static double binary_f(ir_op op, const ir_attrs *a, double x, double y)
 {
 	switch (op) {
+	case IR_OP_mod: return mod_f(x, y, a->fmod);
 	case IR_OP_add: return x + y;
 	case IR_OP_sub: return x - y;
 	case IR_OP_mul: return x * y;
@@ -92,9 +120,16 @@ static double binary_f(ir_op op, double x, double y)
 }
 
 /* Integer arithmetic wraps (through uint64, so there is no UB). */
-static int binary_i(ir_op op, int64_t x, int64_t y, int64_t *r, sn_err *e)
+static int binary_i(ir_op op, const ir_attrs *a, int64_t x, int64_t y, int64_t *r, sn_err *e)
 {
 	switch (op) {
+	case IR_OP_mod:
+		if (y == 0)
+			return sn_errf(e, SN_EINPUT, "mod: integer division by zero");
+		*r = y == -1 ? 0 : x % y; /* C: the dividend's sign */
+		if (!a->fmod && *r != 0 && (*r < 0) != (y < 0))
+			*r += y;
+		break;
 	case IR_OP_add: *r = (int64_t)((uint64_t)x + (uint64_t)y); break;
 	case IR_OP_sub: *r = (int64_t)((uint64_t)x - (uint64_t)y); break;
 	case IR_OP_mul: *r = (int64_t)((uint64_t)x * (uint64_t)y); break;
@@ -126,7 +161,7 @@ int ref_binary(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
 	if (ref_is_int(at) && ref_is_int(bt)) {
 		for (int64_t i = 0; i < total; i++, ref_iter_next(&it)) {
 			int64_t r = 0;
-			if (binary_i(n->op, ref_load_int(at, in[0].data, (size_t)it.off[0]),
+			if (binary_i(n->op, n->attrs, ref_load_int(at, in[0].data, (size_t)it.off[0]),
 				     ref_load_int(bt, in[1].data, (size_t)it.off[1]), &r, e) != SN_OK)
 				return e->code;
 			ref_store_int(ot, out->data, (size_t)i, r);
@@ -135,7 +170,7 @@ int ref_binary(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
 	}
 	for (int64_t i = 0; i < total; i++, ref_iter_next(&it))
 		ir_store(ot, out->data, (size_t)i,
-			 binary_f(n->op, ir_load(at, in[0].data, (size_t)it.off[0]),
+			 binary_f(n->op, n->attrs, ir_load(at, in[0].data, (size_t)it.off[0]),
 				  ir_load(bt, in[1].data, (size_t)it.off[1])));
 	return SN_OK;
 }

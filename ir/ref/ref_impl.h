@@ -13,7 +13,8 @@ typedef int ref_kernel(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn
 /* ref_elem.c */
 ref_kernel ref_unary, ref_binary, ref_where, ref_cast;
 /* ref_reduce.c */
-ref_kernel ref_reduce, ref_softmax, ref_layer_norm, ref_batch_norm;
+ref_kernel ref_reduce, ref_softmax, ref_layer_norm, ref_batch_norm, ref_cumsum, ref_arg_reduce,
+	ref_group_norm;
 /* ref_linalg.c */
 ref_kernel ref_matmul, ref_linear, ref_attention;
 /* ref_conv.c */
@@ -21,6 +22,8 @@ ref_kernel ref_conv2d, ref_pool, ref_global_pool;
 /* ref_move.c */
 ref_kernel ref_copy, ref_transpose, ref_expand, ref_concat, ref_split, ref_slice,
 	ref_gather, ref_pad;
+/* ref_index.c */
+ref_kernel ref_gather_elements, ref_scatter_elements, ref_scatter_nd;
 
 /* ---- helpers (ref.c) ---- */
 

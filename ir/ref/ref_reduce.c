@@ -218,3 +218,113 @@ int ref_batch_norm(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err
 	free(p);
 	return SN_OK;
 }
+
+/* cumsum: a running sum along the axis, in double (floats) or exactly in
+ * int64 (integers); exclusive leaves the element itself out, reverse runs
+ * from the end. */
+int ref_cumsum(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
+{
+	const ir_shape *xs = &in[0].shape;
+	int ax = ir_axis(n->attrs->axis, xs->rank);
+	if (ax < 0)
+		return sn_errf(e, SN_EINPUT, "cumsum: axis %lld out of range for rank %d",
+			       (long long)n->attrs->axis, xs->rank);
+	int64_t outer = ref_span(xs, 0, ax), len = xs->d[ax], inner = ref_span(xs, ax + 1, xs->rank);
+	bool excl = n->attrs->exclusive, rev = n->attrs->reverse, isint = ref_is_int(in[0].dtype);
+	ir_dtype t = in[0].dtype;
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < inner; j++) {
+			double acc = 0;
+			int64_t iacc = 0;
+			for (int64_t s = 0; s < len; s++) {
+				int64_t k = rev ? len - 1 - s : s;
+				size_t idx = (size_t)((o * len + k) * inner + j);
+				if (isint) {
+					int64_t v = ref_load_int(t, in[0].data, idx);
+					if (!excl)
+						iacc = (int64_t)((uint64_t)iacc + (uint64_t)v);
+					ref_store_int(t, out->data, idx, iacc);
+					if (excl)
+						iacc = (int64_t)((uint64_t)iacc + (uint64_t)v);
+				} else {
+					double v = ir_load(t, in[0].data, idx);
+					if (!excl)
+						acc += v;
+					ir_store(t, out->data, idx, acc);
+					if (excl)
+						acc += v;
+				}
+			}
+		}
+	return SN_OK;
+}
+
+/* argmax, argmin: the index of the first extreme along the axis (the last
+ * with select_last); NaN counts as the extreme of both (torch, numpy). */
+int ref_arg_reduce(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
+{
+	const ir_shape *xs = &in[0].shape;
+	int ax = ir_axis(n->attrs->axis, xs->rank);
+	if (ax < 0 || xs->d[ax] == 0)
+		return sn_errf(e, SN_EINPUT, "%s: bad or empty axis", ir_ops[n->op].name);
+	int64_t outer = ref_span(xs, 0, ax), len = xs->d[ax], inner = ref_span(xs, ax + 1, xs->rank);
+	bool mx = n->op == IR_OP_argmax, last = n->attrs->select_last, isint = ref_is_int(in[0].dtype);
+	ir_dtype t = in[0].dtype;
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < inner; j++) {
+			int64_t best = 0;
+			for (int64_t k = 1; k < len; k++) {
+				size_t ib = (size_t)((o * len + best) * inner + j), ik = (size_t)((o * len + k) * inner + j);
+				bool win, tie;
+				if (isint) {
+					int64_t b = ref_load_int(t, in[0].data, ib), v = ref_load_int(t, in[0].data, ik);
+					win = mx ? v > b : v < b;
+					tie = v == b;
+				} else {
+					double b = ir_load(t, in[0].data, ib), v = ir_load(t, in[0].data, ik);
+					win = isnan(b) ? false : isnan(v) || (mx ? v > b : v < b);
+					tie = v == b || (isnan(v) && isnan(b));
+				}
+				if (win || (tie && last))
+					best = k;
+			}
+			((int64_t *)out->data)[o * inner + j] = best;
+		}
+	return SN_OK;
+}
+
+/* group_norm: per sample and group of C/groups channels, the mean and
+ * biased variance over the group's channels and spatial positions (two
+ * passes in double), then a per-channel weight and bias. */
+int ref_group_norm(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
+{
+	const ir_shape *xs = &in[0].shape;
+	int64_t N = xs->d[0], C = xs->d[1], G = n->attrs->groups, hw = ref_span(xs, 2, xs->rank);
+	if (G < 1 || C % G != 0)
+		return sn_errf(e, SN_EINPUT, "group_norm: groups do not divide the channels");
+	double *x = ref_to_double(&in[0], e);
+	if (!x)
+		return e->code;
+	int64_t m = C / G * hw;
+	for (int64_t b = 0; b < N; b++)
+		for (int64_t g = 0; g < G; g++) {
+			int64_t base = (b * C + g * (C / G)) * hw;
+			const double *r = x + base;
+			double mean = 0, var = 0;
+			for (int64_t i = 0; i < m; i++)
+				mean += r[i];
+			mean /= (double)(m ? m : 1);
+			for (int64_t i = 0; i < m; i++)
+				var += (r[i] - mean) * (r[i] - mean);
+			var /= (double)(m ? m : 1);
+			double inv = 1 / sqrt(var + n->attrs->eps);
+			for (int64_t i = 0; i < m; i++) {
+				int64_t c = g * (C / G) + i / (hw ? hw : 1);
+				double w = ir_load(in[1].dtype, in[1].data, (size_t)c);
+				double bb = ir_load(in[2].dtype, in[2].data, (size_t)c);
+				ir_store(out->dtype, out->data, (size_t)(base + i), (r[i] - mean) * inv * w + bb);
+			}
+		}
+	free(x);
+	return SN_OK;
+}

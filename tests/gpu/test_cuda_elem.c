@@ -72,6 +72,8 @@ static void run(ir_graph *g, ir_ref r, double tol, const char *label)
 static const ir_op unary_ops[] = {
 	IR_OP_neg, IR_OP_abs, IR_OP_exp, IR_OP_log, IR_OP_sqrt, IR_OP_rsqrt, IR_OP_tanh, IR_OP_sigmoid,
 	IR_OP_erf, IR_OP_relu, IR_OP_gelu, IR_OP_silu, IR_OP_hardswish, IR_OP_hardsigmoid, IR_OP_clamp,
+	IR_OP_sin, IR_OP_cos, IR_OP_floor, IR_OP_ceil, IR_OP_round, IR_OP_softplus, IR_OP_mish, IR_OP_elu,
+	IR_OP_leaky_relu,
 };
 
 static void unary_float(void)
@@ -85,7 +87,8 @@ static void unary_float(void)
 				ir_graph *g = ir_graph_new();
 				ir_ref x = in(g, "x", ts[ti], shapes[si]);
 				/* hardswish/hardsigmoid bend at -3 and 3: widen the range */
-				if (op == IR_OP_hardswish || op == IR_OP_hardsigmoid)
+				if (op == IR_OP_hardswish || op == IR_OP_hardsigmoid || op == IR_OP_floor ||
+				    op == IR_OP_ceil || op == IR_OP_round || op == IR_OP_sin || op == IR_OP_cos)
 					x = op2(g, IR_OP_mul, x, scalar(g, ts[ti], 5));
 				if (op == IR_OP_log || op == IR_OP_sqrt || op == IR_OP_rsqrt)
 					x = op1(g, IR_OP_exp, x, NULL); /* positive */
@@ -101,6 +104,53 @@ static void unary_float(void)
 					 (long long)shapes[si].d[0], (long long)shapes[si].d[1]);
 				run(g, op1(g, op, x, &at), gpu_tol(ts[ti]), label);
 			}
+}
+
+/* isnan of log(x) (NaN below 0), isinf of 1 / floor(x) (inf on [0, 1)),
+ * mod in both sign conventions, float and integer. */
+static void tests_and_mod(void)
+{
+	const ir_dtype ts[] = {IR_F32, IR_F16, IR_BF16};
+	for (size_t ti = 0; ti < SN_COUNT(ts); ti++) {
+		ir_graph *g = ir_graph_new();
+		ir_ref x = in(g, "x", ts[ti], SHAPE(37, 129));
+		char label[64];
+		snprintf(label, sizeof label, "isnan %s", ir_dtype_name(ts[ti]));
+		run(g, op1(g, IR_OP_isnan, op1(g, IR_OP_log, x, NULL), NULL), 1e-12, label);
+		g = ir_graph_new();
+		x = in(g, "x", ts[ti], SHAPE(37, 129));
+		snprintf(label, sizeof label, "isinf %s", ir_dtype_name(ts[ti]));
+		ir_ref inv = op2(g, IR_OP_div, scalar(g, ts[ti], 1), op1(g, IR_OP_floor, x, NULL));
+		run(g, op1(g, IR_OP_isinf, inv, NULL), 1e-12, label);
+		for (int fm = 0; fm < 2; fm++) {
+			g = ir_graph_new();
+			ir_attrs at;
+			ir_attrs_init(IR_OP_mod, &at);
+			at.fmod = fm;
+			ir_ref v[2] = {op2(g, IR_OP_mul, in(g, "a", ts[ti], SHAPE(37, 129)), scalar(g, ts[ti], 7)),
+				       in(g, "b", ts[ti], SHAPE(129))};
+			snprintf(label, sizeof label, "mod%s %s", fm ? " fmod" : "", ir_dtype_name(ts[ti]));
+			run(g, ir_add(g, IR_OP_mod, v, 2, &at, &err), gpu_tol(ts[ti]) * 4, label);
+		}
+	}
+	const ir_dtype is[] = {IR_I64, IR_I32, IR_I8};
+	for (size_t ti = 0; ti < SN_COUNT(is); ti++)
+		for (int fm = 0; fm < 2; fm++) {
+			ir_graph *g = ir_graph_new();
+			ir_attrs at;
+			ir_attrs_init(IR_OP_mod, &at);
+			at.fmod = fm;
+			/* a in [-8, 8), b in {-3, -2, 1, 2}: no zero divisor */
+			ir_ref a = op2(g, IR_OP_sub, op2(g, IR_OP_mul, in(g, "a", is[ti], SHAPE(33, 65)), scalar(g, is[ti], 4)),
+				       scalar(g, is[ti], 8));
+			ir_ref b = op2(g, IR_OP_sub, in(g, "b", is[ti], SHAPE(65)), scalar(g, is[ti], 2));
+			ir_ref nz = op2(g, IR_OP_equal, b, scalar(g, is[ti], 0));
+			ir_ref w[3] = {nz, scalar(g, is[ti], -3), b};
+			ir_ref v[2] = {a, ir_add(g, IR_OP_where, w, 3, NULL, &err)};
+			char label[64];
+			snprintf(label, sizeof label, "mod%s %s", fm ? " fmod" : "", ir_dtype_name(is[ti]));
+			run(g, ir_add(g, IR_OP_mod, v, 2, &at, &err), 1e-12, label);
+		}
 }
 
 static void unary_int(void)
@@ -252,6 +302,7 @@ int main(void)
 	if (!gpu_available())
 		return gpu_done();
 	unary_float();
+	tests_and_mod();
 	unary_int();
 	binary();
 	where();

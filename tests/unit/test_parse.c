@@ -176,9 +176,9 @@ static void test_errors(void)
 		     NULL, 0, &e));
 	CHECK(e.code == SN_EINPUT);
 	CHECK_STR(e.msg, "t.sir:3:12: error: undefined value %q\n\t%y = relu(%q)\n\t          ^");
-	CHECK(!parse("sinter 1\nfunc @main(%x: f32[2]) -> (f32[2]) {\n  %y = add(%x, %x) alpha=2\n",
+	CHECK(!parse("sinter 1\nfunc @main(%x: f32[2]) -> (f32[2]) {\n  %y = add(%x, %x) beta=2\n",
 		     NULL, 0, &e));
-	CHECK_STR(e.msg, "t.sir:3:20: error: unknown attribute 'alpha'\n  %y = add(%x, %x) alpha=2\n"
+	CHECK_STR(e.msg, "t.sir:3:20: error: unknown attribute 'beta'\n  %y = add(%x, %x) beta=2\n"
 			 "                   ^");
 	CHECK(!parse("  \n# only a comment\n", NULL, 0, &e));
 	CHECK_STR(e.msg, "t.sir:3:1: error: empty file (expected 'sinter 1')\n\n^");

@@ -1,0 +1,392 @@
+/* test_ref_ops13.c: the ops added for real exports (issue 13) on the
+ * reference interpreter, against values worked out by hand (the arithmetic
+ * is in the comments): the elementwise tests and activations, mod in both
+ * sign conventions, cumsum, argmax/argmin, group_norm, gather_elements,
+ * scatter_elements and scatter_nd (every reduction); then their shape
+ * rules' errors, and the printer/parser round trip of their attributes. */
+#include "test_ref_util.h"
+
+#include "frontend/sir.h"
+
+static const double TOL = 1e-6;
+
+static void unary_case(ir_op op, const ir_attrs *a, const float *x, const double *want, const char *what)
+{
+	tg t;
+	tg_init(&t);
+	ir_ref r = top(&t, op, a, 1, tin(&t, "x", IR_F32, SHAPE(6), x));
+	if (trun(&t, r))
+		EXPECT(&t, want, 6, TOL, what);
+	tg_free(&t);
+}
+
+static void test_unary(void)
+{
+	const float x[6] = {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.7f};
+	unary_case(IR_OP_floor, NULL, x, (double[]){-3, -2, -1, 0, 1, 2}, "floor");
+	unary_case(IR_OP_ceil, NULL, x, (double[]){-2, -1, -0.0, 1, 2, 3}, "ceil");
+	/* ties to even: -2.5 -> -2, -1.5 -> -2, -0.5 -> -0, 0.5 -> 0, 1.5 -> 2 */
+	unary_case(IR_OP_round, NULL, x, (double[]){-2, -2, 0, 0, 2, 3}, "round");
+	const float ang[6] = {0, (float)(M_PI / 6), (float)(M_PI / 2), (float)M_PI, -(float)(M_PI / 3), 1};
+	/* sin 30deg = 0.5, sin 90deg = 1, sin -60deg = -sqrt(3)/2; the floats
+	 * are rounded angles, so a few ulps off */
+	unary_case(IR_OP_sin, NULL, ang, (double[]){0, 0.5, 1, 0, -0.86602540378443865, 0.8414709848078965}, "sin");
+	unary_case(IR_OP_cos, NULL, ang, (double[]){1, 0.86602540378443865, 0, -1, 0.5, 0.54030230586813972}, "cos");
+	/* softplus(x) = log(1 + e^x): softplus(0) = log 2, softplus(-x) = softplus(x) - x */
+	const float sp[6] = {0, 1, -1, 30, -30, 800};
+	unary_case(IR_OP_softplus, NULL, sp,
+		   (double[]){0.69314718055994531, 1.3132616875182228, 0.31326168751822286, 30.000000000000092,
+			      9.3576229688401746e-14, 800},
+		   "softplus");
+	/* mish(x) = x tanh(softplus(x)): mish(1) = tanh(1.3132616875) = 0.8650983882673103 */
+	unary_case(IR_OP_mish, NULL, sp,
+		   (double[]){0, 0.86509838826731034, -0.30340146137410895, 30, -2.8072868906520524e-12, 800}, "mish");
+	ir_attrs a;
+	ir_attrs_init(IR_OP_elu, &a);
+	CHECK(a.alpha == 1);
+	a.alpha = 2;
+	/* elu: x > 0 ? x : 2 (e^x - 1); e^-1 - 1 = -0.63212055882855767 */
+	unary_case(IR_OP_elu, &a, sp, (double[]){0, 1, 2 * -0.63212055882855767, 30, -2 * (1 - 9.3576229688e-14), 800},
+		   "elu");
+	ir_attrs_init(IR_OP_leaky_relu, &a);
+	CHECK(a.alpha == 0.01);
+	unary_case(IR_OP_leaky_relu, &a, sp, (double[]){0, 1, -0.01, 30, -0.3, 800}, "leaky_relu");
+	const float odd[6] = {NAN, INFINITY, -INFINITY, 0, -1, 3.4e38f};
+	unary_case(IR_OP_isnan, NULL, odd, (double[]){1, 0, 0, 0, 0, 0}, "isnan");
+	unary_case(IR_OP_isinf, NULL, odd, (double[]){0, 1, 1, 0, 0, 0}, "isinf");
+}
+
+static void test_mod(void)
+{
+	tg t;
+	/* Python's % (the divisor's sign): 7 % -3 = -2, -7 % 3 = 2, -7 % -3 = -1, 7 % 3 = 1;
+	 * fmod (the dividend's): 7 fmod -3 = 1, -7 fmod 3 = -1 */
+	const float a[4] = {7, -7, -7, 7}, b[4] = {-3, 3, -3, 3};
+	const int32_t ai[4] = {7, -7, -7, 7}, bi[4] = {-3, 3, -3, 3};
+	for (int fm = 0; fm < 2; fm++)
+		for (int isint = 0; isint < 2; isint++) {
+			tg_init(&t);
+			ir_attrs at;
+			ir_attrs_init(IR_OP_mod, &at);
+			at.fmod = fm;
+			ir_dtype dt = isint ? IR_I32 : IR_F32;
+			ir_ref r = top(&t, IR_OP_mod, &at, 2, tin(&t, "a", dt, SHAPE(4), isint ? (const void *)ai : a),
+				       tin(&t, "b", dt, SHAPE(4), isint ? (const void *)bi : b));
+			if (trun(&t, r))
+				EXPECT(&t, (fm ? (double[]){1, -1, -1, 1} : (double[]){-2, 2, -1, 1}), 4, 0,
+				       fm ? "mod fmod" : "mod");
+			tg_free(&t);
+		}
+	/* float remainder with fractions: 5.5 % 2 = 1.5, -5.5 % 2 = 0.5 */
+	tg_init(&t);
+	const float c[2] = {5.5f, -5.5f}, d[1] = {2};
+	if (trun(&t, top(&t, IR_OP_mod, NULL, 2, tin(&t, "c", IR_F32, SHAPE(2), c), tin(&t, "d", IR_F32, SHAPE(1), d))))
+		EXPECT(&t, ((double[]){1.5, 0.5}), 2, 0, "mod fractions");
+	tg_free(&t);
+	/* integer division by zero is an error */
+	tg_init(&t);
+	const int32_t z[1] = {0};
+	ir_ref r = top(&t, IR_OP_mod, NULL, 2, tin(&t, "a", IR_I32, SHAPE(4), ai), tin(&t, "z", IR_I32, SHAPE(1), z));
+	ir_add_output(t.g, r);
+	CHECK(ref_run(t.g, t.vals, &t.out, &t.e) == SN_EINPUT && strstr(t.e.msg, "division by zero"));
+	tg_free(&t);
+}
+
+static void test_cumsum(void)
+{
+	/* x = [[1, 2, 3], [4, 5, 6]] */
+	const float x[6] = {1, 2, 3, 4, 5, 6};
+	const int64_t xi[6] = {1, 2, 3, 4, 5, 6};
+	static const struct {
+		int64_t axis;
+		bool excl, rev;
+		double want[6];
+	} cases[] = {
+		{1, false, false, {1, 3, 6, 4, 9, 15}},
+		{1, true, false, {0, 1, 3, 0, 4, 9}},
+		{1, false, true, {6, 5, 3, 15, 11, 6}},
+		{1, true, true, {5, 3, 0, 11, 6, 0}},
+		{0, false, false, {1, 2, 3, 5, 7, 9}},
+		{-2, true, true, {4, 5, 6, 0, 0, 0}},
+	};
+	for (size_t i = 0; i < SN_COUNT(cases); i++)
+		for (int isint = 0; isint < 2; isint++) {
+			tg t;
+			tg_init(&t);
+			ir_attrs a;
+			ir_attrs_init(IR_OP_cumsum, &a);
+			a.axis = cases[i].axis;
+			a.exclusive = cases[i].excl;
+			a.reverse = cases[i].rev;
+			ir_ref r = top(&t, IR_OP_cumsum, &a, 1,
+				       tin(&t, "x", isint ? IR_I64 : IR_F32, SHAPE(2, 3), isint ? (const void *)xi : x));
+			char what[64];
+			snprintf(what, sizeof what, "cumsum case %zu %s", i, isint ? "i64" : "f32");
+			if (trun(&t, r)) {
+				CHECK(t.out.dtype == (isint ? IR_I64 : IR_F32));
+				EXPECT(&t, cases[i].want, 6, 0, what);
+			}
+			tg_free(&t);
+		}
+}
+
+static void test_arg(void)
+{
+	/* x = [[3, 1, 3, 0], [NaN, 2, 5, 5]] */
+	const float x[8] = {3, 1, 3, 0, NAN, 2, 5, 5};
+	static const struct {
+		ir_op op;
+		int64_t axis;
+		bool keep, last;
+		int n;
+		double want[4];
+	} cases[] = {
+		{IR_OP_argmax, 1, false, false, 2, {0, 0}}, /* NaN wins */
+		{IR_OP_argmax, 1, false, true, 2, {2, 0}},  /* ties: the last 3 */
+		{IR_OP_argmin, 1, true, false, 2, {3, 0}},  /* NaN wins for min too */
+		{IR_OP_argmax, 0, false, false, 4, {1, 1, 1, 1}},
+		{IR_OP_argmin, 0, false, false, 4, {1, 0, 0, 0}},
+	};
+	for (size_t i = 0; i < SN_COUNT(cases); i++) {
+		tg t;
+		tg_init(&t);
+		ir_attrs a;
+		ir_attrs_init(cases[i].op, &a);
+		a.axis = cases[i].axis;
+		a.keepdims = cases[i].keep;
+		a.select_last = cases[i].last;
+		ir_ref r = top(&t, cases[i].op, &a, 1, tin(&t, "x", IR_F32, SHAPE(2, 4), x));
+		char what[64];
+		snprintf(what, sizeof what, "%s case %zu", ir_ops[cases[i].op].name, i);
+		if (trun(&t, r)) {
+			CHECK(t.out.dtype == IR_I64 && t.out.shape.rank == (cases[i].keep ? 2 : 1));
+			EXPECT(&t, cases[i].want, cases[i].n, 0, what);
+		}
+		tg_free(&t);
+	}
+}
+
+static void test_group_norm(void)
+{
+	/* x [1, 4, 2] = channels (1,3) (2,6) (0,4) (-1,-1); 2 groups:
+	 * group 0 = {1,3,2,6}: mean 3, var (4+0+1+9)/4 = 3.5;
+	 * group 1 = {0,4,-1,-1}: mean 0.5, var (0.25+12.25+2.25+2.25)/4 = 4.25.
+	 * eps 0; weight (1, 2, 1, 1), bias (0, 0, 1, 0). */
+	const float x[8] = {1, 3, 2, 6, 0, 4, -1, -1}, w[4] = {1, 2, 1, 1}, b[4] = {0, 0, 1, 0};
+	tg t;
+	tg_init(&t);
+	ir_attrs a;
+	ir_attrs_init(IR_OP_group_norm, &a);
+	a.groups = 2;
+	a.eps = 0;
+	ir_ref r = top(&t, IR_OP_group_norm, &a, 3, tin(&t, "x", IR_F32, SHAPE(1, 4, 2), x),
+		       tin(&t, "w", IR_F32, SHAPE(4), w), tin(&t, "b", IR_F32, SHAPE(4), b));
+	double s0 = 1 / sqrt(3.5), s1 = 1 / sqrt(4.25);
+	double want[8] = {-2 * s0, 0, 2 * -1 * s0, 2 * 3 * s0,
+			  -0.5 * s1 + 1, 3.5 * s1 + 1, -1.5 * s1, -1.5 * s1};
+	if (trun(&t, r))
+		EXPECT(&t, want, 8, TOL, "group_norm");
+	tg_free(&t);
+}
+
+static void test_gather_elements(void)
+{
+	/* torch.gather's example: x = [[1, 2], [3, 4]], index [[0, 0], [1, 0]],
+	 * dim 1 -> [[1, 1], [4, 3]]; dim 0 with index [[1, 0], [0, -1]] ->
+	 * [[3, 2], [1, 4]] (-1 is the last row) */
+	const float x[4] = {1, 2, 3, 4};
+	const int64_t i1[4] = {0, 0, 1, 0}, i0[4] = {1, 0, 0, -1};
+	for (int axis = 0; axis < 2; axis++) {
+		tg t;
+		tg_init(&t);
+		ir_attrs a;
+		ir_attrs_init(IR_OP_gather_elements, &a);
+		a.axis = axis;
+		ir_ref r = top(&t, IR_OP_gather_elements, &a, 2, tin(&t, "x", IR_F32, SHAPE(2, 2), x),
+			       tin(&t, "i", IR_I64, SHAPE(2, 2), axis ? i1 : i0));
+		if (trun(&t, r))
+			EXPECT(&t, (axis ? (double[]){1, 1, 4, 3} : (double[]){3, 2, 1, 4}), 4, 0, "gather_elements");
+		tg_free(&t);
+	}
+	/* a smaller index tensor: x [2, 3], index [1, 2] along axis 1 = [[2, 0]] -> [[x02, x00]] */
+	tg t;
+	tg_init(&t);
+	const float y[6] = {10, 11, 12, 13, 14, 15};
+	const int32_t iy[2] = {2, 0};
+	ir_attrs a;
+	ir_attrs_init(IR_OP_gather_elements, &a);
+	a.axis = 1;
+	ir_ref r = top(&t, IR_OP_gather_elements, &a, 2, tin(&t, "x", IR_F32, SHAPE(2, 3), y),
+		       tin(&t, "i", IR_I32, SHAPE(1, 2), iy));
+	if (trun(&t, r))
+		EXPECT(&t, ((double[]){12, 10}), 2, 0, "gather_elements smaller");
+	tg_free(&t);
+	/* out of range is a run-time error */
+	tg_init(&t);
+	const int64_t bad[4] = {0, 2, 0, 0};
+	r = top(&t, IR_OP_gather_elements, &a, 2, tin(&t, "x", IR_F32, SHAPE(2, 2), x), tin(&t, "i", IR_I64, SHAPE(2, 2), bad));
+	ir_add_output(t.g, r);
+	CHECK(ref_run(t.g, t.vals, &t.out, &t.e) == SN_EINPUT && strstr(t.e.msg, "out of range"));
+	tg_free(&t);
+}
+
+static void test_scatter(void)
+{
+	/* ONNX's ScatterElements example with axis 1: data [[1,2,3,4,5]],
+	 * indices [[1, 3]], updates [[1.1, 2.1]] -> [[1, 1.1, 3, 2.1, 5]];
+	 * with duplicates [[1, 1]] and updates [[1.1, 2.1]]: none -> 2.1 (the
+	 * last), add -> 2 + 1.1 + 2.1 = 5.2, mul -> 2 * 1.1 * 2.1 = 4.62,
+	 * max -> 2.1, min -> 1.1 */
+	const float d[5] = {1, 2, 3, 4, 5}, u[2] = {1.1f, 2.1f};
+	const int64_t i1[2] = {1, -2}, dup[2] = {1, 1};
+	tg t;
+	tg_init(&t);
+	ir_attrs a;
+	ir_attrs_init(IR_OP_scatter_elements, &a);
+	a.axis = 1;
+	ir_ref r = top(&t, IR_OP_scatter_elements, &a, 3, tin(&t, "d", IR_F32, SHAPE(1, 5), d),
+		       tin(&t, "i", IR_I64, SHAPE(1, 2), i1), tin(&t, "u", IR_F32, SHAPE(1, 2), u));
+	if (trun(&t, r))
+		EXPECT(&t, ((double[]){1, 1.1f, 3, 2.1f, 5}), 5, 0, "scatter_elements");
+	tg_free(&t);
+	const double second[5] = {2.1f, 2 + (double)1.1f + 2.1f, 2 * (double)1.1f * 2.1f, 2.1f, 1.1f};
+	for (int red = 0; red < 5; red++) {
+		tg_init(&t);
+		a.reduction = (ir_scatter)red;
+		r = top(&t, IR_OP_scatter_elements, &a, 3, tin(&t, "d", IR_F32, SHAPE(1, 5), d),
+			tin(&t, "i", IR_I64, SHAPE(1, 2), dup), tin(&t, "u", IR_F32, SHAPE(1, 2), u));
+		double want[5] = {1, second[red], 3, 4, 5};
+		if (trun(&t, r))
+			EXPECT(&t, want, 5, 1e-7, ir_scatter_name((ir_scatter)red));
+		tg_free(&t);
+	}
+	/* ScatterND: data [4, 2] = 0..7, indices [[2], [0]] (rows), updates
+	 * [[10, 11], [12, 13]] -> rows 2 and 0 replaced; with reduction add on
+	 * indices [[1, 1], [1, 1]] (one element twice), updates [5, 6] -> 3 + 11 */
+	const float nd[8] = {0, 1, 2, 3, 4, 5, 6, 7}, nu[4] = {10, 11, 12, 13}, nu2[2] = {5, 6};
+	const int64_t ni[2] = {2, 0}, ni2[4] = {1, 1, 1, 1};
+	tg_init(&t);
+	ir_attrs_init(IR_OP_scatter_nd, &a);
+	r = top(&t, IR_OP_scatter_nd, &a, 3, tin(&t, "d", IR_F32, SHAPE(4, 2), nd), tin(&t, "i", IR_I64, SHAPE(2, 1), ni),
+		tin(&t, "u", IR_F32, SHAPE(2, 2), nu));
+	if (trun(&t, r))
+		EXPECT(&t, ((double[]){12, 13, 2, 3, 10, 11, 6, 7}), 8, 0, "scatter_nd rows");
+	tg_free(&t);
+	tg_init(&t);
+	a.reduction = IR_SCATTER_ADD;
+	r = top(&t, IR_OP_scatter_nd, &a, 3, tin(&t, "d", IR_F32, SHAPE(4, 2), nd), tin(&t, "i", IR_I64, SHAPE(2, 2), ni2),
+		tin(&t, "u", IR_F32, SHAPE(2), nu2));
+	if (trun(&t, r))
+		EXPECT(&t, ((double[]){0, 1, 2, 14, 4, 5, 6, 7}), 8, 0, "scatter_nd add");
+	tg_free(&t);
+}
+
+/* A graph with one node of op over inputs of the given types fails to
+ * build with a message containing msg. */
+static void shape_error(ir_op op, const ir_attrs *a, int nin, const ir_dtype *ts, const ir_shape *ss, const char *msg)
+{
+	ir_graph *g = ir_graph_new();
+	sn_err e = {0};
+	ir_ref in[4];
+	for (int i = 0; i < nin; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "x%d", i);
+		in[i] = ir_add_input(g, name, ts[i], &ss[i], &e);
+	}
+	ir_ref r = ir_add(g, op, in, (uint32_t)nin, a, &e);
+	CHECK(r == IR_NONE);
+	if (!strstr(e.msg, msg)) {
+		fprintf(stderr, "expected '%s' in: %s\n", msg, e.msg);
+		CHECK(false);
+	}
+	ir_graph_free(g);
+}
+
+static void test_infer(void)
+{
+	ir_attrs a;
+	shape_error(IR_OP_isnan, NULL, 1, (ir_dtype[]){IR_I32}, (ir_shape[]){SHAPE(2)}, "expects a float operand");
+	ir_attrs_init(IR_OP_gather_elements, &a);
+	a.axis = 1;
+	shape_error(IR_OP_gather_elements, &a, 2, (ir_dtype[]){IR_F32, IR_I64}, (ir_shape[]){SHAPE(2, 3), SHAPE(2)},
+		    "must have the rank of data");
+	shape_error(IR_OP_gather_elements, &a, 2, (ir_dtype[]){IR_F32, IR_I64}, (ir_shape[]){SHAPE(2, 3), SHAPE(3, 3)},
+		    "dim 0 of indices");
+	shape_error(IR_OP_gather_elements, &a, 2, (ir_dtype[]){IR_F32, IR_F32}, (ir_shape[]){SHAPE(2, 3), SHAPE(2, 3)},
+		    "must be i32 or i64");
+	ir_attrs_init(IR_OP_scatter_nd, &a);
+	shape_error(IR_OP_scatter_nd, &a, 3, (ir_dtype[]){IR_F32, IR_I64, IR_F32},
+		    (ir_shape[]){SHAPE(4, 2), SHAPE(3, 1), SHAPE(3, 3)}, "updates f32[3,3] must have the shape f32[3,2]");
+	shape_error(IR_OP_scatter_nd, &a, 3, (ir_dtype[]){IR_F32, IR_I64, IR_F32},
+		    (ir_shape[]){SHAPE(4, 2), SHAPE(3, 3), SHAPE(3)}, "1 <= k <= 2");
+	a.reduction = IR_SCATTER_ADD;
+	shape_error(IR_OP_scatter_nd, &a, 3, (ir_dtype[]){IR_BOOL, IR_I64, IR_BOOL},
+		    (ir_shape[]){SHAPE(4), SHAPE(1, 1), SHAPE(1)}, "reduction add needs numeric data");
+	ir_attrs_init(IR_OP_scatter_elements, &a);
+	shape_error(IR_OP_scatter_elements, &a, 3, (ir_dtype[]){IR_F32, IR_I64, IR_F32},
+		    (ir_shape[]){SHAPE(4, 2), SHAPE(2, 2), SHAPE(2, 1)}, "must have one shape");
+	ir_attrs_init(IR_OP_group_norm, &a);
+	a.groups = 3;
+	shape_error(IR_OP_group_norm, &a, 3, (ir_dtype[]){IR_F32, IR_F32, IR_F32},
+		    (ir_shape[]){SHAPE(1, 4, 2), SHAPE(4), SHAPE(4)}, "groups 3 must be >= 1 and divide the 4 channels");
+	a.groups = 2;
+	shape_error(IR_OP_group_norm, &a, 3, (ir_dtype[]){IR_F32, IR_F32, IR_F32},
+		    (ir_shape[]){SHAPE(1, 4, 2), SHAPE(2), SHAPE(4)}, "weight f32[2] must be [4]");
+	ir_attrs_init(IR_OP_argmax, &a);
+	a.axis = 1;
+	shape_error(IR_OP_argmax, &a, 1, (ir_dtype[]){IR_F32}, (ir_shape[]){SHAPE(3, 0)}, "is empty");
+	ir_attrs_init(IR_OP_cumsum, &a);
+	a.axis = 2;
+	shape_error(IR_OP_cumsum, &a, 1, (ir_dtype[]){IR_F32}, (ir_shape[]){SHAPE(3, 2)}, "axis 2 is out of range");
+	shape_error(IR_OP_mod, NULL, 2, (ir_dtype[]){IR_F32, IR_I32}, (ir_shape[]){SHAPE(3), SHAPE(3)}, "different dtypes");
+}
+
+/* The new attributes print and parse back (parse -> print is a fixed point). */
+static void test_text(void)
+{
+	const char *src =
+		"sinter 1\n\n"
+		"func @main(%x: f32[2,4,3], %i: i64[2,4,3]) -> (f32[2,4,3], f32[2,4,3], i64[2,1,3], f32[2,4,3]) {\n"
+		"  %w = const f32[4] [1, 2, 3, 4]\n"
+		"  %e = elu(%x) alpha=0.5\n"
+		"  %l = leaky_relu(%e) alpha=0.2\n"
+		"  %m = mod(%l, %x) fmod=true\n"
+		"  %c = cumsum(%m) axis=1 exclusive=true reverse=true\n"
+		"  %a = argmin(%c) axis=1 keepdims=true select_last=true\n"
+		"  %s = scatter_elements(%x, %i, %c) axis=2 reduction=mul\n"
+		"  %g = group_norm(%s, %w, %w) groups=2\n"
+		"  return %c, %s, %a, %g\n"
+		"}\n";
+	ir_graph *g = NULL;
+	sn_err e = {0};
+	CHECK(sir_parse(src, strlen(src), "t.sir", NULL, 0, &g, &e) == SN_OK);
+	if (!g) {
+		fprintf(stderr, "%s\n", e.msg);
+		return;
+	}
+	sn_buf b = {0};
+	ir_print(g, &b);
+	CHECK_STR(b.s, src);
+	sn_buf_free(&b);
+	ir_graph_free(g);
+	/* a bad enum value names the choices */
+	const char *bad = "sinter 1\nfunc @main(%x: f32[2], %i: i64[1], %u: f32[1]) -> (f32[2]) {\n"
+			  "  %s = scatter_elements(%x, %i, %u) reduction=sum\n  return %s\n}\n";
+	sn_err e2 = {0};
+	CHECK(sir_parse(bad, strlen(bad), "t.sir", NULL, 0, &g, &e2) != SN_OK);
+	CHECK(strstr(e2.msg, "none, add, mul, max or min") != NULL);
+}
+
+int main(void)
+{
+	test_unary();
+	test_mod();
+	test_cumsum();
+	test_arg();
+	test_group_norm();
+	test_gather_elements();
+	test_scatter();
+	test_infer();
+	test_text();
+	return check_done("ref_ops13");
+}
