@@ -60,6 +60,12 @@ ox_tr ox_tr_identity, ox_tr_dropout, ox_tr_constant, ox_tr_constant_of_shape, ox
 	ox_tr_size, ox_tr_reshape, ox_tr_flatten, ox_tr_transpose, ox_tr_concat, ox_tr_split,
 	ox_tr_slice, ox_tr_gather, ox_tr_unsqueeze, ox_tr_squeeze, ox_tr_expand, ox_tr_cast,
 	ox_tr_cast_like, ox_tr_pad, ox_tr_trilu;
+/* onnx_ops_more.c: the ops of current exports beyond the basic set. */
+ox_tr ox_tr_simple_unary, ox_tr_alpha_unary, ox_tr_isinf, ox_tr_mod, ox_tr_prelu, ox_tr_xor,
+	ox_tr_gather_elements, ox_tr_scatter, ox_tr_cumsum, ox_tr_arg, ox_tr_group_norm,
+	ox_tr_reduce_more, ox_tr_tile, ox_tr_einsum, ox_tr_conv_transpose, ox_tr_resize;
+/* Range whose limit is symbolic dim sym (start 0, delta 1): an iota. */
+int ox_tr_range_sym(ox_ctx *c, const onnx_node *nd, int64_t sym);
 /* A dim of a shape value: OX_SYMV(k) becomes IR_SYM(k). */
 int64_t ox_dim_of(int64_t v);
 

@@ -167,44 +167,6 @@ static int tr_hard_sigmoid(ox_ctx *c, const onnx_node *nd)
 	return bind(c, nd, emit1(c, nd, IR_OP_clamp, y, &a));
 }
 
-static int tr_leaky_relu(ox_ctx *c, const onnx_node *nd)
-{
-	ir_ref x = ox_need(c, nd, 0);
-	if (x == IR_NONE)
-		return c->e->code;
-	ir_dtype t = dtype_of(c, x);
-	ir_ref in[3] = {emit2(c, nd, IR_OP_less, x, ox_scalar(c, t, 0)),
-			emit2(c, nd, IR_OP_mul, x, ox_scalar(c, t, ox_af(nd, "alpha", 0.01))), x};
-	if (in[0] == IR_NONE || in[1] == IR_NONE)
-		return c->e->code;
-	return bind(c, nd, ox_emit(c, nd, IR_OP_where, in, 3, NULL));
-}
-
-/* Sin, Cos, Floor, Ceil: no sinter op; evaluated at import time only
- * (rotary embeddings of known positions, for instance). */
-static int tr_host_unary(ox_ctx *c, const onnx_node *nd)
-{
-	ir_ref x = ox_need(c, nd, 0);
-	if (x == IR_NONE)
-		return c->e->code;
-	const ir_tensor *k = ox_known(c, x);
-	if (!k)
-		return ox_fail(c, nd, "sinter has no %s op: its input must be known at import time", nd->op_type);
-	if (!ir_dtype_is_float(k->dtype))
-		return ox_fail(c, nd, "expects a float input, got %s", ir_dtype_name(k->dtype));
-	ir_tensor t = *k;
-	if (!(t.data = malloc(k->nbytes + 1)))
-		return OOM(c);
-	size_t n = k->nbytes / ir_dtype_size(k->dtype);
-	char f = nd->op_type[0] == 'C' ? nd->op_type[1] : nd->op_type[0];
-	for (size_t i = 0; i < n; i++) {
-		double v = ir_load(k->dtype, k->data, i);
-		v = f == 'S' ? sin(v) : f == 'o' ? cos(v) : f == 'F' ? floor(v) : ceil(v);
-		ir_store(t.dtype, t.data, i, v);
-	}
-	return bind(c, nd, ox_value(c, t));
-}
-
 static int tr_clip(ox_ctx *c, const onnx_node *nd)
 {
 	ir_ref x = ox_need(c, nd, 0);
@@ -636,37 +598,48 @@ static const ox_op ops[] = {
 	{"Abs", tr_unary, 1, 1},
 	{"Add", tr_binary, 2, 2},
 	{"And", tr_logic, 2, 2},
+	{"ArgMax", ox_tr_arg, 1, 1},
+	{"ArgMin", ox_tr_arg, 1, 1},
 	{"AveragePool", tr_pool, 1, 1},
 	{"BatchNormalization", tr_batch_norm, 5, 5},
 	{"Cast", ox_tr_cast, 1, 1},
 	{"CastLike", ox_tr_cast_like, 2, 2},
-	{"Ceil", tr_host_unary, 1, 1},
+	{"Ceil", ox_tr_simple_unary, 1, 1},
 	{"Clip", tr_clip, 1, 3},
 	{"Concat", ox_tr_concat, 1, V},
 	{"Constant", ox_tr_constant, 0, 0},
 	{"ConstantOfShape", ox_tr_constant_of_shape, 1, 1},
 	{"Conv", tr_conv, 2, 3},
-	{"Cos", tr_host_unary, 1, 1},
+	{"ConvTranspose", ox_tr_conv_transpose, 2, 3},
+	{"Cos", ox_tr_simple_unary, 1, 1},
+	{"CumSum", ox_tr_cumsum, 2, 2},
 	{"Div", tr_binary, 2, 2},
 	{"Dropout", ox_tr_dropout, 1, 3},
+	{"Einsum", ox_tr_einsum, 1, V},
+	{"Elu", ox_tr_alpha_unary, 1, 1},
 	{"Equal", tr_binary, 2, 2},
 	{"Erf", tr_unary, 1, 1},
 	{"Exp", tr_unary, 1, 1},
 	{"Expand", ox_tr_expand, 2, 2},
 	{"Flatten", ox_tr_flatten, 1, 1},
-	{"Floor", tr_host_unary, 1, 1},
+	{"Floor", ox_tr_simple_unary, 1, 1},
 	{"Gather", ox_tr_gather, 2, 2},
+	{"GatherElements", ox_tr_gather_elements, 2, 2},
 	{"Gelu", tr_gelu, 1, 1},
 	{"Gemm", tr_gemm, 2, 3},
 	{"GlobalAveragePool", tr_global_pool, 1, 1},
 	{"GlobalMaxPool", tr_global_pool, 1, 1},
 	{"Greater", tr_binary, 2, 2},
 	{"GreaterOrEqual", tr_logic, 2, 2},
+	{"GroupNormalization", ox_tr_group_norm, 3, 3},
 	{"HardSigmoid", tr_hard_sigmoid, 1, 1},
 	{"HardSwish", tr_unary, 1, 1},
 	{"Identity", ox_tr_identity, 1, 1},
+	{"InstanceNormalization", ox_tr_group_norm, 3, 3},
+	{"IsInf", ox_tr_isinf, 1, 1},
+	{"IsNaN", ox_tr_simple_unary, 1, 1},
 	{"LayerNormalization", tr_layer_norm, 2, 3},
-	{"LeakyRelu", tr_leaky_relu, 1, 1},
+	{"LeakyRelu", ox_tr_alpha_unary, 1, 1},
 	{"Less", tr_binary, 2, 2},
 	{"LessOrEqual", tr_logic, 2, 2},
 	{"Log", tr_unary, 1, 1},
@@ -675,35 +648,50 @@ static const ox_op ops[] = {
 	{"Max", tr_variadic, 1, V},
 	{"MaxPool", tr_pool, 1, 1},
 	{"Min", tr_variadic, 1, V},
+	{"Mish", ox_tr_simple_unary, 1, 1},
+	{"Mod", ox_tr_mod, 2, 2},
 	{"Mul", tr_binary, 2, 2},
 	{"Neg", tr_unary, 1, 1},
 	{"Not", tr_logic, 1, 1},
 	{"Or", tr_logic, 2, 2},
+	{"PRelu", ox_tr_prelu, 2, 2},
 	{"Pad", ox_tr_pad, 2, 4},
 	{"Pow", tr_pow, 2, 2},
 	{"Range", ox_tr_range, 3, 3},
 	{"Reciprocal", tr_reciprocal, 1, 1},
+	{"ReduceL1", ox_tr_reduce_more, 1, 2},
+	{"ReduceL2", ox_tr_reduce_more, 1, 2},
+	{"ReduceLogSum", ox_tr_reduce_more, 1, 2},
+	{"ReduceLogSumExp", ox_tr_reduce_more, 1, 2},
 	{"ReduceMax", tr_reduce, 1, 2},
 	{"ReduceMean", tr_reduce, 1, 2},
 	{"ReduceMin", tr_reduce, 1, 2},
 	{"ReduceSum", tr_reduce, 1, 2},
+	{"ReduceSumSquare", ox_tr_reduce_more, 1, 2},
 	{"Relu", tr_unary, 1, 1},
 	{"Reshape", ox_tr_reshape, 2, 2},
+	{"Resize", ox_tr_resize, 1, 4},
+	{"Round", ox_tr_simple_unary, 1, 1},
+	{"ScatterElements", ox_tr_scatter, 3, 3},
+	{"ScatterND", ox_tr_scatter, 3, 3},
 	{"Shape", ox_tr_shape, 1, 1},
 	{"Sigmoid", tr_unary, 1, 1},
-	{"Sin", tr_host_unary, 1, 1},
+	{"Sin", ox_tr_simple_unary, 1, 1},
 	{"Size", ox_tr_size, 1, 1},
 	{"Slice", ox_tr_slice, 3, 5},
 	{"Softmax", tr_softmax, 1, 1},
+	{"Softplus", ox_tr_simple_unary, 1, 1},
 	{"Split", ox_tr_split, 1, 2},
 	{"Sqrt", tr_unary, 1, 1},
 	{"Squeeze", ox_tr_squeeze, 1, 2},
 	{"Sub", tr_binary, 2, 2},
 	{"Tanh", tr_unary, 1, 1},
+	{"Tile", ox_tr_tile, 2, 2},
 	{"Transpose", ox_tr_transpose, 1, 1},
 	{"Trilu", ox_tr_trilu, 1, 2},
 	{"Unsqueeze", ox_tr_unsqueeze, 1, 2},
 	{"Where", tr_where, 3, 3},
+	{"Xor", ox_tr_xor, 2, 2},
 };
 
 const ox_op *ox_find_op(const char *op_type)

@@ -124,6 +124,10 @@ int ox_tr_constant_of_shape(ox_ctx *c, const onnx_node *nd)
 int ox_tr_range(ox_ctx *c, const onnx_node *nd)
 {
 	double st, li, de;
+	ir_ref lim = ox_need(c, nd, 1);
+	const ir_tensor *lk = lim != IR_NONE ? ox_known(c, lim) : NULL;
+	if (lk && lk->dtype == IR_I64 && lk->nbytes == 8 && OX_IS_SYMV(*(const int64_t *)lk->data))
+		return ox_tr_range_sym(c, nd, *(const int64_t *)lk->data - OX_SYMV(0));
 	if (ox_num(c, nd, 0, "start", &st) || ox_num(c, nd, 1, "limit", &li) ||
 	    ox_num(c, nd, 2, "delta", &de))
 		return c->e->code;

@@ -18,6 +18,18 @@ The models, with weights drawn at random as initializers:
   block_gelu     the same block with an additive causal mask (Trilu of a
                  constant) and the Gelu op (exact); opset 20
   block_gelu_tanh  as block_gelu with Gelu approximate="tanh"; opset 20
+  unet           a diffusion-style UNet block: GroupNormalization, SiLU,
+                 Conv, ConvTranspose (stride 2, output_padding, groups),
+                 Resize (nearest asymmetric floor, linear
+                 pytorch_half_pixel, cubic align_corners, linear
+                 half_pixel by sizes), InstanceNormalization, LeakyRelu,
+                 PRelu, Elu, Mish, Softplus, a 1-d ConvTranspose; opset 21
+  lm_ops         the ops of language-model exports: CumSum (exclusive,
+                 reverse), IsNaN/IsInf with Where, GatherElements,
+                 ScatterElements (add), ScatterND, Einsum (attention
+                 scores, batched matmul, outer product, a sum), ArgMax,
+                 ReduceLogSumExp, ReduceL2, Tile, Mod, Round, Floor, Ceil,
+                 Sin, Cos; opset 18
 Each model runs as `sinter run M.onnx --device ref` and, through
 `sinter import M.onnx -o M.sir`, as `sinter run M.sir --device ref` (the
 import path of a user who keeps the IR).
@@ -168,6 +180,95 @@ def block(rng, mask, gelu, opset, T=16, D=64, H=4, FF=256):
     return b.model(f"block_{mask}_{gelu}", inputs, outputs, opset)
 
 
+# ---- the ops of current exports (issue 13) ----
+
+def unet(rng):
+    b = Builder(rng)
+    x = "latent"
+    C = 8
+
+    def per_c(base, lo, hi):
+        return b.init(base, rng.uniform(lo, hi, C).astype(np.float32))
+
+    y = b.op("GroupNormalization", [x, per_c("gn.scale", 0.5, 1.5), per_c("gn.bias", -0.2, 0.2)],
+             num_groups=4, epsilon=1e-5)
+    y = b.op("Mul", [y, b.op("Sigmoid", [y])])                          # SiLU
+    y = b.op("Conv", [y, b.w("conv.w", (C, C, 3, 3), 0.2)], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    up = b.op("ConvTranspose", [y, b.w("up.w", (C, C // 2, 3, 3), 0.2), b.w("up.b", (C,), 0.1)],
+              strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1], group=2)   # 8x8 -> 16x16
+    near = b.op("Resize", [y, "", b.init("scales", np.array([1, 1, 2, 2], np.float32))], mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    lin = b.op("Resize", [y, "", b.init("scales", np.array([1, 1, 2, 2], np.float32))], mode="linear",
+               coordinate_transformation_mode="pytorch_half_pixel")
+    cub = b.op("Resize", [y, "", "", b.init("sizes", np.array([2, C, 16, 16], np.int64))], mode="cubic",
+               coordinate_transformation_mode="align_corners")
+    down = b.op("Resize", [up, "", "", b.init("sizes", np.array([2, C, 5, 7], np.int64))], mode="linear")
+    y = b.op("Add", [b.op("Add", [up, near]), b.op("Add", [lin, cub])])
+    y = b.op("InstanceNormalization", [y, per_c("in.scale", 0.5, 1.5), per_c("in.bias", -0.2, 0.2)],
+             epsilon=1e-5)
+    y = b.op("LeakyRelu", [y], alpha=0.2)
+    y = b.op("PRelu", [y, b.init("slope", rng.uniform(0, 0.5, (C, 1, 1)).astype(np.float32))])
+    y = b.op("Add", [b.op("Elu", [y], alpha=0.7), b.op("Mish", [y])])
+    y = b.op("Softplus", [y])
+    b.nodes[-1].output[0] = "features"
+    d = b.op("Reshape", [down, b.init("shape", np.array([2, C, 35], np.int64))])
+    d = b.op("ConvTranspose", [d, b.w("up1.w", (C, 3, 4), 0.3)], strides=[3], pads=[1, 2])
+    b.nodes[-1].output[0] = "signal"
+    inputs = [helper.make_tensor_value_info(x, F, [2, C, 8, 8])]
+    outputs = [helper.make_tensor_value_info("features", F, [2, C, 16, 16]),
+               helper.make_tensor_value_info("signal", F, [2, 3, 103])]
+    return b.model("unet", inputs, outputs, 21)
+
+
+def lm_ops(rng):
+    b = Builder(rng)
+    x = "scores"
+    B, H, T, D = 2, 3, 6, 4
+    mask = b.op("Greater", [b.op("ReduceMean", [x, b.init("ax", np.array([1, 3], np.int64))], keepdims=0),
+                            b.init("zero", np.float32(0))])                # [B, T] bool
+    pos = b.op("CumSum", [b.op("Cast", [mask], to=TensorProto.INT64), b.init("axis", np.int64(1))])
+    pos_rev = b.op("CumSum", [b.op("Cast", [mask], to=TensorProto.FLOAT), b.init("axis", np.int64(-1))],
+                   exclusive=1, reverse=1)
+    lg = b.op("Log", [x])                                                  # NaN below 0, -inf at 0
+    clean = b.op("Where", [b.op("Or", [b.op("IsNaN", [lg]), b.op("IsInf", [lg])]),
+                           b.init("fill", np.float32(-1)), lg])
+    q = b.op("Slice", [x, b.init("s", np.array([0], np.int64)), b.init("e", np.array([2], np.int64)),
+                       b.init("a", np.array([1], np.int64))])             # [B, 2, T, D]
+    att = b.op("Einsum", [q, x], equation="bhid,bgjd->bhgij")
+    bmm = b.op("Einsum", [b.op("Reshape", [x, b.init("sh", np.array([B * H, T, D], np.int64))]),
+                          b.w("ein.w", (D, 5), 0.5)], equation="bij,jk->bik")
+    outer = b.op("Einsum", [b.w("u", (3,), 1.0), b.w("v", (4,), 1.0)], equation="i,j->ij")
+    red = b.op("Einsum", [x], equation="bhtd->bd")
+    idx = b.init("idx", rng.integers(-T, T, (B, H, 4, D)).astype(np.int64))
+    ge = b.op("GatherElements", [x, idx], axis=2)
+    se = b.op("ScatterElements", [x, idx, b.w("upd", (B, H, 4, D), 1.0)], axis=2, reduction="add")
+    nd_idx = b.init("nd_idx", np.array([[[1, 2]], [[0, 0]]], np.int64))  # [2, 1, 2]
+    snd = b.op("ScatterND", [x, nd_idx, b.w("nd_upd", (2, 1, T, D), 1.0)])
+    am = b.op("ArgMax", [x], axis=2, keepdims=0)
+    lse = b.op("ReduceLogSumExp", [x, b.init("ax3", np.array([3], np.int64))], keepdims=1)
+    l2 = b.op("ReduceL2", [x, b.init("ax2", np.array([2], np.int64))], keepdims=0)
+    tile = b.op("Tile", [l2, b.init("rep", np.array([1, 2, 3], np.int64))])
+    md = b.op("Mod", [b.op("Mul", [x, b.init("seven", np.float32(7))]), b.init("m", np.float32(1.5))], fmod=1)
+    rnd = b.op("Add", [b.op("Round", [b.op("Mul", [x, b.init("k", np.float32(3))])]),
+                       b.op("Add", [b.op("Floor", [x]), b.op("Ceil", [x])])])
+    trig = b.op("Add", [b.op("Sin", [x]), b.op("Cos", [x])])
+    outs = [pos, pos_rev, clean, att, bmm, outer, red, ge, se, snd, am, lse, tile, md, rnd, trig]
+    names = ["pos", "pos_rev", "clean", "att", "bmm", "outer", "red", "gathered", "scattered",
+             "scattered_nd", "argmax", "lse", "tiled", "mod", "rounded", "trig"]
+    for o, n in zip(outs, names):
+        for nd in b.nodes:
+            if nd.output[0] == o:
+                nd.output[0] = n
+    inputs = [helper.make_tensor_value_info(x, F, [B, H, T, D])]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in names]
+    g = helper.make_graph(b.nodes, "lm_ops", inputs, outputs, initializer=b.inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], producer_name="sinter-crosscheck")
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m)
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
 # ---- running ----
 
 def ort_run(path, feeds):
@@ -230,7 +331,9 @@ def main():
     models = [("convnet", convnet(rng), [(2, 3, 32, 32), (3, 3, 32, 32)]),
               ("block_where", block(rng, "where", "erf", 17), [(2, 16, 64)]),
               ("block_gelu", block(rng, "add", "none", 20), [(2, 16, 64)]),
-              ("block_gelu_tanh", block(rng, "add", "tanh", 20), [(1, 16, 64)])]
+              ("block_gelu_tanh", block(rng, "add", "tanh", 20), [(1, 16, 64)]),
+              ("unet", unet(rng), [(2, 8, 8, 8)]),
+              ("lm_ops", lm_ops(rng), [(2, 3, 6, 4)])]
     bad = 0
     try:
         for name, m, shapes in models:
