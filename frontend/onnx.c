@@ -959,8 +959,8 @@ static int translate(ox_ctx *c, const onnx_model *m, ir_wstore *ws, ir_graph **o
 			c->opset = m->opsets[i].version;
 	if (c->opset < 0)
 		return ox_fail(c, NULL, "the model imports no opset of the default domain");
-	if (c->opset < 13 || c->opset > 22)
-		return ox_fail(c, NULL, "opset %lld is not supported (sinter reads opsets 13 to 22)",
+	if (c->opset < 11 || c->opset > 22)
+		return ox_fail(c, NULL, "opset %lld is not supported (sinter reads opsets 11 to 22)",
 			       (long long)c->opset);
 	if (og->nsparse_init)
 		return ox_fail(c, NULL, "sparse initializers are not supported");

@@ -1,5 +1,5 @@
 /* onnx.h: ONNX import. Reads a model (onnx_pb.h decodes the protobuf),
- * translates its nodes to sinter ops (opsets 13 to 22 of the default
+ * translates its nodes to sinter ops (opsets 11 to 22 of the default
  * domain), evaluates at import time every value that does not depend on a
  * graph input (shape subgraphs, constant folding), and keeps weights out of
  * the graph: initializers become params whose values go into a weight

@@ -198,13 +198,44 @@ static int tr_clip(ox_ctx *c, const onnx_node *nd)
 
 /* ---- norms ---- */
 
+/* Before opset 13, Softmax and LogSoftmax (axis default 1) see the input
+ * as 2-d, [prod(dims before axis), prod(dims from axis)]: one softmax over
+ * all the dims from axis on, done here over those dims folded into one. */
 static int tr_softmax(ox_ctx *c, const onnx_node *nd)
 {
 	ir_op op = strcmp(nd->op_type, "Softmax") == 0 ? IR_OP_softmax : IR_OP_log_softmax;
 	ir_attrs a;
 	ir_attrs_init(op, &a);
-	a.axis = ox_ai(nd, "axis", -1);
-	return bind(c, nd, emit1(c, nd, op, ox_need(c, nd, 0), &a));
+	a.axis = ox_ai(nd, "axis", c->opset < 13 ? 1 : -1);
+	ir_ref x = ox_need(c, nd, 0);
+	if (x == IR_NONE || c->opset >= 13)
+		return bind(c, nd, emit1(c, nd, op, x, &a));
+	const ir_shape xs = ox_node(c, x)->shape;
+	int ax = ir_axis(a.axis, xs.rank);
+	if (ax < 0)
+		return ox_fail(c, nd, "axis %lld is out of range for rank %d", (long long)a.axis, xs.rank);
+	if (ax >= xs.rank - 1)
+		return bind(c, nd, emit1(c, nd, op, x, &a));
+	ir_attrs ra;
+	ir_attrs_init(IR_OP_reshape, &ra);
+	int64_t inner = 1;
+	for (int i = 0; i < xs.rank; i++) {
+		if (i < ax) {
+			ra.shape.v[ra.shape.n++] = xs.d[i];
+			continue;
+		}
+		if (xs.d[i] < 0)
+			return ox_fail(c, nd, "the dims from axis %d must be known (opset %lld's 2-d softmax); "
+				       "bind them with --shape", ax, (long long)c->opset);
+		inner *= xs.d[i];
+	}
+	ra.shape.v[ra.shape.n++] = inner;
+	a.axis = -1;
+	ir_ref y = emit1(c, nd, op, emit1(c, nd, IR_OP_reshape, x, &ra), &a);
+	ra.shape.n = xs.rank;
+	for (int i = 0; i < xs.rank; i++)
+		ra.shape.v[i] = xs.d[i];
+	return bind(c, nd, emit1(c, nd, IR_OP_reshape, y, &ra));
 }
 
 /* LayerNormalization's optional outputs Mean and InvStdDev over the

@@ -30,6 +30,10 @@ The models, with weights drawn at random as initializers:
                  scores, batched matmul, outer product, a sum), ArgMax,
                  ReduceLogSumExp, ReduceL2, Tile, Mod, Round, Floor, Ceil,
                  Sin, Cos; opset 18
+  opset11        opset 11's forms: Softmax and LogSoftmax over the 2-d view
+                 (axis 1 of a rank-4 input), ReduceSum/Unsqueeze/Squeeze/
+                 Split with axes and sizes as attributes, Resize with an
+                 empty roi, Clip with tensor bounds, ArgMax, Gather
 Each model runs as `sinter run M.onnx --device ref` and, through
 `sinter import M.onnx -o M.sir`, as `sinter run M.sir --device ref` (the
 import path of a user who keeps the IR).
@@ -269,6 +273,37 @@ def lm_ops(rng):
     return m
 
 
+def opset11(rng):
+    b = Builder(rng)
+    x = "x"
+    sm = b.op("Softmax", [x], axis=1)                       # over dims 1..3 together
+    lsm = b.op("LogSoftmax", [x])                           # default axis 1
+    rs = b.op("ReduceSum", [x], axes=[2], keepdims=0)
+    us = b.op("Unsqueeze", [rs], axes=[0])
+    sq = b.op("Squeeze", [us], axes=[0])
+    p1, p2 = b.op("Split", [x], nout=2, axis=3, split=[2, 3])
+    rz = b.op("Resize", [x, b.init("roi", np.array([], np.float32)), b.init("sc", np.array([1, 1, 2, 1], np.float32))],
+              mode="nearest")
+    cl = b.op("Clip", [p2, b.init("lo", np.float32(-0.5)), b.init("hi", np.float32(0.5))])
+    am = b.op("ArgMax", [p1], axis=1, keepdims=1)
+    ga = b.op("Gather", [x, b.init("gi", np.array([2, 0], np.int64))], axis=1)
+    outs = [sm, lsm, sq, rz, cl, am, ga]
+    names = ["sm", "lsm", "sq", "rz", "cl", "am", "ga"]
+    for o, n in zip(outs, names):
+        for nd in b.nodes:
+            for k, out in enumerate(nd.output):
+                if out == o:
+                    nd.output[k] = n
+    inputs = [helper.make_tensor_value_info(x, F, [2, 3, 4, 5])]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in names]
+    g = helper.make_graph(b.nodes, "opset11", inputs, outputs, initializer=b.inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)], producer_name="sinter-crosscheck")
+    m.ir_version = 6
+    m = onnx.shape_inference.infer_shapes(m)
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
 # ---- running ----
 
 def ort_run(path, feeds):
@@ -333,7 +368,8 @@ def main():
               ("block_gelu", block(rng, "add", "none", 20), [(2, 16, 64)]),
               ("block_gelu_tanh", block(rng, "add", "tanh", 20), [(1, 16, 64)]),
               ("unet", unet(rng), [(2, 8, 8, 8)]),
-              ("lm_ops", lm_ops(rng), [(2, 3, 6, 4)])]
+              ("lm_ops", lm_ops(rng), [(2, 3, 6, 4)]),
+              ("opset11", opset11(rng), [(2, 3, 4, 5)])]
     bad = 0
     try:
         for name, m, shapes in models:

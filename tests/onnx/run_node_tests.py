@@ -76,7 +76,7 @@ SUPPORTED = {
 # inputs made initializers, so that the importer evaluates the whole graph.
 # (Ceil, Cos, Floor and Sin were such ops until they became IR ops.)
 FOLD_ONLY = set()
-OPSET_MIN, OPSET_MAX = 13, 22  # the default-domain opsets the importer reads
+OPSET_MIN, OPSET_MAX = 11, 22  # the default-domain opsets the importer reads
 
 # Cases of claimed ops that are skipped on purpose, each a deliberate limit
 # of the importer or of sinter's ops (docs/ONNX.md, "Limits"): reason -> names.
