@@ -644,14 +644,60 @@ sinter_status sinter_random_tensors(const sinter_tensor *descs, size_t n, uint64
 	return SINTER_OK;
 }
 
+/* Whether tensor name t, written as the ONNX model names it, is value
+ * name v after the importer's sanitizing (characters outside
+ * [A-Za-z0-9_.] become '_', a leading digit or an empty name gets a 'v'):
+ * an inputs file written with the model's names (`input:0`) binds. */
+static bool same_sanitized(const char *t, const char *v)
+{
+	if (!t[0] || (t[0] >= '0' && t[0] <= '9')) {
+		if (*v++ != 'v')
+			return false;
+	}
+	for (; *t; t++, v++) {
+		char ch = *t;
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+			  ch == '_' || ch == '.';
+		if (*v != (ok ? ch : '_'))
+			return false;
+	}
+	return *v == 0;
+}
+
 static const sinter_tensor *find_input(const sinter_tensor *ts, size_t n, const char *name, size_t pos)
 {
 	for (size_t i = 0; i < n; i++)
 		if (ts[i].name && name && strcmp(ts[i].name, name) == 0)
 			return &ts[i];
+	for (size_t i = 0; i < n; i++)
+		if (ts[i].name && name && same_sanitized(ts[i].name, name))
+			return &ts[i];
 	if (pos < n && (!ts[pos].name || !ts[pos].name[0]))
 		return &ts[pos];
 	return NULL;
+}
+
+/* "a f32[2,3], b i64[4]" (the tensors given), or "none", into out. */
+static void list_tensors(const sinter_tensor *ts, size_t n, char *out, size_t cap)
+{
+	size_t k = 0;
+	out[0] = 0;
+	if (!n)
+		snprintf(out, cap, "none");
+	for (size_t i = 0; i < n && k + 1 < cap; i++) {
+		int w = snprintf(out + k, cap - k, "%s%s %s[", i ? ", " : "", ts[i].name ? ts[i].name : "(unnamed)",
+				 (unsigned)ts[i].dtype < IR_NDTYPES ? ir_dtype_name((ir_dtype)ts[i].dtype) : "?");
+		for (int d = 0; w > 0 && d < ts[i].rank && d < IR_MAX_RANK && k + (size_t)w + 1 < cap; d++)
+			w += snprintf(out + k + (size_t)w, cap - k - (size_t)w, "%s%lld", d ? "," : "",
+				      (long long)ts[i].shape[d]);
+		if (w > 0 && k + (size_t)w + 1 < cap)
+			w += snprintf(out + k + (size_t)w, cap - k - (size_t)w, "]");
+		if (w < 0)
+			break;
+		k += (size_t)w;
+		if (k >= cap)
+			k = cap - 1;
+	}
 }
 
 sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
@@ -775,8 +821,12 @@ sinter_status api_bind_inputs(const ir_graph *g, const sinter_tensor *inputs, si
 		const sinter_tensor *t = find_input(inputs, ninputs, in->name, i);
 		char want[160], have[160];
 		ir_type_str(g, in->dtype, &in->shape, want, sizeof want);
-		if (!t)
-			return api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s (%s)", in->name, want);
+		if (!t) {
+			char have_list[512];
+			list_tensors(inputs, ninputs, have_list, sizeof have_list);
+			return api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s (%s); the inputs hold: %s",
+					 in->name, want, have_list);
+		}
 		ir_shape s = {.rank = t->rank};
 		memcpy(s.d, t->shape, sizeof s.d);
 		if ((unsigned)t->dtype >= IR_NDTYPES || t->rank < 0 || t->rank > IR_MAX_RANK)

@@ -30,7 +30,8 @@ The models, with weights drawn at random as initializers:
                  scores, batched matmul, outer product, a sum), ArgMax,
                  ReduceLogSumExp, ReduceL2, Tile, Mod, Round, Floor, Ceil,
                  Sin, Cos; opset 18
-  opset11        opset 11's forms: Softmax and LogSoftmax over the 2-d view
+  opset11        (input named `x:0`, fed under that name) opset 11's forms:
+                 Softmax and LogSoftmax over the 2-d view
                  (axis 1 of a rank-4 input), ReduceSum/Unsqueeze/Squeeze/
                  Split with axes and sizes as attributes, Resize with an
                  empty roi, Clip with tensor bounds, ArgMax, Gather
@@ -275,7 +276,7 @@ def lm_ops(rng):
 
 def opset11(rng):
     b = Builder(rng)
-    x = "x"
+    x = "x:0"                                               # a TensorFlow-style name
     sm = b.op("Softmax", [x], axis=1)                       # over dims 1..3 together
     lsm = b.op("LogSoftmax", [x])                           # default axis 1
     rs = b.op("ReduceSum", [x], axes=[2], keepdims=0)
@@ -315,12 +316,13 @@ def ort_run(path, feeds):
     return dict(zip(names, sess.run(names, feeds)))
 
 
-def sinter_run(sinter, model, feeds, work, tag):
+def sinter_run(sinter, model, feeds, work, tag, raw_names=False):
     """Runs model (.onnx or .sir) on ref; returns ({name: array}, None) or
-    (None, what went wrong)."""
+    (None, what went wrong). raw_names: the inputs file names the tensors
+    as the ONNX model does (e.g. `x:0`), not as sinter sanitizes them."""
     ipath = os.path.join(work, f"{tag}.in.safetensors")
     opath = os.path.join(work, f"{tag}.out.safetensors")
-    write_st(ipath, {sanitize(k): v for k, v in feeds.items()})
+    write_st(ipath, {(k if raw_names else sanitize(k)): v for k, v in feeds.items()})
     rc, text = run_cmd([sinter, "run", model, "--device", "ref", "--inputs", ipath, "-o", opath], 600)
     if rc != 0:
         return None, f"sinter run exit {rc}: {first_line(text)}"
@@ -395,7 +397,7 @@ def main():
                 for tag, path in paths:
                     label = f"{tag} {list(shape)}"
                     got, err = sinter_run(a.sinter, path, {xname: x}, work,
-                                          f"{tag}.{'x'.join(map(str, shape))}")
+                                          f"{tag}.{'x'.join(map(str, shape))}", raw_names=":" in xname)
                     if err:
                         print(f"  {label}: {err}  FAIL")
                         bad += 1
