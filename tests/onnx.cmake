@@ -10,3 +10,11 @@ if(SINTER_PYTHON)
     COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/onnx/crosscheck_ort.py $<TARGET_FILE:sinter_cli>)
   set_tests_properties(onnx.node_tests onnx.crosscheck_ort PROPERTIES LABELS onnx TIMEOUT 900)
 endif()
+# Small real exports (scripts/coverage.py --save-small on the GPU machine),
+# registered once tests/onnx/models/ holds one.
+file(GLOB SINTER_ONNX_MODELS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/onnx/models/*/model.onnx)
+if(SINTER_PYTHON AND SINTER_ONNX_MODELS)
+  add_test(NAME onnx.models
+    COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/onnx/run_models.py $<TARGET_FILE:sinter_cli>)
+  set_tests_properties(onnx.models PROPERTIES LABELS onnx TIMEOUT 900)
+endif()
