@@ -112,7 +112,7 @@ int cg_render_reduce(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_
 	if (want)
 		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	const ir_node *n = &g->nodes[r];
-	if (n->op == IR_OP_argmax || n->op == IR_OP_argmin)
+	if (n->op == IR_OP_argmax || n->op == IR_OP_argmin || n->op == IR_OP_topk)
 		return cg_render_scan(g, r, tg, want, st, e);
 	const ir_node *x = &g->nodes[n->in[0]];
 	const char *opname = ir_ops[n->op].name;

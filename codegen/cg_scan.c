@@ -1,5 +1,8 @@
 /* cg_scan.c: ops that walk one axis per output line: cumsum, argmax and
- * argmin, as in ir/ref/ref_reduce.c. Each thread owns one line (an outer
+ * argmin, as in ir/ref/ref_reduce.c; and topk, one thread per element,
+ * which counts the elements of its line that sort before it (the same
+ * total order as the reference: the better value, NaN the largest, then
+ * the lower index) and, when that rank is below k, writes itself there. Each thread owns one line (an outer
  * and inner position) and walks the axis in order, so neighbouring threads
  * read neighbouring inner positions (coalesced when inner > 1). cumsum
  * accumulates in f32 (long long for integers, wrapping) and rounds each
@@ -22,6 +25,67 @@ static int64_t span(const ir_shape *s, int a, int z)
 	return p;
 }
 
+/* topk: a thread per input element; its rank among its line, by the
+ * reference's order, places it (ranks below k only). O(len) per element:
+ * right for the short lines of detection heads and sampling over small
+ * vocabularies. */
+static int render_topk(const ir_graph *g, ir_ref r, int block, int max_grid, cg_step *st, sn_err *e)
+{
+	const ir_node *n = &g->nodes[r];
+	const ir_node *x = &g->nodes[n->in[0]];
+	const ir_shape *xs = &x->shape;
+	int ax = ir_axis(n->attrs->axis, xs->rank);
+	if (ax < 0)
+		return sn_errf(e, SN_EINPUT, "topk: axis out of range");
+	int64_t outer = span(xs, 0, ax), len = xs->d[ax], inner = span(xs, ax + 1, xs->rank), k = n->attrs->k;
+	int64_t total = outer * len * inner;
+	const char *xn = ir_dtype_name(x->dtype);
+	bool fl = ir_dtype_is_float(x->dtype);
+	sn_buf b = {0};
+	char config[64];
+	snprintf(config, sizeof config, "block=%d element per thread", block);
+	cg_emit_spec(&b, g, r, config);
+	cg_emit_dtype_helpers(&b, x->dtype);
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d) " CG_NAME
+			  "(const %s *__restrict__ in0, %s *__restrict__ out)\n{\n",
+		      block, cg_ctype(x->dtype), cg_ctype(n->dtype));
+	sn_buf_printf(&b, "\tfor (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < %" PRId64 "L; "
+			  "i += (long)gridDim.x * blockDim.x) {\n",
+		      k > 0 ? total : 0);
+	sn_buf_printf(&b, "\t\tlong j = i %% %" PRId64 "L, s = i / %" PRId64 "L %% %" PRId64 "L, o = i / %" PRId64 "L;\n"
+			  "\t\tlong base = o * %" PRId64 "L + j, rank = 0;\n"
+			  "\t\t%s v = ld_%s(in0, i);\n"
+			  "\t\tfor (long t = 0; t < %" PRId64 "L; t++) {\n"
+			  "\t\t\t%s w = ld_%s(in0, base + t * %" PRId64 "L);\n",
+		      inner ? inner : 1, inner ? inner : 1, len ? len : 1, len * inner != 0 ? len * inner : 1, len * inner,
+		      fl ? "float" : "long long", xn, len, fl ? "float" : "long long", xn, inner);
+	if (fl)
+		sn_buf_puts(&b, "\t\t\tbool nw = w != w, nv = v != v;\n"
+				"\t\t\tint c = nw && nv ? 0 : nw ? -1 : nv ? 1 : w > v ? -1 : w < v ? 1 : 0;\n");
+	else
+		sn_buf_puts(&b, "\t\t\tint c = w > v ? -1 : w < v ? 1 : 0;\n");
+	sn_buf_printf(&b, "\t\t\tc = %sc;\n"
+			  "\t\t\trank += c ? c < 0 : t < s;\n"
+			  "\t\t}\n"
+			  "\t\tif (rank < %" PRId64 "L)\n"
+			  "\t\t\tout[(o * %" PRId64 "L + rank) * %" PRId64 "L + j] = %s;\n"
+			  "\t}\n}\n",
+		      n->attrs->smallest ? "-" : "", k, k, inner, n->attrs->index ? "(long long)s" : "in0[i]");
+	st->kind = CG_STEP_KERNEL;
+	cg_kernel *kk = &st->k;
+	int64_t blocks = (total + block - 1) / block;
+	kk->grid[0] = (unsigned)(blocks < 1 ? 1 : blocks > max_grid ? max_grid : blocks);
+	kk->grid[1] = kk->grid[2] = 1;
+	kk->block[0] = (unsigned)block;
+	kk->block[1] = kk->block[2] = 1;
+	kk->smem = 0;
+	kk->cfg = (cg_config){.block = block};
+	kk->nbufs = 2;
+	kk->bufs[0] = n->in[0];
+	kk->bufs[1] = r;
+	return cg_finish(kk, "topk", &b, e);
+}
+
 int cg_render_scan(const ir_graph *g, ir_ref r, const cg_target *t, const cg_config *want, cg_step *st, sn_err *e)
 {
 	const int max_grid = 8192;
@@ -34,6 +98,8 @@ int cg_render_scan(const ir_graph *g, ir_ref r, const cg_target *t, const cg_con
 	const char *opname = ir_ops[n->op].name;
 	(void)t;
 	bool scan = n->op == IR_OP_cumsum;
+	if (n->op == IR_OP_topk)
+		return render_topk(g, r, block, max_grid, st, e);
 	if (!scan && n->op != IR_OP_argmax && n->op != IR_OP_argmin)
 		return sn_errf(e, SN_EINPUT, "%s is not a scan", opname);
 	int ax = ir_axis(n->attrs->axis, xs->rank);

@@ -718,6 +718,7 @@ static const ox_op ops[] = {
 	{"Sub", tr_binary, 2, 2},
 	{"Tanh", tr_unary, 1, 1},
 	{"Tile", ox_tr_tile, 2, 2},
+	{"TopK", ox_tr_topk, 2, 2},
 	{"Transpose", ox_tr_transpose, 1, 1},
 	{"Trilu", ox_tr_trilu, 1, 2},
 	{"Unsqueeze", ox_tr_unsqueeze, 1, 2},

@@ -217,6 +217,32 @@ int ox_tr_arg(ox_ctx *c, const onnx_node *nd)
 	return bind(c, nd, emit1(c, nd, op, ox_need(c, nd, 0), &a));
 }
 
+/* TopK: values and indices as two topk nodes (index 0 and 1), each made
+ * only when the graph names that output; always sorted (sorted=0 leaves
+ * the order to the implementation). */
+int ox_tr_topk(ox_ctx *c, const onnx_node *nd)
+{
+	ir_ref x = ox_need(c, nd, 0);
+	ir_ints k;
+	if (x == IR_NONE || ox_ints(c, nd, 1, "K", false, &k))
+		return c->e->code;
+	if (k.n != 1)
+		return ox_fail(c, nd, "K must hold one value");
+	ir_attrs a;
+	ir_attrs_init(IR_OP_topk, &a);
+	a.axis = ox_ai(nd, "axis", -1);
+	a.k = k.v[0];
+	a.smallest = ox_ai(nd, "largest", 1) == 0;
+	for (size_t i = 0; i < 2 && i < nd->noutputs; i++) {
+		if (!nd->outputs[i][0])
+			continue;
+		a.index = (int64_t)i;
+		if (ox_out(c, nd, i, emit1(c, nd, IR_OP_topk, x, &a)))
+			return c->e->code;
+	}
+	return SN_OK;
+}
+
 /* ---- norms ---- */
 
 /* A per-group [G] tensor repeated to per-channel [C] (GroupNormalization

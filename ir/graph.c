@@ -98,6 +98,9 @@ void ir_attrs_init(ir_op op, ir_attrs *a)
 	case IR_OP_elu:
 		a->alpha = 1;
 		break;
+	case IR_OP_topk:
+		a->axis = -1;
+		break;
 	default:
 		break;
 	}

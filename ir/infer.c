@@ -1060,6 +1060,27 @@ static int rule_arg_reduce(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_
 	return SN_OK;
 }
 
+/* topk: the k largest (or smallest) along axis, sorted; index 0 gives the
+ * values (x's dtype), 1 their i64 indices. 0 <= k <= the axis, concrete. */
+static int rule_topk(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)
+{
+	const ir_node *x = IN(0);
+	int a;
+	if (need_numeric(g, n, x, "operand", e) != SN_OK || axis_of(g, n, n->attrs->axis, x, &a, e) != SN_OK)
+		return e->code;
+	int64_t d = x->shape.d[a], k = n->attrs->k;
+	if (d < 0)
+		return fail(e, n, "axis %d of %s is symbolic", a, TY(x));
+	if (k < 0 || k > d)
+		return fail(e, n, "k %lld is out of range for axis %d of %s", LL(k), a, TY(x));
+	if (n->attrs->index != 0 && n->attrs->index != 1)
+		return fail(e, n, "index %lld must be 0 (values) or 1 (indices)", LL(n->attrs->index));
+	*t = n->attrs->index ? IR_I64 : x->dtype;
+	*s = x->shape;
+	s->d[a] = k;
+	return SN_OK;
+}
+
 /* group_norm(x, weight, bias): x float [N, C, ...] (rank >= 3), C concrete
  * and divisible by groups; weight and bias [C] of x's dtype. */
 static int rule_group_norm(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_shape *s, sn_err *e)

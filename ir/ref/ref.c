@@ -140,6 +140,7 @@ static ref_kernel *const kernels[IR_NOPS] = {
 	[IR_OP_layer_norm] = ref_layer_norm, [IR_OP_rms_norm] = ref_layer_norm,
 	[IR_OP_batch_norm] = ref_batch_norm, [IR_OP_group_norm] = ref_group_norm,
 	[IR_OP_cumsum] = ref_cumsum, [IR_OP_argmax] = ref_arg_reduce, [IR_OP_argmin] = ref_arg_reduce,
+	[IR_OP_topk] = ref_topk,
 	[IR_OP_gather_elements] = ref_gather_elements, [IR_OP_scatter_elements] = ref_scatter_elements,
 	[IR_OP_scatter_nd] = ref_scatter_nd,
 	[IR_OP_matmul] = ref_matmul, [IR_OP_linear] = ref_linear,

@@ -14,7 +14,7 @@ typedef int ref_kernel(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn
 ref_kernel ref_unary, ref_binary, ref_where, ref_cast;
 /* ref_reduce.c */
 ref_kernel ref_reduce, ref_softmax, ref_layer_norm, ref_batch_norm, ref_cumsum, ref_arg_reduce,
-	ref_group_norm;
+	ref_group_norm, ref_topk;
 /* ref_linalg.c */
 ref_kernel ref_matmul, ref_linear, ref_attention;
 /* ref_conv.c */

@@ -328,3 +328,78 @@ int ref_group_norm(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err
 	free(x);
 	return SN_OK;
 }
+
+/* One candidate of a topk line. */
+typedef struct tk_item {
+	double v;
+	int64_t iv, i;
+} tk_item;
+
+/* Whether a goes before b: the better value first (NaN the largest, as
+ * torch.topk), ties by the lower index, so the order is total. */
+static bool tk_before(const tk_item *a, const tk_item *b, bool small, bool isint)
+{
+	int c;
+	if (isint) {
+		c = a->iv > b->iv ? -1 : a->iv < b->iv ? 1 : 0;
+	} else {
+		bool na = isnan(a->v), nb = isnan(b->v);
+		c = na && nb ? 0 : na ? -1 : nb ? 1 : a->v > b->v ? -1 : a->v < b->v ? 1 : 0;
+	}
+	if (small)
+		c = -c;
+	return c ? c < 0 : a->i < b->i;
+}
+
+/* A merge sort (stable, no global state: the reference is reentrant). */
+static void tk_sort(tk_item *v, tk_item *tmp, int64_t n, bool small, bool isint)
+{
+	for (int64_t w = 1; w < n; w *= 2) {
+		for (int64_t lo = 0; lo < n; lo += 2 * w) {
+			int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			int64_t p = lo, q = mid, o = lo;
+			while (p < mid && q < hi)
+				tmp[o++] = tk_before(&v[q], &v[p], small, isint) ? v[q++] : v[p++];
+			while (p < mid)
+				tmp[o++] = v[p++];
+			while (q < hi)
+				tmp[o++] = v[q++];
+		}
+		memcpy(v, tmp, (size_t)n * sizeof *v);
+	}
+}
+
+/* topk: each line sorted, the first k kept. */
+int ref_topk(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
+{
+	const ir_shape *xs = &in[0].shape;
+	int ax = ir_axis(n->attrs->axis, xs->rank);
+	if (ax < 0)
+		return sn_errf(e, SN_EINPUT, "topk: axis out of range");
+	int64_t outer = ref_span(xs, 0, ax), len = xs->d[ax], inner = ref_span(xs, ax + 1, xs->rank);
+	int64_t k = n->attrs->k;
+	tk_item *it = ref_malloc((size_t)len * 2 * sizeof *it, e);
+	if (!it)
+		return e->code;
+	ir_dtype t = in[0].dtype;
+	bool small = n->attrs->smallest, isint = ref_is_int(t);
+	size_t es = ir_dtype_size(t);
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < inner; j++) {
+			for (int64_t s = 0; s < len; s++) {
+				size_t idx = (size_t)((o * len + s) * inner + j);
+				it[s] = (tk_item){isint ? 0 : ir_load(t, in[0].data, idx),
+						  isint ? ref_load_int(t, in[0].data, idx) : 0, s};
+			}
+			tk_sort(it, it + len, len, small, isint);
+			for (int64_t r = 0; r < k; r++) {
+				size_t dst = (size_t)((o * k + r) * inner + j);
+				if (n->attrs->index)
+					((int64_t *)out->data)[dst] = it[r].i;
+				else
+					ref_copy_elem(out->data, dst, in[0].data, (size_t)((o * len + it[r].i) * inner + j), es);
+			}
+		}
+	free(it);
+	return SN_OK;
+}

@@ -3,7 +3,8 @@
  * indices, indices smaller than data), scatter_elements and scatter_nd
  * (every reduction, duplicate indices, float and integer data), cumsum
  * (every axis, exclusive, reverse, integers), argmax/argmin (each axis,
- * keepdims, select_last on ties of integer data) and group_norm (f32, f16,
+ * keepdims, select_last on ties of integer data), topk (values and
+ * indices, largest and smallest, ties) and group_norm (f32, f16,
  * bf16; instance norm as groups = C). Inputs are fresh random values
  * (gpu_check.c): floats in [-1, 1), integers in [0, 4); index operands
  * are those integers minus 2, so both signs occur. */
@@ -148,6 +149,26 @@ static void args(void)
 				}
 }
 
+static void topk(void)
+{
+	const ir_dtype ts[] = {IR_F32, IR_BF16, IR_I32};
+	for (size_t ti = 0; ti < SN_COUNT(ts); ti++)
+		for (int axis = 0; axis < 3; axis++)
+			for (int mode = 0; mode < 4; mode++) {
+				ir_graph *g = ir_graph_new();
+				ir_attrs a;
+				ir_attrs_init(IR_OP_topk, &a);
+				a.axis = axis;
+				a.k = axis == 1 ? 17 : 3;
+				a.smallest = mode & 1;
+				a.index = mode >> 1; /* integers in [0, 4) tie often: the index order shows */
+				char label[80];
+				snprintf(label, sizeof label, "topk %s axis %d k %lld%s%s", ir_dtype_name(ts[ti]), axis,
+					 (long long)a.k, a.smallest ? " smallest" : "", a.index ? " indices" : "");
+				run(g, opn(g, IR_OP_topk, &a, 1, in(g, "x", ts[ti], SHAPE(5, 65, 7)), 0, 0), EXACT, label);
+			}
+}
+
 static void group_norm(void)
 {
 	const ir_dtype ts[] = {IR_F32, IR_F16, IR_BF16};
@@ -174,6 +195,7 @@ int main(void)
 	scatters();
 	cumsum();
 	args();
+	topk();
 	group_norm();
 	int rc = gpu_done();
 	return rc ? rc : build_failures ? 1 : 0;

@@ -29,7 +29,7 @@ The models, with weights drawn at random as initializers:
                  ScatterElements (add), ScatterND, Einsum (attention
                  scores, batched matmul, outer product, a sum), ArgMax,
                  ReduceLogSumExp, ReduceL2, Tile, Mod, Round, Floor, Ceil,
-                 Sin, Cos; opset 18
+                 Sin, Cos, TopK; opset 18
   opset11        (input named `x:0`, fed under that name) opset 11's forms:
                  Softmax and LogSoftmax over the 2-d view
                  (axis 1 of a rank-4 input), ReduceSum/Unsqueeze/Squeeze/
@@ -257,13 +257,15 @@ def lm_ops(rng):
     rnd = b.op("Add", [b.op("Round", [b.op("Mul", [x, b.init("k", np.float32(3))])]),
                        b.op("Add", [b.op("Floor", [x]), b.op("Ceil", [x])])])
     trig = b.op("Add", [b.op("Sin", [x]), b.op("Cos", [x])])
-    outs = [pos, pos_rev, clean, att, bmm, outer, red, ge, se, snd, am, lse, tile, md, rnd, trig]
+    tv, ti = b.op("TopK", [x, b.init("k", np.array([2], np.int64))], nout=2, axis=2)
+    outs = [pos, pos_rev, clean, att, bmm, outer, red, ge, se, snd, am, lse, tile, md, rnd, trig, tv, ti]
     names = ["pos", "pos_rev", "clean", "att", "bmm", "outer", "red", "gathered", "scattered",
-             "scattered_nd", "argmax", "lse", "tiled", "mod", "rounded", "trig"]
+             "scattered_nd", "argmax", "lse", "tiled", "mod", "rounded", "trig", "topk_values", "topk_indices"]
     for o, n in zip(outs, names):
         for nd in b.nodes:
-            if nd.output[0] == o:
-                nd.output[0] = n
+            for k, out in enumerate(nd.output):
+                if out == o:
+                    nd.output[k] = n
     inputs = [helper.make_tensor_value_info(x, F, [B, H, T, D])]
     outputs = [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in names]
     g = helper.make_graph(b.nodes, "lm_ops", inputs, outputs, initializer=b.inits)

@@ -69,7 +69,7 @@ SUPPORTED = {
     "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "ReduceSumSquare", "Relu",
     "Reshape", "Resize", "Round", "ScatterElements", "ScatterND", "Shape", "Sigmoid", "Sin",
     "Size", "Slice", "Softmax", "Softplus", "Split", "Sqrt", "Squeeze", "Sub", "Tanh",
-    "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
+    "Tile", "TopK", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
 }
 # Claimed only for values known at import time (sinter has no such op): a
 # case that applies them to a graph input runs as its "folded" variant, the

@@ -166,6 +166,63 @@ static void test_arg(void)
 	}
 }
 
+static void test_topk(void)
+{
+	/* x = [[3, 1, NaN, 3, 0], [2, 5, 5, -1, 4]], k 3 along axis 1:
+	 * largest: [NaN, 3, 3] at [2, 0, 3] (NaN the largest; ties by index),
+	 *          [5, 5, 4] at [1, 2, 4]; smallest: [0, 1, 3] at [4, 1, 0],
+	 *          [-1, 2, 4] at [3, 0, 4] */
+	const float x[10] = {3, 1, NAN, 3, 0, 2, 5, 5, -1, 4};
+	static const struct {
+		bool small;
+		int64_t index;
+		double want[6];
+	} cases[] = {
+		{false, 0, {NAN, 3, 3, 5, 5, 4}},
+		{false, 1, {2, 0, 3, 1, 2, 4}},
+		{true, 0, {0, 1, 3, -1, 2, 4}},
+		{true, 1, {4, 1, 0, 3, 0, 4}},
+	};
+	for (size_t i = 0; i < SN_COUNT(cases); i++) {
+		tg t;
+		tg_init(&t);
+		ir_attrs a;
+		ir_attrs_init(IR_OP_topk, &a);
+		a.k = 3;
+		a.smallest = cases[i].small;
+		a.index = cases[i].index;
+		ir_ref r = top(&t, IR_OP_topk, &a, 1, tin(&t, "x", IR_F32, SHAPE(2, 5), x));
+		char what[48];
+		snprintf(what, sizeof what, "topk case %zu", i);
+		if (trun(&t, r)) {
+			CHECK(t.out.dtype == (cases[i].index ? IR_I64 : IR_F32) && t.out.shape.d[1] == 3);
+			EXPECT(&t, cases[i].want, 6, 0, what);
+		}
+		tg_free(&t);
+	}
+	/* along axis 0 of a [3, 2] integer tensor, k 2: columns (7, 7, 9) and (1, 8, 8) */
+	const int32_t xi[6] = {7, 1, 7, 8, 9, 8};
+	tg t;
+	tg_init(&t);
+	ir_attrs a;
+	ir_attrs_init(IR_OP_topk, &a);
+	a.k = 2;
+	a.axis = 0;
+	a.index = 1;
+	if (trun(&t, top(&t, IR_OP_topk, &a, 1, tin(&t, "x", IR_I32, SHAPE(3, 2), xi))))
+		EXPECT(&t, ((double[]){2, 1, 0, 2}), 4, 0, "topk int axis 0");
+	tg_free(&t);
+	a.k = 4;
+	{
+		ir_graph *g = ir_graph_new();
+		sn_err e = {0};
+		ir_shape s = SHAPE(3, 2);
+		ir_ref in = ir_add_input(g, "x", IR_F32, &s, &e);
+		CHECK(ir_add(g, IR_OP_topk, &in, 1, &a, &e) == IR_NONE && strstr(e.msg, "k 4 is out of range"));
+		ir_graph_free(g);
+	}
+}
+
 static void test_group_norm(void)
 {
 	/* x [1, 4, 2] = channels (1,3) (2,6) (0,4) (-1,-1); 2 groups:
@@ -383,6 +440,7 @@ int main(void)
 	test_mod();
 	test_cumsum();
 	test_arg();
+	test_topk();
 	test_group_norm();
 	test_gather_elements();
 	test_scatter();
