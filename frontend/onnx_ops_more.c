@@ -147,7 +147,164 @@ int ox_tr_xor(ox_ctx *c, const onnx_node *nd)
 				  ox_scalar(c, IR_BOOL, 1)));
 }
 
+/* Sum, Mean: variadic, broadcasting, folded left to right. */
+int ox_tr_sum_mean(ox_ctx *c, const onnx_node *nd)
+{
+	ir_ref y = ox_need(c, nd, 0);
+	for (size_t i = 1; i < nd->ninputs && y != IR_NONE; i++)
+		y = emit2(c, nd, IR_OP_add, y, ox_need(c, nd, i));
+	if (y != IR_NONE && nd->op_type[0] == 'M' && nd->ninputs > 1)
+		y = emit2(c, nd, IR_OP_div, y, ox_scalar(c, dtype_of(c, y), (double)nd->ninputs));
+	return bind(c, nd, y);
+}
+
+/* Sign: 1, -1 or 0 (NaN stays NaN: x - x is NaN only for NaN, 0 else). */
+int ox_tr_sign(ox_ctx *c, const onnx_node *nd)
+{
+	ir_ref x = ox_need(c, nd, 0);
+	if (x == IR_NONE)
+		return c->e->code;
+	ir_dtype t = dtype_of(c, x);
+	ir_ref zero = ox_scalar(c, t, 0);
+	ir_ref y = where3(c, nd, emit2(c, nd, IR_OP_greater, x, zero), ox_scalar(c, t, 1),
+			  where3(c, nd, emit2(c, nd, IR_OP_less, x, zero), ox_scalar(c, t, -1), zero));
+	if (ir_dtype_is_float(t))
+		y = emit2(c, nd, IR_OP_add, y, emit2(c, nd, IR_OP_sub, x, x));
+	return bind(c, nd, y);
+}
+
+/* Selu, Celu, Softsign, ThresholdedRelu: with elu, abs, where. */
+int ox_tr_more_act(ox_ctx *c, const onnx_node *nd)
+{
+	ir_ref x = ox_need(c, nd, 0);
+	if (x == IR_NONE)
+		return c->e->code;
+	ir_dtype t = dtype_of(c, x);
+	const char *op = nd->op_type;
+	ir_attrs a;
+	ir_attrs_init(IR_OP_elu, &a);
+	if (strcmp(op, "Selu") == 0) { /* gamma * elu(x, alpha) */
+		a.alpha = ox_af(nd, "alpha", 1.67326319217681884765625);
+		double gamma = ox_af(nd, "gamma", 1.05070102214813232421875);
+		return bind(c, nd, emit2(c, nd, IR_OP_mul, emit1(c, nd, IR_OP_elu, x, &a), ox_scalar(c, t, gamma)));
+	}
+	if (strcmp(op, "Celu") == 0) { /* alpha * elu(x / alpha) */
+		double al = ox_af(nd, "alpha", 1.0);
+		if (al == 0)
+			return ox_fail(c, nd, "alpha must not be 0");
+		ir_ref s = emit1(c, nd, IR_OP_elu, emit2(c, nd, IR_OP_div, x, ox_scalar(c, t, al)), &a);
+		return bind(c, nd, emit2(c, nd, IR_OP_mul, s, ox_scalar(c, t, al)));
+	}
+	if (strcmp(op, "Softsign") == 0) /* x / (1 + |x|) */
+		return bind(c, nd, emit2(c, nd, IR_OP_div, x,
+					 emit2(c, nd, IR_OP_add, emit1(c, nd, IR_OP_abs, x, NULL), ox_scalar(c, t, 1))));
+	/* ThresholdedRelu: x > alpha ? x : 0 */
+	ir_ref k = emit2(c, nd, IR_OP_greater, x, ox_scalar(c, t, ox_af(nd, "alpha", 1.0)));
+	return bind(c, nd, where3(c, nd, k, x, ox_scalar(c, t, 0)));
+}
+
 /* ---- indexing ---- */
+
+/* GatherND: data's batch dims and the k indexed dims after them folded
+ * into one, each index tuple turned into an offset into it (negative
+ * components wrapped; the batch position from an iota), one gather. */
+int ox_tr_gather_nd(ox_ctx *c, const onnx_node *nd)
+{
+	ir_ref x = ox_need(c, nd, 0), ix = ox_need(c, nd, 1);
+	if (x == IR_NONE || ix == IR_NONE)
+		return c->e->code;
+	ir_shape xs = shape_of(c, x), is = shape_of(c, ix);
+	int q = is.rank;
+	int64_t bd = ox_ai(nd, "batch_dims", 0), k = q ? is.d[q - 1] : -1;
+	if (bd < 0 || bd >= q || bd > xs.rank)
+		return ox_fail(c, nd, "batch_dims %lld is out of range", (long long)bd);
+	if (q < 1 || k < 1 || bd + k > xs.rank)
+		return ox_fail(c, nd, "indices must be [..., k] with 1 <= k <= %lld", (long long)(xs.rank - bd));
+	ir_dtype it = dtype_of(c, ix);
+	if (it != IR_I64 && it != IR_I32)
+		return ox_fail(c, nd, "indices must be int64 or int32");
+	int64_t prod = 1; /* the folded dims: batch and indexed */
+	for (int i = 0; i < bd + k; i++) {
+		if (xs.d[i] < 0 || (i < bd && is.d[i] != xs.d[i]))
+			return ox_fail(c, nd, "the batch and indexed dims must be known and agree; bind them with --shape");
+		prod *= xs.d[i];
+	}
+	ir_shape os = {q - 1, {0}}; /* an offset per index tuple */
+	for (int i = 0; i < q - 1; i++)
+		os.d[i] = is.d[i];
+	ir_ref off = IR_NONE;
+	int64_t stride = prod;
+	for (int64_t j = 0; j < bd + k; j++) {
+		stride /= xs.d[j] ? xs.d[j] : 1;
+		ir_ref v;
+		if (j < bd) {
+			v = ox_iota(c, nd, it, &os, j);
+		} else {
+			ir_attrs sa;
+			ir_attrs_init(IR_OP_slice, &sa);
+			sa.axes = (ir_ints){1, {q - 1}};
+			sa.starts = (ir_ints){1, {j - bd}};
+			sa.ends = (ir_ints){1, {j - bd + 1}};
+			v = reshape(c, nd, emit1(c, nd, IR_OP_slice, ix, &sa), &os);
+			ir_ref wrapped = emit2(c, nd, IR_OP_add, v, ox_scalar(c, it, (double)xs.d[j]));
+			v = where3(c, nd, emit2(c, nd, IR_OP_less, v, ox_scalar(c, it, 0)), wrapped, v);
+		}
+		if (stride != 1)
+			v = emit2(c, nd, IR_OP_mul, v, ox_scalar(c, it, (double)stride));
+		off = off == IR_NONE ? v : emit2(c, nd, IR_OP_add, off, v);
+		if (off == IR_NONE)
+			return c->e->code;
+	}
+	ir_shape fs = {1 + xs.rank - (int)(bd + k), {prod}};
+	for (int i = (int)(bd + k); i < xs.rank; i++)
+		fs.d[1 + i - bd - k] = xs.d[i];
+	ir_ref flat = reshape(c, nd, x, &fs);
+	ir_attrs ga;
+	ir_attrs_init(IR_OP_gather, &ga);
+	ir_ref in[2] = {flat, off};
+	if (flat == IR_NONE)
+		return c->e->code;
+	return bind(c, nd, ox_emit(c, nd, IR_OP_gather, in, 2, &ga));
+}
+
+/* NonZero: its result's shape depends on the values, so only a known input
+ * is supported (evaluated here). */
+int ox_tr_nonzero(ox_ctx *c, const onnx_node *nd)
+{
+	ir_ref x = ox_need(c, nd, 0);
+	if (x == IR_NONE)
+		return c->e->code;
+	const ir_tensor *t = ox_known(c, x);
+	if (!t)
+		return ox_fail(c, nd, "its output shape depends on the input's values: the input must be known at "
+				      "import time");
+	int r = t->shape.rank ? t->shape.rank : 1;
+	int64_t n = 1;
+	for (int i = 0; i < t->shape.rank; i++)
+		n *= t->shape.d[i];
+	int64_t cnt = 0;
+	for (int64_t i = 0; i < n; i++)
+		cnt += ir_load(t->dtype, t->data, (size_t)i) != 0;
+	ir_tensor o = {IR_I64, {2, {r, cnt}}, malloc((size_t)(r * cnt) * 8 + 1), (size_t)(r * cnt) * 8};
+	if (!o.data)
+		return OOM(c);
+	int64_t *p = o.data, col = 0;
+	for (int64_t i = 0; i < n; i++) {
+		if (ir_load(t->dtype, t->data, (size_t)i) == 0)
+			continue;
+		int64_t rem = i;
+		for (int d = t->shape.rank - 1; d >= 0; d--) {
+			p[d * cnt + col] = rem % t->shape.d[d];
+			rem /= t->shape.d[d];
+		}
+		if (!t->shape.rank)
+			p[col] = 0;
+		col++;
+	}
+	return bind(c, nd, ox_value(c, o));
+}
+
+
 
 static int reduction_of(ox_ctx *c, const onnx_node *nd, ir_scatter *out)
 {

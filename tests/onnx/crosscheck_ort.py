@@ -29,7 +29,8 @@ The models, with weights drawn at random as initializers:
                  ScatterElements (add), ScatterND, Einsum (attention
                  scores, batched matmul, outer product, a sum), ArgMax,
                  ReduceLogSumExp, ReduceL2, Tile, Mod, Round, Floor, Ceil,
-                 Sin, Cos, TopK; opset 18
+                 Sin, Cos, TopK, GatherND (batch_dims 1), Sum, Sign,
+                 Selu, Softsign; opset 18
   opset11        (input named `x:0`, fed under that name) opset 11's forms:
                  Softmax and LogSoftmax over the 2-d view
                  (axis 1 of a rank-4 input), ReduceSum/Unsqueeze/Squeeze/
@@ -258,9 +259,13 @@ def lm_ops(rng):
                        b.op("Add", [b.op("Floor", [x]), b.op("Ceil", [x])])])
     trig = b.op("Add", [b.op("Sin", [x]), b.op("Cos", [x])])
     tv, ti = b.op("TopK", [x, b.init("k", np.array([2], np.int64))], nout=2, axis=2)
-    outs = [pos, pos_rev, clean, att, bmm, outer, red, ge, se, snd, am, lse, tile, md, rnd, trig, tv, ti]
+    gnd = b.op("GatherND", [x, b.init("gnd_idx", rng.integers(-H, H, (B, 5, 1)).astype(np.int64))],
+               batch_dims=1)                                               # [B, 5, T, D]: rows of H
+    act = b.op("Sum", [b.op("Sign", [x]), b.op("Selu", [x]), b.op("Softsign", [x])])
+    outs = [pos, pos_rev, clean, att, bmm, outer, red, ge, se, snd, am, lse, tile, md, rnd, trig, tv, ti, gnd, act]
     names = ["pos", "pos_rev", "clean", "att", "bmm", "outer", "red", "gathered", "scattered",
-             "scattered_nd", "argmax", "lse", "tiled", "mod", "rounded", "trig", "topk_values", "topk_indices"]
+             "scattered_nd", "argmax", "lse", "tiled", "mod", "rounded", "trig", "topk_values", "topk_indices",
+             "gathered_nd", "acts"]
     for o, n in zip(outs, names):
         for nd in b.nodes:
             for k, out in enumerate(nd.output):

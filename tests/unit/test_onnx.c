@@ -682,17 +682,17 @@ static void test_pools(void)
 static void test_errors(void)
 {
 	pbw g = {0};
-	w_node(&g, "GatherND", "gn1", L("x", "i"), L("a"), NULL);
+	w_node(&g, "Hardmax", "hm1", L("x", "i"), L("a"), NULL);
 	w_node(&g, "Relu", "r", L("a"), L("b"), NULL);
-	w_node(&g, "GatherND", "gn2", L("b", "i"), L("c"), NULL);
-	w_node(&g, "NonZero", NULL, L("c"), L("d"), NULL);
+	w_node(&g, "Hardmax", "hm2", L("b", "i"), L("c"), NULL);
+	w_node(&g, "Compress", NULL, L("c"), L("d"), NULL);
 	pbw n = {0};
 	pbw_str(&n, 1, "d"), pbw_str(&n, 2, "e"), pbw_str(&n, 3, "fm"), pbw_str(&n, 4, "FusedMatMul");
 	pbw_str(&n, 7, "com.microsoft");
 	pbw_msg(&g, 1, &n);
 	w_value(&g, 11, "x", W_FLOAT, L("2"));
 	pbw m = w_model(&g, 17);
-	expect(&m, "m.onnx: unsupported ops: GatherND (2 nodes, first 'gn1'), NonZero (1 node, first node #3), "
+	expect(&m, "m.onnx: unsupported ops: Hardmax (2 nodes, first 'hm1'), Compress (1 node, first node #3), "
 		   "com.microsoft.FusedMatMul (1 node, first 'fm')", SN_EINPUT);
 
 	g = (pbw){0};
