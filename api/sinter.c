@@ -644,24 +644,34 @@ sinter_status sinter_random_tensors(const sinter_tensor *descs, size_t n, uint64
 	return SINTER_OK;
 }
 
-/* Whether tensor name t, written as the ONNX model names it, is value
- * name v after the importer's sanitizing (characters outside
- * [A-Za-z0-9_.] become '_', a leading digit or an empty name gets a 'v'):
- * an inputs file written with the model's names (`input:0`) binds. */
-static bool same_sanitized(const char *t, const char *v)
+/* name as the ONNX importer once sanitized it (characters outside
+ * [A-Za-z0-9_.] become '_', a leading digit or an empty name gets a 'v'),
+ * into out[cap]; false if it does not fit. */
+static bool sanitized(const char *name, char *out, size_t cap)
 {
-	if (!t[0] || (t[0] >= '0' && t[0] <= '9')) {
-		if (*v++ != 'v')
-			return false;
-	}
-	for (; *t; t++, v++) {
-		char ch = *t;
+	size_t k = 0;
+	if (!name[0] || (name[0] >= '0' && name[0] <= '9'))
+		out[k++] = 'v';
+	for (; *name; name++) {
+		char ch = *name;
 		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
 			  ch == '_' || ch == '.';
-		if (*v != (ok ? ch : '_'))
+		if (k + 1 >= cap)
 			return false;
+		out[k++] = ok ? ch : '_';
 	}
-	return *v == 0;
+	out[k] = 0;
+	return true;
+}
+
+/* Whether tensor name t and input name v agree once both are sanitized:
+ * an inputs file written with either spelling (input:0 or input_0) binds
+ * to an input named either way (.sir files imported before names were
+ * kept verbatim have the second). */
+static bool same_sanitized(const char *t, const char *v)
+{
+	char a[512], b[512];
+	return sanitized(t, a, sizeof a) && sanitized(v, b, sizeof b) && strcmp(a, b) == 0;
 }
 
 static const sinter_tensor *find_input(const sinter_tensor *ts, size_t n, const char *name, size_t pos)

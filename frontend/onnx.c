@@ -214,6 +214,32 @@ static int name_node(ox_ctx *c, ir_ref r, const char *onnx_name)
 	return used_add(c, s);
 }
 
+/* Whether a name can be written verbatim in .sir, quoted (%"input:0"):
+ * no control characters, quote or backslash. */
+static bool quotable(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == '"' || *s == '\\' || *s == 0x7f)
+			return false;
+	return true;
+}
+
+/* Names work node r exactly as ONNX names the value (graph inputs and
+ * outputs: the names a user sees and writes in inputs files), when the
+ * name can be written and is free; otherwise as name_node does. */
+static int name_node_exact(ox_ctx *c, ir_ref r, const char *onnx_name)
+{
+	if (!quotable(onnx_name) || used_has(c, onnx_name))
+		return name_node(c, r, onnx_name);
+	const char *s = sn_strdup(c->w->arena, onnx_name);
+	if (!s)
+		return oom(c->e);
+	c->w->nodes[r].name = s;
+	return used_add(c, s);
+}
+
 /* ---- known values ---- */
 
 static int sync(ox_ctx *c)
@@ -748,7 +774,7 @@ static int add_inputs(ox_ctx *c)
 		ir_ref r = ir_add_input(c->w, "x", t, &s, &le);
 		if (r == IR_NONE)
 			return sn_errf(c->e, le.code, "%s: graph input '%s': %s", c->name, vi->name, le.msg);
-		if (sync(c) || name_node(c, r, vi->name))
+		if (sync(c) || name_node_exact(c, r, vi->name))
 			return c->e->code;
 		if (!(sl = slot_add(c, vi->name)))
 			return oom(c->e);
@@ -926,22 +952,25 @@ static int output_name(ox_ctx *c, const ox_slot *sl, ir_ref *outs, size_t nouts,
 	size_t same = 0;
 	for (size_t k = 0; k < nouts; k++)
 		same += outs[k] == outs[i];
-	if (sl->named && same == 1)
-		return SN_OK;
 	bool first = true;
 	for (size_t k = 0; k < i; k++)
 		first &= outs[k] != outs[i];
-	if (sl->named && first)
-		return SN_OK; /* the first of several outputs keeps the node */
 	const ir_node *n = ox_node(c, outs[i]);
+	/* the node named after this value takes its exact name (the first of
+	 * several outputs keeps the node); a graph input has its own already */
+	if (sl->named && (same == 1 || first)) {
+		if (n->op == IR_OP_input || (n->name && strcmp(n->name, sl->name) == 0))
+			return SN_OK;
+		return name_node_exact(c, outs[i], sl->name);
+	}
 	if (same == 1 && n->op != IR_OP_input)
-		return name_node(c, outs[i], sl->name);
+		return name_node_exact(c, outs[i], sl->name);
 	ir_attrs a;
 	ir_attrs_init(IR_OP_reshape, &a);
 	a.shape.n = n->shape.rank;
 	memcpy(a.shape.v, n->shape.d, (size_t)n->shape.rank * sizeof *a.shape.v);
 	ir_ref r = ox_emit(c, NULL, IR_OP_reshape, &outs[i], 1, &a);
-	if (r == IR_NONE || name_node(c, r, sl->name))
+	if (r == IR_NONE || name_node_exact(c, r, sl->name))
 		return c->e->code ? c->e->code : SN_EINTERNAL;
 	outs[i] = r;
 	return SN_OK;

@@ -240,6 +240,24 @@ int sir_next(sir_lexer *L)
 	case '=': t->kind = SIR_EQ; L->pos++; break;
 	case '"': return lex_string(L, t);
 	case '%':
+		if (L->pos + 1 < L->len && s[L->pos + 1] == '"') {
+			/* %"name": a value name written verbatim (ONNX's input:0);
+			 * no control character, quote or backslash inside */
+			size_t p = L->pos + 2;
+			while (p < L->len && s[p] != '"' && s[p] != '\\' && (unsigned char)s[p] >= 0x20 && s[p] != 0x7f)
+				p++;
+			if (p >= L->len || s[p] != '"')
+				return lex_error(L, L->pos, "%s", "unterminated quoted name (a quote, backslash or "
+								"control character inside?)");
+			if (p == L->pos + 2)
+				return lex_error(L, L->pos, "%s", "empty quoted name");
+			t->kind = SIR_LOCAL;
+			t->s = s + L->pos + 2;
+			t->n = p - L->pos - 2;
+			L->pos = p + 1;
+			return SN_OK;
+		}
+		/* fall through */
 	case '@': {
 		size_t p = L->pos + 1;
 		while (p < L->len && is_name(s[p]))

@@ -63,7 +63,8 @@ static bool name_add(names *t, const char *s)
 	return true;
 }
 
-static bool valid_name(const char *s)
+/* A name written as is: [A-Za-z0-9_.]+. */
+static bool plain_name(const char *s)
 {
 	if (!s || !*s)
 		return false;
@@ -72,6 +73,24 @@ static bool valid_name(const char *s)
 		      *s == '_' || *s == '.'))
 			return false;
 	return true;
+}
+
+/* A name the text can hold: plain, or quoted (%"input:0") when it has no
+ * control character, quote or backslash. */
+static bool valid_name(const char *s)
+{
+	if (!s || !*s)
+		return false;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == '"' || *p == '\\' || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* "%name" or "%\"name\"" */
+static void put_name(sn_buf *b, const char *s)
+{
+	sn_buf_printf(b, plain_name(s) ? "%%%s" : "%%\"%s\"", s);
 }
 
 /* User names are kept; a node without one (made by a pass), or whose name
@@ -237,7 +256,9 @@ static void put_attrs(sn_buf *b, const ir_graph *g, const ir_node *n)
 static void put_node(sn_buf *b, const ir_graph *g, const names *nm, uint32_t i)
 {
 	const ir_node *n = &g->nodes[i];
-	sn_buf_printf(b, "  %%%s = %s", nm->of[i], ir_ops[n->op].name);
+	sn_buf_puts(b, "  ");
+	put_name(b, nm->of[i]);
+	sn_buf_printf(b, " = %s", ir_ops[n->op].name);
 	switch (n->op) {
 	case IR_OP_param:
 		sn_buf_puts(b, " ");
@@ -270,9 +291,10 @@ static void put_node(sn_buf *b, const ir_graph *g, const names *nm, uint32_t i)
 		break;
 	default:
 		sn_buf_puts(b, "(");
-		for (uint32_t k = 0; k < n->nin; k++)
-			sn_buf_printf(b, "%s%%%s", k ? ", " : "",
-				      n->in[k] < g->nnodes ? nm->of[n->in[k]] : "?");
+		for (uint32_t k = 0; k < n->nin; k++) {
+			sn_buf_puts(b, k ? ", " : "");
+			put_name(b, n->in[k] < g->nnodes ? nm->of[n->in[k]] : "?");
+		}
 		sn_buf_puts(b, ")");
 		put_attrs(b, g, n);
 		break;
@@ -298,7 +320,9 @@ void ir_print(const ir_graph *g, sn_buf *b)
 	sn_buf_printf(b, "\nfunc @%s(", g->func && *g->func ? g->func : "main");
 	for (uint32_t k = 0; k < g->ninputs; k++) {
 		const ir_node *n = &g->nodes[g->inputs[k]];
-		sn_buf_printf(b, "%s%%%s: ", k ? ", " : "", nm.of[g->inputs[k]]);
+		sn_buf_puts(b, k ? ", " : "");
+		put_name(b, nm.of[g->inputs[k]]);
+		sn_buf_puts(b, ": ");
 		put_type(b, g, n->dtype, &n->shape);
 	}
 	sn_buf_puts(b, ") -> (");
@@ -313,8 +337,10 @@ void ir_print(const ir_graph *g, sn_buf *b)
 		if (g->nodes[i].op != IR_OP_input)
 			put_node(b, g, &nm, i);
 	sn_buf_puts(b, "  return");
-	for (uint32_t k = 0; k < g->noutputs; k++)
-		sn_buf_printf(b, "%s %%%s", k ? "," : "", nm.of[g->outputs[k]]);
+	for (uint32_t k = 0; k < g->noutputs; k++) {
+		sn_buf_puts(b, k ? ", " : " ");
+		put_name(b, nm.of[g->outputs[k]]);
+	}
 	sn_buf_puts(b, "\n}\n");
 	names_free(&nm, g->nnodes);
 }

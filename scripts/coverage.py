@@ -328,7 +328,7 @@ class Row:
         self.status, self.reason = "ok", ""
         self.err, self.secs = {}, {}
         self.onnx = self.sir = self.inputs = None
-        self.refs = {}     # output name (sanitized) -> PyTorch's output
+        self.refs = {}     # output name (as ONNX spells it) -> PyTorch's output
 
     def fail(self, step, reason):
         if self.status == "ok":
@@ -360,7 +360,9 @@ def sinter_step(row, step, cmd, opath, tol, timeout, logs):
         return
     worst = 0.0
     for name, ref in row.refs.items():
-        g = got.get(name)
+        g = got.get(name)  # names kept as ONNX spells them
+        if g is None:
+            g = got.get(sanitize(name))
         if g is None and len(got) == 1 and len(row.refs) == 1:
             g = next(iter(got.values()))
         if g is None:
@@ -473,7 +475,7 @@ def main():
             with torch.no_grad():
                 ref = m(*args)
             ref = ref if isinstance(ref, (tuple, list)) else (ref,)
-            refs = {sanitize(n): r.detach().float().numpy().astype(np.float32) for n, r in zip(out_names, ref)}
+            refs = {n: r.detach().float().numpy().astype(np.float32) for n, r in zip(out_names, ref)}
             feeds = [x.numpy() for x in args]
         except Exception as ex:
             for exporter in a.exporters.split(","):
@@ -504,8 +506,8 @@ def main():
                 r.fail("export", f"graph inputs {gin}, the model takes {in_names}")
                 continue
             r.inputs = os.path.join(d, "inputs.safetensors")
-            write_st(r.inputs, {sanitize(n): byname[n] for n in gin})
-            r.refs = {sanitize(g): v for g, v in zip(gout, refs.values())} if len(gout) == len(refs) else refs
+            write_st(r.inputs, {n: byname[n] for n in gin})  # named as the model names them
+            r.refs = dict(zip(gout, refs.values())) if len(gout) == len(refs) else refs
             try:
                 r.err["onnxruntime"] = ort_check(r.onnx, {n: byname[n] for n in gin},
                                                  {g: v for g, v in zip(gout, refs.values())})

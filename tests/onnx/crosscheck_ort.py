@@ -31,7 +31,9 @@ The models, with weights drawn at random as initializers:
                  ReduceLogSumExp, ReduceL2, Tile, Mod, Round, Floor, Ceil,
                  Sin, Cos, TopK, GatherND (batch_dims 1), Sum, Sign,
                  Selu, Softsign; opset 18
-  opset11        (input named `x:0`, fed under that name) opset 11's forms:
+  opset11        (input `x:0` and outputs `sm:0`, `ga/out`: names kept as
+                 ONNX spells them; the .sir path is fed `x_0`, the old
+                 sanitized spelling, which binds too) opset 11's forms:
                  Softmax and LogSoftmax over the 2-d view
                  (axis 1 of a rank-4 input), ReduceSum/Unsqueeze/Squeeze/
                  Split with axes and sizes as attributes, Resize with an
@@ -296,7 +298,7 @@ def opset11(rng):
     am = b.op("ArgMax", [p1], axis=1, keepdims=1)
     ga = b.op("Gather", [x, b.init("gi", np.array([2, 0], np.int64))], axis=1)
     outs = [sm, lsm, sq, rz, cl, am, ga]
-    names = ["sm", "lsm", "sq", "rz", "cl", "am", "ga"]
+    names = ["sm:0", "lsm", "sq", "rz", "cl", "am", "ga/out"]
     for o, n in zip(outs, names):
         for nd in b.nodes:
             for k, out in enumerate(nd.output):
@@ -323,13 +325,14 @@ def ort_run(path, feeds):
     return dict(zip(names, sess.run(names, feeds)))
 
 
-def sinter_run(sinter, model, feeds, work, tag, raw_names=False):
+def sinter_run(sinter, model, feeds, work, tag, sanitized=False):
     """Runs model (.onnx or .sir) on ref; returns ({name: array}, None) or
-    (None, what went wrong). raw_names: the inputs file names the tensors
-    as the ONNX model does (e.g. `x:0`), not as sinter sanitizes them."""
+    (None, what went wrong). The inputs file names the tensors as the ONNX
+    model does (e.g. `x:0`), or, with sanitized, as sinter named them before
+    it kept names verbatim (`x_0`), which must bind too."""
     ipath = os.path.join(work, f"{tag}.in.safetensors")
     opath = os.path.join(work, f"{tag}.out.safetensors")
-    write_st(ipath, {(k if raw_names else sanitize(k)): v for k, v in feeds.items()})
+    write_st(ipath, {(sanitize(k) if sanitized else k): v for k, v in feeds.items()})
     rc, text = run_cmd([sinter, "run", model, "--device", "ref", "--inputs", ipath, "-o", opath], 600)
     if rc != 0:
         return None, f"sinter run exit {rc}: {first_line(text)}"
@@ -340,7 +343,7 @@ def check(name, ref, got, tol):
     """Prints one line per output; returns the number of failures."""
     bad = 0
     for k, r in ref.items():
-        g = got.get(sanitize(k))
+        g = got.get(k)  # output names are kept as ONNX spells them
         if g is None:
             print(f"  {name}: output {k}: missing (sinter wrote {sorted(got)})  FAIL")
             bad += 1
@@ -404,7 +407,7 @@ def main():
                 for tag, path in paths:
                     label = f"{tag} {list(shape)}"
                     got, err = sinter_run(a.sinter, path, {xname: x}, work,
-                                          f"{tag}.{'x'.join(map(str, shape))}", raw_names=":" in xname)
+                                          f"{tag}.{'x'.join(map(str, shape))}", sanitized=tag.endswith(".sir"))
                     if err:
                         print(f"  {label}: {err}  FAIL")
                         bad += 1

@@ -5,7 +5,7 @@ sinter's reference interpreter.
 Each tests/onnx/models/NAME/ holds model.onnx (a PyTorch export under 1 MB
 with random weights, written by `scripts/coverage.py --save-small` on the
 GPU machine), inputs.safetensors and expected.safetensors (PyTorch's fp32
-CPU outputs, named as sinter names them). Every model runs as
+CPU outputs, named as the model names them). Every model runs as
 
   sinter run model.onnx --device ref --inputs inputs.safetensors -o OUT
 

@@ -426,6 +426,32 @@ static void test_text(void)
 	CHECK_STR(b.s, src);
 	sn_buf_free(&b);
 	ir_graph_free(g);
+	/* names kept as ONNX spells them: quoted, and the printer quotes them */
+	const char *quoted = "sinter 1\n\nfunc @main(%\"input:0\": f32[2]) -> (f32[2]) {\n"
+			     "  %\"out/relu:0\" = relu(%\"input:0\")\n  return %\"out/relu:0\"\n}\n";
+	g = NULL;
+	sn_err eq = {0};
+	CHECK(sir_parse(quoted, strlen(quoted), "t.sir", NULL, 0, &g, &eq) == SN_OK);
+	if (g) {
+		CHECK_STR(g->nodes[g->inputs[0]].name, "input:0");
+		sn_buf qb = {0};
+		ir_print(g, &qb);
+		CHECK_STR(qb.s, quoted);
+		sn_buf_free(&qb);
+		ir_graph_free(g);
+	}
+	static const char *const bad_names[] = {
+		"sinter 1\nfunc @main(%\"a\\b\": f32[2]) -> (f32[2]) {\n  return %\"a\\b\"\n}\n",
+		"sinter 1\nfunc @main(%\"\": f32[2]) -> (f32[2]) {\n  return %x\n}\n",
+		"sinter 1\nfunc @main(%\"x: f32[2]) -> (f32[2]) {\n  return %x\n}\n",
+	};
+	static const char *const bad_msgs[] = {"unterminated quoted name", "empty quoted name", "unterminated quoted name"};
+	for (int i = 0; i < 3; i++) {
+		sn_err eb = {0};
+		g = NULL;
+		CHECK(sir_parse(bad_names[i], strlen(bad_names[i]), "t.sir", NULL, 0, &g, &eb) == SN_EINPUT);
+		CHECK(g == NULL && strstr(eb.msg, bad_msgs[i]) != NULL);
+	}
 	/* a bad enum value names the choices */
 	const char *bad = "sinter 1\nfunc @main(%x: f32[2], %i: i64[1], %u: f32[1]) -> (f32[2]) {\n"
 			  "  %s = scatter_elements(%x, %i, %u) reduction=sum\n  return %s\n}\n";
