@@ -361,6 +361,80 @@ def cases(rng):
     c.out("sp", x[:, :, 1:4])
     yield c
 
+    # the ops of issue 13: elementwise tests and activations, mod, cumsum,
+    # arg reductions, topk, group_norm, element indexing and scatters
+    c = Case("ops13")
+    x = c.input("x", f32(2, 6, 5, lo=-3, hi=3))
+    yv = c.input("yv", f32(5, lo=0.5, hi=2) * np.where(rng.random(5) < 0.5, -1, 1).astype(np.float32))
+    c.line("%fl = floor(%x)")
+    c.line("%ce = ceil(%x)")
+    c.line("%rd = round(%x)")
+    c.line("%sn = sin(%x)")
+    c.line("%cs = cos(%x)")
+    c.line("%sp = softplus(%x)")
+    c.line("%mi = mish(%x)")
+    c.line("%el = elu(%x) alpha=0.7")
+    c.line("%lr = leaky_relu(%x) alpha=0.2")
+    c.line("%md = mod(%x, %yv)")
+    c.line("%mf = mod(%x, %yv) fmod=true")
+    c.line("%lg = log(%x)")
+    c.line("%nan = isnan(%lg)")
+    c.out("fl", np.floor(x))
+    c.out("ce", np.ceil(x))
+    c.out("rd", np.round(x))  # numpy rounds half to even, as the IR
+    c.out("sn", np.sin(x))
+    c.out("cs", np.cos(x))
+    c.out("sp", np.log1p(np.exp(x)))
+    c.out("mi", x * np.tanh(np.log1p(np.exp(x))))
+    c.out("el", np.where(x > 0, x, 0.7 * np.expm1(x)))
+    c.out("lr", np.where(x < 0, 0.2 * x, x))
+    c.out("md", np.mod(x, yv))
+    c.out("mf", np.fmod(x, yv))
+    c.out("nan", x < 0, np.bool_)
+    for ax, ex, rv in ((1, False, False), (2, True, False), (1, True, True), (0, False, True)):
+        nm = "cs%d%d%d" % (ax, ex, rv)
+        c.line("%%%s = cumsum(%%x) axis=%d exclusive=%s reverse=%s" % (nm, ax, str(ex).lower(), str(rv).lower()))
+        v = np.flip(x, ax) if rv else x
+        cs = np.cumsum(v, axis=ax) - (v if ex else 0)
+        c.out(nm, np.flip(cs, ax) if rv else cs)
+    c.line("%amx = argmax(%x) axis=1")
+    c.line("%amn = argmin(%x) axis=2 keepdims=true")
+    c.out("amx", np.argmax(x, axis=1), np.int64)
+    c.out("amn", np.argmin(x, axis=2)[:, :, None], np.int64)
+    c.line("%tv = topk(%x) axis=1 k=3")
+    c.line("%ti = topk(%x) k=2 smallest=true index=1")
+    c.out("tv", -np.sort(-x, axis=1)[:, :3])
+    c.out("ti", np.argsort(x, axis=2, kind="stable")[:, :, :2], np.int64)
+    gx = c.input("gx", f32(2, 6, 3, 4))
+    gw, gb = c.param("gw", f32(6)), c.param("gb", f32(6))
+    c.line("%gn = group_norm(%gx, %gw, %gb) groups=3 eps=0.001")
+    r = gx.reshape(2, 3, -1)
+    nrm = ((r - r.mean(-1, keepdims=True)) / np.sqrt(r.var(-1, keepdims=True) + 1e-3)).reshape(gx.shape)
+    c.out("gn", nrm * gw[None, :, None, None] + gb[None, :, None, None])
+    idx = c.input("idx", rng.integers(-6, 6, size=(2, 4, 5)).astype(np.int64))
+    upd = c.input("upd", f32(2, 4, 5))
+    c.line("%ge = gather_elements(%x, %idx) axis=1")
+    c.out("ge", np.take_along_axis(x, np.where(idx < 0, idx + 6, idx), axis=1))
+    for red in ("none", "add", "mul", "max", "min"):
+        c.line("%%se_%s = scatter_elements(%%x, %%idx, %%upd) axis=1 reduction=%s" % (red, red))
+        want = x.copy()
+        pos = np.where(idx < 0, idx + 6, idx)
+        for i in range(2):
+            for j in range(4):
+                for k in range(5):
+                    t, u = (i, pos[i, j, k], k), upd[i, j, k]
+                    want[t] = {"none": u, "add": want[t] + u, "mul": want[t] * u,
+                               "max": max(want[t], u), "min": min(want[t], u)}[red]
+        c.out("se_" + red, want)
+    ndi = c.input("ndi", rng.integers(-2, 2, size=(3, 2)).astype(np.int64))
+    ndu = c.input("ndu", f32(3, 5))
+    c.line("%snd = scatter_nd(%x, %ndi, %ndu) reduction=add")
+    want = x.copy()
+    for t in range(3):
+        want[ndi[t, 0] % 2, ndi[t, 1] % 6] += ndu[t]
+    c.out("snd", want)
+    yield c
+
     c = Case("attention")
     q, k, v = c.input("q", f32(2, 3, 5, 4)), c.input("k", f32(2, 3, 6, 4)), c.input("v", f32(2, 3, 6, 3))
     mb = rng.random((5, 6)) < 0.7
