@@ -64,7 +64,7 @@ ox_tr ox_tr_identity, ox_tr_dropout, ox_tr_constant, ox_tr_constant_of_shape, ox
 ox_tr ox_tr_simple_unary, ox_tr_alpha_unary, ox_tr_isinf, ox_tr_mod, ox_tr_prelu, ox_tr_xor,
 	ox_tr_gather_elements, ox_tr_scatter, ox_tr_cumsum, ox_tr_arg, ox_tr_group_norm,
 	ox_tr_reduce_more, ox_tr_tile, ox_tr_einsum, ox_tr_conv_transpose, ox_tr_resize, ox_tr_topk,
-	ox_tr_sum_mean, ox_tr_sign, ox_tr_more_act, ox_tr_gather_nd, ox_tr_nonzero;
+	ox_tr_sum_mean, ox_tr_sign, ox_tr_more_act, ox_tr_gather_nd, ox_tr_nonzero, ox_tr_one_hot;
 /* Range whose limit is symbolic dim sym (start 0, delta 1): an iota. */
 int ox_tr_range_sym(ox_ctx *c, const onnx_node *nd, int64_t sym);
 /* A dim of a shape value: OX_SYMV(k) becomes IR_SYM(k). */

@@ -688,6 +688,7 @@ static const ox_op ops[] = {
 	{"Neg", tr_unary, 1, 1},
 	{"NonZero", ox_tr_nonzero, 1, 1},
 	{"Not", tr_logic, 1, 1},
+	{"OneHot", ox_tr_one_hot, 3, 3},
 	{"Or", tr_logic, 2, 2},
 	{"PRelu", ox_tr_prelu, 2, 2},
 	{"Pad", ox_tr_pad, 2, 4},

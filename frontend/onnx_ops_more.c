@@ -267,6 +267,56 @@ int ox_tr_gather_nd(ox_ctx *c, const onnx_node *nd)
 	return bind(c, nd, ox_emit(c, nd, IR_OP_gather, in, 2, &ga));
 }
 
+/* OneHot: where(unsqueeze(indices) == iota along the new axis, on, off);
+ * depth must be known; negative indices count from the end, others out of
+ * range give a row of off. */
+int ox_tr_one_hot(ox_ctx *c, const onnx_node *nd)
+{
+	ir_ref ix = ox_need(c, nd, 0), vals = ox_need(c, nd, 2);
+	double depthf;
+	if (ix == IR_NONE || vals == IR_NONE || ox_num(c, nd, 1, "depth", &depthf))
+		return c->e->code;
+	if (!(depthf >= 1) || depthf > (double)(1 << 24))
+		return ox_fail(c, nd, "depth %g is out of range", depthf);
+	int64_t depth = (int64_t)depthf;
+	ir_shape is = shape_of(c, ix), vs = shape_of(c, vals);
+	if (vs.rank != 1 || vs.d[0] != 2)
+		return ox_fail(c, nd, "values must be [off, on]");
+	int r = is.rank + 1;
+	if (r > IR_MAX_RANK)
+		return ox_fail(c, nd, "the output would have rank above %d", IR_MAX_RANK);
+	int ax = ir_axis(ox_ai(nd, "axis", -1), r);
+	if (ax < 0)
+		return ox_fail(c, nd, "axis is out of range");
+	if (dtype_of(c, ix) != IR_I64) {
+		ir_attrs ca;
+		ir_attrs_init(IR_OP_cast, &ca);
+		ca.dtype = IR_I64;
+		ix = emit1(c, nd, IR_OP_cast, ix, &ca);
+	}
+	ir_ref wrapped = emit2(c, nd, IR_OP_add, ix, ox_scalar(c, IR_I64, (double)depth));
+	ix = where3(c, nd, emit2(c, nd, IR_OP_less, ix, ox_scalar(c, IR_I64, 0)), wrapped, ix);
+	ir_attrs ua;
+	ir_attrs_init(IR_OP_unsqueeze, &ua);
+	ua.axes = (ir_ints){1, {ax}};
+	ix = emit1(c, nd, IR_OP_unsqueeze, ix, &ua);
+	ir_shape ios = {r, {0}};
+	for (int i = 0; i < r; i++)
+		ios.d[i] = i == ax ? depth : 1;
+	ir_ref pos = ox_iota(c, nd, IR_I64, &ios, ax);
+	ir_ref hit = emit2(c, nd, IR_OP_equal, ix, pos);
+	ir_ref pick[2];
+	for (int k = 0; k < 2; k++) {
+		ir_attrs sa;
+		ir_attrs_init(IR_OP_slice, &sa);
+		sa.starts = (ir_ints){1, {k}};
+		sa.ends = (ir_ints){1, {k + 1}};
+		ir_shape sc = {0, {0}};
+		pick[k] = reshape(c, nd, emit1(c, nd, IR_OP_slice, vals, &sa), &sc);
+	}
+	return bind(c, nd, where3(c, nd, hit, pick[1], pick[0]));
+}
+
 /* NonZero: its result's shape depends on the values, so only a known input
  * is supported (evaluated here). */
 int ox_tr_nonzero(ox_ctx *c, const onnx_node *nd)
