@@ -227,7 +227,8 @@ int ox_tr_gather_nd(ox_ctx *c, const onnx_node *nd)
 	for (int i = 0; i < bd + k; i++) {
 		if (xs.d[i] < 0 || (i < bd && is.d[i] != xs.d[i]))
 			return ox_fail(c, nd, "the batch and indexed dims must be known and agree; bind them with --shape");
-		prod *= xs.d[i];
+		if (__builtin_mul_overflow(prod, xs.d[i], &prod))
+			return ox_fail(c, nd, "the indexed dims are too large");
 	}
 	ir_shape os = {q - 1, {0}}; /* an offset per index tuple */
 	for (int i = 0; i < q - 1; i++)
@@ -575,6 +576,8 @@ int ox_tr_tile(ox_ctx *c, const onnx_node *nd)
 		if (r != 1) {
 			if (d < 0)
 				return ox_fail(c, nd, "a repeated dim must be known; bind it with --shape");
+			if (r > 0 && d > INT64_MAX / r)
+				return ox_fail(c, nd, "repeats %lld of a dim of %lld overflow", (long long)r, (long long)d);
 			if (mid.rank >= IR_MAX_RANK)
 				return ox_fail(c, nd, "too many repeated dims");
 			mid.d[mid.rank] = 1;
@@ -928,6 +931,12 @@ int ox_tr_conv_transpose(ox_ctx *c, const onnx_node *nd)
 	int got_os = ox_aints(c, nd, "output_shape", &v);
 	if (got_os < 0)
 		return c->e->code;
+	if (got_os)
+		for (int j = 0; j < v.n; j++)
+			if (v.v[j] < 0 || v.v[j] > ((int64_t)1 << 30))
+				return ox_fail(c, nd, "output_shape entry %lld is out of range", (long long)v.v[j]);
+	if (xs.d[2] > ((int64_t)1 << 30) || xs.d[3] > ((int64_t)1 << 30) || k[0] > 4096 || k[1] > 4096)
+		return ox_fail(c, nd, "spatial dims or kernel too large");
 	if (got_os || same_upper || same_lower) {
 		for (int j = 0; j < 2; j++) {
 			int64_t in = xs.d[2 + j];
@@ -948,6 +957,9 @@ int ox_tr_conv_transpose(ox_ctx *c, const onnx_node *nd)
 			return c->e->code;
 		if (got && v.n != 2 * nsp)
 			return ox_fail(c, nd, "pads has %d entries, expected %d", v.n, 2 * nsp);
+		for (int j = 0; got && j < 2 * nsp; j++)
+			if (v.v[j] < -((int64_t)1 << 30) || v.v[j] > ((int64_t)1 << 30))
+				return ox_fail(c, nd, "pads entry %lld is out of range", (long long)v.v[j]);
 		for (int j = 0; got && j < nsp; j++) {
 			p[j + 2 - nsp] = v.v[j];
 			p[j + 4 - nsp] = v.v[j + nsp];
@@ -1188,8 +1200,11 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 				k = policy == 1 ? (q < k ? q : k) : (q > k ? q : k);
 			}
 			for (int i = 0; i < axes.n; i++) {
+				double o = floor(k * (double)xs.d[ir_axis(axes.v[i], r)] + 0.5);
+				if (!(o >= 0 && o <= (double)(1 << 24)))
+					return ox_fail(c, nd, "output size %g is out of range", o);
 				scale[i] = k;
-				size[i] = (int64_t)floor(k * (double)xs.d[ir_axis(axes.v[i], r)] + 0.5);
+				size[i] = (int64_t)o;
 			}
 		}
 	} else if (ox_has(nd, 2)) {
@@ -1223,7 +1238,10 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 					continue;
 				return ox_fail(c, nd, "a resized dim must be known; bind it with --shape");
 			}
-			out = (int64_t)floor((double)in * s);
+			double o = floor((double)in * s);
+			if (!(o <= (double)(1 << 24)))
+				return ox_fail(c, nd, "output size %g is out of range", o);
+			out = (int64_t)o;
 		} else {
 			if (in < 0 && out != in)
 				return ox_fail(c, nd, "a resized dim must be known; bind it with --shape");
@@ -1232,7 +1250,7 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 			if (s <= 0)
 				s = in ? (double)out / (double)in : 1;
 		}
-		if (out < 0 || out > ((int64_t)1 << 30))
+		if (out < 0 || out > ((int64_t)1 << 24))
 			return ox_fail(c, nd, "output size %lld is out of range", (long long)out);
 		if (ox_ai(nd, "antialias", 0) && s < 1 && mode != 0)
 			return ox_fail(c, nd, "antialias when downsampling is not supported");
