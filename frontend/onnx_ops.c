@@ -226,7 +226,7 @@ static int tr_softmax(ox_ctx *c, const onnx_node *nd)
 		}
 		if (xs.d[i] < 0)
 			return ox_fail(c, nd, "the dims from axis %d must be known (opset %lld's 2-d softmax); "
-				       "bind them with --shape", ax, (long long)c->opset);
+				       "bind them to values when loading the model", ax, (long long)c->opset);
 		inner *= xs.d[i];
 	}
 	ra.shape.v[ra.shape.n++] = inner;

@@ -226,7 +226,7 @@ int ox_tr_gather_nd(ox_ctx *c, const onnx_node *nd)
 	int64_t prod = 1; /* the folded dims: batch and indexed */
 	for (int i = 0; i < bd + k; i++) {
 		if (xs.d[i] < 0 || (i < bd && is.d[i] != xs.d[i]))
-			return ox_fail(c, nd, "the batch and indexed dims must be known and agree; bind them with --shape");
+			return ox_fail(c, nd, "the batch and indexed dims must be known and agree; bind them to values when loading the model");
 		if (__builtin_mul_overflow(prod, xs.d[i], &prod))
 			return ox_fail(c, nd, "the indexed dims are too large");
 	}
@@ -575,7 +575,7 @@ int ox_tr_tile(ox_ctx *c, const onnx_node *nd)
 			return ox_fail(c, nd, "repeats must not be negative");
 		if (r != 1) {
 			if (d < 0)
-				return ox_fail(c, nd, "a repeated dim must be known; bind it with --shape");
+				return ox_fail(c, nd, "a repeated dim must be known; bind it to a value when loading the model");
 			if (r > 0 && d > INT64_MAX / r)
 				return ox_fail(c, nd, "repeats %lld of a dim of %lld overflow", (long long)r, (long long)d);
 			if (mid.rank >= IR_MAX_RANK)
@@ -707,7 +707,7 @@ static int ein_pair(ox_ctx *c, const onnx_node *nd, eterm *a, eterm *b, const ch
 	ein_group(c, a, con, &cd, &cp);
 	ein_group(c, b, right, &rd, &rp);
 	if (lp < 0 || cp < 0 || rp < 0)
-		return ox_fail(c, nd, "einsum: a group of several dims holds a symbolic dim; bind it with --shape");
+		return ox_fail(c, nd, "einsum: a group of several dims holds a symbolic dim; bind it to a value when loading the model");
 	if (nb + 2 > IR_MAX_RANK || nb + nl + nr > IR_MAX_RANK)
 		return ox_fail(c, nd, "einsum: too many dims");
 	ir_shape sa = bd, sb = bbd;
@@ -906,7 +906,7 @@ int ox_tr_conv_transpose(ox_ctx *c, const onnx_node *nd)
 	ir_shape xs = shape_of(c, x), ws = shape_of(c, w);
 	int64_t G = ox_ai(nd, "group", 1), C = xs.d[1];
 	if (C < 0 || xs.d[2] < 0 || xs.d[3] < 0)
-		return ox_fail(c, nd, "channel and spatial dims must be known; bind them with --shape");
+		return ox_fail(c, nd, "channel and spatial dims must be known; bind them to values when loading the model");
 	if (G < 1 || C % G || ws.d[0] != C)
 		return ox_fail(c, nd, "the weight [C, O/group, kh, kw] does not match the input's %lld channels",
 			       (long long)C);
@@ -1236,7 +1236,7 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 			if (in < 0) {
 				if (s == 1)
 					continue;
-				return ox_fail(c, nd, "a resized dim must be known; bind it with --shape");
+				return ox_fail(c, nd, "a resized dim must be known; bind it to a value when loading the model");
 			}
 			double o = floor((double)in * s);
 			if (!(o <= (double)(1 << 24)))
@@ -1244,7 +1244,7 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 			out = (int64_t)o;
 		} else {
 			if (in < 0 && out != in)
-				return ox_fail(c, nd, "a resized dim must be known; bind it with --shape");
+				return ox_fail(c, nd, "a resized dim must be known; bind it to a value when loading the model");
 			if (in < 0)
 				continue;
 			if (s <= 0)
