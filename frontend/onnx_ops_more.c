@@ -1012,6 +1012,11 @@ int ox_tr_conv_transpose(ox_ctx *c, const onnx_node *nd)
 
 /* ---- Resize ---- */
 
+/* Bounds: a resized dim of at most 65536 (4K frames need 3840), and a
+ * resized constant (folded here, at import time) of at most 4M elements:
+ * models resize activations; a larger constant would only be slow. */
+enum { RESIZE_MAX = 1 << 16, RESIZE_KNOWN_MAX = 1 << 22 };
+
 /* The input coordinate of output coordinate o along an axis of size in
  * resized to out with scale s (ONNX's coordinate_transformation_mode). */
 static double resize_coord(int mode, double o, int64_t in, int64_t out, double s)
@@ -1201,7 +1206,7 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 			}
 			for (int i = 0; i < axes.n; i++) {
 				double o = floor(k * (double)xs.d[ir_axis(axes.v[i], r)] + 0.5);
-				if (!(o >= 0 && o <= (double)(1 << 24)))
+				if (!(o >= 0 && o <= (double)RESIZE_MAX))
 					return ox_fail(c, nd, "output size %g is out of range", o);
 				scale[i] = k;
 				size[i] = (int64_t)o;
@@ -1219,6 +1224,19 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 			scale[i] = ir_load(st->dtype, st->data, (size_t)i), size[i] = -1;
 	} else {
 		return ox_fail(c, nd, "scales or sizes is required");
+	}
+	if (ox_known(c, x)) {
+		double total = 1;
+		for (int i = 0; i < r; i++)
+			total *= xs.d[i] > 0 ? (double)xs.d[i] : 1;
+		for (int i = 0; i < axes.n; i++) {
+			int a = ir_axis(axes.v[i], r);
+			double o = size[i] >= 0 ? (double)size[i] : scale[i] * (a >= 0 && xs.d[a] > 0 ? (double)xs.d[a] : 1);
+			total *= (a >= 0 && xs.d[a] > 0) ? o / (double)xs.d[a] : o;
+		}
+		if (!(total <= RESIZE_KNOWN_MAX))
+			return ox_fail(c, nd, "resizing a constant to %g elements (more than %d) is not supported", total,
+				       RESIZE_KNOWN_MAX);
 	}
 	double ca = ox_af(nd, "cubic_coeff_a", -0.75);
 	bool excl = ox_ai(nd, "exclude_outside", 0) != 0;
@@ -1239,7 +1257,7 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 				return ox_fail(c, nd, "a resized dim must be known; bind it to a value when loading the model");
 			}
 			double o = floor((double)in * s);
-			if (!(o <= (double)(1 << 24)))
+			if (!(o <= (double)RESIZE_MAX))
 				return ox_fail(c, nd, "output size %g is out of range", o);
 			out = (int64_t)o;
 		} else {
@@ -1250,8 +1268,8 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 			if (s <= 0)
 				s = in ? (double)out / (double)in : 1;
 		}
-		if (out < 0 || out > ((int64_t)1 << 24))
-			return ox_fail(c, nd, "output size %lld is out of range", (long long)out);
+		if (out < 0 || out > RESIZE_MAX)
+			return ox_fail(c, nd, "output size %lld is out of range (at most %d)", (long long)out, RESIZE_MAX);
 		if (ox_ai(nd, "antialias", 0) && s < 1 && mode != 0)
 			return ox_fail(c, nd, "antialias when downsampling is not supported");
 		if (in == 0 || out == 0) {
