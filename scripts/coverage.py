@@ -90,6 +90,11 @@ def _tv_vit():
     torch.manual_seed(SEED)
     m = VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=2, hidden_dim=64,
                           mlp_dim=128, num_classes=10).eval()
+    # torchvision starts the head at zero: every output would be 0 and any
+    # comparison would pass; a random head makes the logits depend on the body
+    with torch.no_grad():
+        torch.nn.init.normal_(m.heads.head.weight, std=0.5)
+        torch.nn.init.normal_(m.heads.head.bias, std=0.5)
     return m, (_image(),), ["pixel_values"], ["logits"]
 
 
@@ -193,7 +198,8 @@ def _whisper():
     torch.manual_seed(SEED)
     c = transformers.WhisperConfig(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
                                    decoder_attention_heads=2, encoder_ffn_dim=128, decoder_ffn_dim=128,
-                                   num_mel_bins=80, max_source_positions=100, vocab_size=1000)
+                                   num_mel_bins=80, max_source_positions=100, vocab_size=1000,
+                                   pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
     try:
         c._attn_implementation = "eager"
     except Exception:
