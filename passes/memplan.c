@@ -111,20 +111,56 @@ int mp_plan(const ir_graph *g, bool (*is_alias)(const ir_graph *, const ir_node 
 		if (g->outputs[k] < n)
 			out->last[out->root[g->outputs[k]]] = n; /* past the last node */
 
-	/* Greedy by size. */
+	/* Greedy by size. The placed buffers that overlap a lifetime are found
+	 * through per-step lists of the buffers live at that step (a buffer
+	 * is listed at every step of its lifetime), so a chain of 100k nodes
+	 * plans in linear time; graphs whose lifetimes sum to more than a few
+	 * times their size scan every placed buffer instead, as before. Both
+	 * find the same set, so the offsets are the same. */
 	uint32_t ni = 0;
+	uint64_t span = 0;
 	for (uint32_t i = 0; i < n; i++)
-		if (out->root[i] == i && !is_source(&g->nodes[i]))
+		if (out->root[i] == i && !is_source(&g->nodes[i])) {
 			items[ni++] = (item){i, out->size[i], out->first[i], out->last[i]};
+			span += (uint64_t)out->last[i] - out->first[i] + 1;
+		}
 	qsort(items, ni, sizeof *items, by_size_desc);
+	bool lists = span <= 16 * (uint64_t)n + (1u << 20);
+	uint32_t *head = NULL, *next = NULL, *who = NULL, *seen = NULL;
+	uint64_t nent = 0;
+	if (lists) {
+		/* step t's list: head[t] -> next[...] over entries, who[] the item */
+		head = malloc((size_t)(n + 1) * sizeof *head);
+		next = malloc((size_t)(span ? span : 1) * sizeof *next);
+		who = malloc((size_t)(span ? span : 1) * sizeof *who);
+		seen = calloc(ni ? ni : 1, sizeof *seen);
+		if (!head || !next || !who || !seen) {
+			rc = sn_errf(e, SN_EINTERNAL, "memplan: out of memory");
+			goto lists_done;
+		}
+		for (uint32_t t = 0; t <= n; t++)
+			head[t] = UINT32_MAX;
+	}
 	out->peak = 0;
 	for (uint32_t a = 0; a < ni; a++) {
 		item *it = &items[a];
 		uint32_t nl = 0;
-		for (uint32_t b = 0; b < a; b++) { /* placed buffers live at the same time */
-			const item *o = &items[b];
-			if (o->size && o->first <= it->last && it->first <= o->last)
-				live[nl++] = (placed){out->offset[o->node], out->offset[o->node] + o->size};
+		if (lists) {
+			for (uint32_t t = it->first; t <= it->last && t <= n; t++)
+				for (uint32_t k = head[t]; k != UINT32_MAX; k = next[k]) {
+					uint32_t b = who[k];
+					if (seen[b] == a + 1)
+						continue;
+					seen[b] = a + 1;
+					const item *o = &items[b];
+					live[nl++] = (placed){out->offset[o->node], out->offset[o->node] + o->size};
+				}
+		} else {
+			for (uint32_t b = 0; b < a; b++) { /* placed buffers live at the same time */
+				const item *o = &items[b];
+				if (o->size && o->first <= it->last && it->first <= o->last)
+					live[nl++] = (placed){out->offset[o->node], out->offset[o->node] + o->size};
+			}
 		}
 		qsort(live, nl, sizeof *live, by_offset);
 		size_t at = 0;
@@ -138,12 +174,25 @@ int mp_plan(const ir_graph *g, bool (*is_alias)(const ir_graph *, const ir_node 
 			at = 0;
 		if (at + it->size < at) {
 			rc = sn_errf(e, SN_EINPUT, "memplan: the arena would exceed the address space");
-			goto done;
+			goto lists_done;
 		}
 		out->offset[it->node] = at;
 		if (at + it->size > out->peak)
 			out->peak = at + it->size;
+		if (lists && it->size)
+			for (uint32_t t = it->first; t <= it->last && t <= n; t++) {
+				who[nent] = a;
+				next[nent] = head[t];
+				head[t] = (uint32_t)nent++;
+			}
 	}
+lists_done:
+	free(head);
+	free(next);
+	free(who);
+	free(seen);
+	if (rc)
+		goto done;
 	/* Views get their root's offset (MP_NONE when the root is a source). */
 	for (uint32_t i = 0; i < n; i++)
 		if (out->root[i] != i)
