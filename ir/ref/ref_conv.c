@@ -99,9 +99,7 @@ static void im2col(const double *xp, dims4 x, dims4 y, int64_t cg, int64_t kh, i
 		}
 }
 
-/* y[m, P] += w[m, K] col[K, P] for m rows of y (and of w), four rows at a
- * time so each col row is loaded once per four outputs. */
-static void gemm_rows(double *y, const double *w, const double *col, int64_t m, int64_t k, int64_t p)
+void ref_gemm_acc(double *y, const double *w, const double *col, int64_t m, int64_t k, int64_t p)
 {
 	int64_t r = 0;
 	for (; r + 4 <= m; r += 4) {
@@ -170,7 +168,7 @@ int ref_conv2d(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
 			const double *xp = xd + (b * x.c + g * cg) * x.h * x.w;
 			if (!direct)
 				im2col(xp, x, y, cg, w.h, w.w, st, dil, pad, col);
-			gemm_rows(yd + (b * y.c + g * og) * plane, wd + g * og * k, direct ? xp : col, og, k, plane);
+			ref_gemm_acc(yd + (b * y.c + g * og) * plane, wd + g * og * k, direct ? xp : col, og, k, plane);
 		}
 	store_nchw(out, nhwc, yd);
 	free(xd);

@@ -90,4 +90,9 @@ static inline void ref_copy_elem(void *dst, size_t di, const void *src, size_t s
 	}
 }
 
+/* y[m, p] += w[m, k] col[k, p] in fp64, four rows of y at a time so each
+ * row of col is loaded once per four outputs (ref_conv.c; the matrix
+ * products of ref_linalg.c too). */
+void ref_gemm_acc(double *y, const double *w, const double *col, int64_t m, int64_t k, int64_t p);
+
 #endif

@@ -8,37 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* c[M,N] = a[M,K] @ b[K,N], all row-major doubles; four rows of c at a
- * time, so each row of b is loaded once per four rows. */
+/* c = a @ b (m x k times k x n): zeroed, then accumulated (ref_impl.h). */
 static void gemm(const double *a, const double *b, double *c, int64_t m, int64_t k, int64_t n)
 {
 	for (int64_t i = 0; i < m * n; i++)
 		c[i] = 0;
-	int64_t i = 0;
-	for (; i + 4 <= m; i += 4) {
-		double *c0 = c + i * n, *c1 = c0 + n, *c2 = c1 + n, *c3 = c2 + n;
-		const double *a0 = a + i * k, *a1 = a0 + k, *a2 = a1 + k, *a3 = a2 + k;
-		for (int64_t p = 0; p < k; p++) {
-			const double *br = b + p * n;
-			double v0 = a0[p], v1 = a1[p], v2 = a2[p], v3 = a3[p];
-			for (int64_t j = 0; j < n; j++) {
-				double bv = br[j];
-				c0[j] += v0 * bv;
-				c1[j] += v1 * bv;
-				c2[j] += v2 * bv;
-				c3[j] += v3 * bv;
-			}
-		}
-	}
-	for (; i < m; i++) {
-		double *cr = c + i * n;
-		for (int64_t p = 0; p < k; p++) {
-			double av = a[i * k + p];
-			const double *br = b + p * n;
-			for (int64_t j = 0; j < n; j++)
-				cr[j] += av * br[j];
-		}
-	}
+	ref_gemm_acc(c, a, b, m, k, n);
 }
 
 /* The leading (batch) dims [0, r - keep) of s as a shape of their own. */
