@@ -37,6 +37,15 @@ static cg_render_fn *renderer_of(ir_op op)
 	return (unsigned)k < SN_COUNT(by_kind) ? by_kind[k] : NULL;
 }
 
+unsigned cg_caps(const ir_graph *g, ir_ref r, const cg_target *t)
+{
+	(void)t;
+	switch (ir_ops[g->nodes[r].op].kind) {
+	/* one line per family as it learns layouts or epilogues */
+	default: return 0;
+	}
+}
+
 bool cg_is_alias(const ir_graph *g, const ir_node *n)
 {
 	(void)g;

@@ -51,12 +51,65 @@ typedef enum cg_rstep_kind {
 	CG_STEP_ALIAS, /* the node's buffer is its operand 0's buffer (a view) */
 } cg_rstep_kind;
 
+/* ---- fusion's contract with the renderers (DESIGN.md, Fusion) ----
+ * Where a renderer finds a value in memory. Unset (set == false): the
+ * value's own buffer, contiguous row-major, offset 0. Set by fusion when
+ * index-only producers (split, slice, transpose, reshape) become a layout
+ * instead of a kernel: the value lives in root's buffer at element offset
+ * `offset`, dim d of the value's own shape advancing `strides[d]` elements
+ * (0: broadcast). A renderer that reads a set layout must put root (not
+ * the value) into its kernel's bufs. */
+typedef struct cg_layout {
+	bool set;
+	ir_ref root;
+	int64_t offset;
+	int64_t strides[IR_MAX_RANK];
+} cg_layout;
+
+/* A pointwise epilogue fused into a kernel's store (conv, attention,
+ * generated GEMMs, reductions). fn is CUDA C defining
+ *   __device__ __forceinline__ float sn_epi(float v, long i <params>)
+ * where v is the kernel's result for output element i (row-major linear
+ * index over the fused node's own output shape, bias already added) and the
+ * return value is what is stored, as dtype `dtype`, at element i of the
+ * buffer of node `out` (same shape). params is the text of its extra
+ * parameters (", const unsigned short *__restrict__ e0, ..." or ""), args
+ * the matching arguments (", e0, ..."). The renderer appends params to its
+ * kernel's parameters after the operands it needs, pushes ex[0..nex) onto
+ * its bufs in the same order, then `out` as the last buffer, and calls
+ * sn_epi(v, i args) before each store. dtype helpers for ex's dtypes are
+ * emitted by fn itself. */
+#define CG_MAX_EPI 4
+typedef struct cg_epilogue {
+	char *fn, *params, *args; /* malloc'ed by the fusion lowering */
+	uint32_t nex;
+	ir_ref ex[CG_MAX_EPI];
+	ir_ref out;
+	ir_dtype dtype;
+} cg_epilogue;
+
 typedef struct cg_step {
 	cg_rstep_kind kind;
 	ir_ref node; /* the IR node this step computes */
 	cg_kernel k; /* CG_STEP_KERNEL */
 	cg_gemm g;   /* CG_STEP_GEMM */
+	/* inputs to the renderer, filled by the caller before the call (zero:
+	 * unfused). lay[i]: operand i of node; lay_out: the node's own output;
+	 * epi: an epilogue to apply before the store. A renderer honours them
+	 * only where cg_caps says it can; the caller asks for no more. */
+	cg_layout lay[CG_MAX_BUFS];
+	cg_layout lay_out;
+	const cg_epilogue *epi;
 } cg_step;
+
+/* What node r's renderer accepts beyond its default (a mask of CG_CAN_*):
+ * a table in cg_lower.c, one line per family, updated with the family. */
+enum {
+	CG_CAN_LAYOUT_IN = 1,  /* lay[] of its operands (strided, offset, in root's buffer) */
+	CG_CAN_LAYOUT_OUT = 2, /* lay_out */
+	CG_CAN_EPILOGUE = 4,   /* epi */
+};
+unsigned cg_caps(const ir_graph *g, ir_ref r, const cg_target *t);
 
 
 /* The per-node steps of g, in graph order (cg_lower's first half): one per
