@@ -65,6 +65,7 @@ typedef struct resolved {
 	const char *pipeline;
 	sinter_precision prec;
 	bool graphs;
+	bool unfused;
 	const char *mode;
 } resolved;
 
@@ -111,6 +112,7 @@ static sinter_status resolve(const sinter_compile_options *o, resolved *r, sinte
 	r->graphs = !strcmp(mode, "reduce-overhead");
 	r->pipeline = o && o->passes ? o->passes : pass_pipeline(mode);
 	r->prec = o ? o->precision : SINTER_PREC_FP32;
+	r->unfused = o && o->no_fusion;
 	if ((unsigned)r->prec > SINTER_PREC_FP8)
 		return api_failf(err, SINTER_E_USAGE, "unknown precision %d", (int)r->prec);
 	return SINTER_OK;
@@ -171,7 +173,7 @@ static sinter_status build_plan(const sinter_model *mc, const resolved *r, int s
 		ir_ws_free(ws);
 		return st;
 	}
-	cg_target t = {.sm = sm, .tf32 = r->prec == SINTER_PREC_TF32};
+	cg_target t = {.sm = sm, .tf32 = r->prec == SINTER_PREC_TF32, .unfused = r->unfused};
 	int rc = cg_lower(g, vals, &t, out, &e);
 	if (vals)
 		api_vals_free(g, ws, vals);
@@ -285,8 +287,8 @@ static void plan_key(const sinter_model *m, const resolved *r, const rt_cuda *de
 {
 	sn_buf b = {0};
 	int nv = rt_nvrtc_lib_version();
-	sn_buf_printf(&b, "sinter plan %d %s\nmode %s\npipeline %s\nprecision %d\n", CG_PLAN_FORMAT, SINTER_VERSION,
-		      r->mode, r->pipeline, (int)r->prec);
+	sn_buf_printf(&b, "sinter plan %d %s\nmode %s\npipeline %s\nprecision %d\nfusion %s\n", CG_PLAN_FORMAT,
+		      SINTER_VERSION, r->mode, r->pipeline, (int)r->prec, r->unfused ? "off" : "on");
 	sn_buf_printf(&b, "device %s sm_%d driver %d nvrtc %d cublasLt %d\nweights %s\n", dev->name, dev->sm,
 		      dev->driver_version, nv, rt_blas_lib_version(), wid);
 	ir_print(m->g, &b);

@@ -1,6 +1,7 @@
 /* sinter.c: the public API. A thin layer that sequences frontend, IR and
  * runtime; it owns no algorithm. */
 #include "api/model.h"
+#include "codegen/cg.h"
 
 #include "frontend/safetensors.h"
 #include "frontend/onnx.h"
@@ -290,6 +291,21 @@ char *sinter_model_print(const sinter_model *m)
 		sn_buf_free(&b);
 		return NULL;
 	}
+	return b.s;
+}
+
+char *sinter_model_print_groups(const sinter_model *m, int target_sm, sinter_error *err)
+{
+	sn_buf b = {0};
+	sn_err e = {0};
+	cg_target t = {.sm = target_sm ? target_sm : 90};
+	if (cg_fusion_groups(m->g, &t, &b, &e) != SN_OK) {
+		sn_buf_free(&b);
+		api_fail(err, &e);
+		return NULL;
+	}
+	if (!b.s)
+		return strdup("");
 	return b.s;
 }
 

@@ -218,7 +218,9 @@ def sinter_measure(args, name, cfg, mode, files, logs):
     outputs of the same compiled model for the check (one process, not a
     separate `sinter run`, to keep the whole run inside its budget)."""
     res = {"mode": mode}
-    mode_args = [] if mode == "default" else ["--mode", mode]
+    # "MODE+nofuse": the same mode with --no-fusion (what fusion moves)
+    base, _, extra = mode.partition("+")
+    mode_args = ([] if base == "default" else ["--mode", base]) + (["--no-fusion"] if extra == "nofuse" else [])
     common = sinter_common(args, cfg, files)
     log_path = os.path.join(logs, "%s.sinter.%s.log" % (name, mode))
     out = os.path.join(files["dir"], "%s.sinter.%s.safetensors" % (name, mode))
@@ -227,7 +229,7 @@ def sinter_measure(args, name, cfg, mode, files, logs):
                              ["--json", "--iters", str(args.iters), "--warmup", str(args.warmup),
                               "-o", out], cold, log_path)
     low = se.lower()
-    if mode != "default" and rc in (1, 2) and ("unknown mode" in low or "'--mode'" in low
+    if base != "default" and rc in (1, 2) and ("unknown mode" in low or "'--mode'" in low
                                                or (rc == 2 and "mode" in low)):
         res["error"] = "n/a"  # this sinter has no such mode
         return res

@@ -56,14 +56,16 @@ static const char *const check_help =
 	"\n"
 	"Parses FILE, verifies it and infers every shape; prints a one-line summary.\n";
 static const char *const print_help =
-	"usage: sinter print FILE.sir [--passes a,b | --mode M] [--precision P] [--dump-dir D] [--shape SYM=VALUE]...\n"
+	"usage: sinter print FILE.sir [--passes a,b | --mode M] [--precision P] [--dump-dir D] [--shape SYM=VALUE]... [--groups]\n"
 	"\n"
 	"Prints the canonical text of FILE (parse, print, parse, print is a fixed point),\n"
-	"after the graph passes asked for.\n";
+	"after the graph passes asked for. --groups prints instead the fusion groups a\n"
+	"CUDA compile would make (symbolic dims bound with --shape).\n";
 static const char *const passes_help =
 	"  --passes a,b,c     run these graph passes (canonicalize, fold-bn, layout, precision)\n"
 	"  --mode M           run mode M's pipeline: default, reduce-overhead, max-autotune\n"
 	"  --precision P      fp32 (default), tf32, bf16, fp16 or fp8\n"
+	"  --no-fusion        (compile, run, bench on cuda) one kernel or product per node\n"
 	"  --dump-dir D       (print, compile) write the IR after each pass / every kernel's source to D\n";
 static const char *const hash_help =
 	"usage: sinter hash FILE.sir [--shape SYM=VALUE]...\n"
@@ -131,7 +133,7 @@ typedef struct opts {
 	const char *target, *dump_dir, *dir;
 	const char *mode, *passes, *precision;
 	int iters, warmup, profile;
-	bool json, no_cache;
+	bool json, no_cache, no_fusion, groups;
 	sinter_shape_binding shapes[16];
 	size_t nshapes;
 	char *shape_text[16];
@@ -288,6 +290,10 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 		} else if (is_compile && !strcmp(a, "--target")) {
 			VALUE();
 			o->target = val;
+		} else if (is_print && !strcmp(a, "--groups")) {
+			o->groups = true;
+		} else if (passes_ok && !strcmp(a, "--no-fusion")) {
+			o->no_fusion = true;
 		} else if (is_compile && !strcmp(a, "--no-cache")) {
 			o->no_cache = true;
 		} else if (is_bench && !strcmp(a, "--profile")) {
@@ -379,8 +385,13 @@ static int cmd_print(const opts *o)
 		sinter_model_free(m);
 	if (rc)
 		return rc;
-	char *text = sinter_model_print(m);
+	sinter_error err = {0};
+	char *text = o->groups ? sinter_model_print_groups(m, 0, &err) : sinter_model_print(m);
 	sinter_model_free(m);
+	if (!text && o->groups) {
+		fprintf(stderr, "sinter print: %s\n", err.message);
+		return err.status;
+	}
 	if (!text) {
 		fprintf(stderr, "sinter print: out of memory\n");
 		return SINTER_E_INTERNAL;
@@ -582,6 +593,7 @@ static void compile_opts(const opts *o, sinter_compile_options *co)
 	co->precision = (sinter_precision)(o->precision ? sinter_precision_parse(o->precision) : 0);
 	co->cache_dir = o->no_cache ? "" : o->cache_dir;
 	co->dump_dir = o->dump_dir;
+	co->no_fusion = o->no_fusion;
 }
 
 /* Random inputs for a compiled model (packages carry no model). */
@@ -761,8 +773,9 @@ static int cmd_compile(opts *o)
 		sinter_model_free(m);
 		return report(&err);
 	}
-	printf("%s: %zu steps, %zu kernels (%zu unique, %zu from the cache) for %s\n", o->file, st.steps,
-	       st.kernels, st.unique_kernels, st.cache_hits, o->target ? o->target : "the GPU");
+	printf("%s: %zu steps (%zu kernels, %zu matrix products), %zu unique kernels (%zu from the cache) for %s\n",
+	       o->file, st.steps, st.kernels, st.steps - st.kernels, st.unique_kernels, st.cache_hits,
+	       o->target ? o->target : "the GPU");
 	printf("time: parse %.3f s, passes %.3f s, codegen %.3f s, nvrtc %.3f s\n", parse_s, st.passes_s, st.codegen_s,
 	       st.nvrtc_s);
 	printf("peak arena: %.1f MiB (%zu bytes)\n", (double)st.arena_bytes / 1048576.0, st.arena_bytes);
@@ -850,6 +863,8 @@ static int warm_start_child(const opts *o, const char *dir, const char *inputs, 
 			av[n++] = pairs[i][0];
 			av[n++] = pairs[i][1];
 		}
+	if (o->no_fusion)
+		av[n++] = "--no-fusion";
 	if (!o->weights && (!o->init || !strcmp(o->init, "random"))) {
 		snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
 		av[n++] = "--init";
@@ -975,12 +990,12 @@ static int cmd_bench(opts *o)
 		       "\"passes_s\": %.4f, \"weights_s\": %.4f, \"codegen_s\": %.4f, \"nvrtc_s\": %.4f, \"load_s\": %.4f, \"upload_s\": %.4f, "
 		       "\"context_s\": %.4f, \"plan_store_s\": %.4f, "
 		       "\"warm_start_s\": %.4f, \"warm_context_s\": %.4f, \"warm_after_context_s\": %.4f, \"warm_plan_hit\": %s, "
-		       "\"kernels\": %zu, \"unique_kernels\": %zu, "
+		       "\"steps\": %zu, \"kernels\": %zu, \"unique_kernels\": %zu, "
 		       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"median_ms\": %.4f, \"min_ms\": %.4f, "
 		       "\"iters\": %d}\n",
 		       o->file, why, cold_s, p.parse_s, cold.passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s,
 		       cold.upload_s, cold.context_s, cold.plan_s, warm_s, ctx_s, warm_ok ? warm_s - ctx_s : -1,
-		       warm_hit ? "true" : "false", cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes,
+		       warm_hit ? "true" : "false", cold.steps, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes,
 		       med, ms[0], o->iters);
 	} else {
 		printf("%s on %s\n", o->file, why);
@@ -988,9 +1003,11 @@ static int cmd_bench(opts *o)
 			printf("package load: %.3f s (read %.3f, load %.3f, upload %.3f); %zu kernels\n", cold_s, cold.plan_s,
 			       cold.load_s, cold.upload_s, cold.kernels);
 		else
-			printf("cold compile: %.3f s (parse %.3f, passes %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f, plan store %.3f); %zu kernels, %zu unique\n",
+			printf("cold compile: %.3f s (parse %.3f, passes %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f, plan store %.3f); "
+			       "%zu steps (%zu kernels, %zu matrix products), %zu unique kernels; peak arena %.1f MiB\n",
 			       cold_s, p.parse_s, cold.passes_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s,
-			       cold.plan_s, cold.kernels, cold.unique_kernels);
+			       cold.plan_s, cold.steps, cold.kernels, cold.steps - cold.kernels, cold.unique_kernels,
+			       (double)cold.arena_bytes / 1048576.0);
 		if (warm_ok)
 			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n"
 			       "              after the context: plan key %.3f, plan read %.3f, modules %.3f, cuBLASLt %.3f, upload %.3f, graph %.3f, first run %.3f\n",

@@ -73,12 +73,13 @@ typedef struct cg_blas_algo {
 } cg_blas_algo;
 
 /* A matrix product for cuBLASLt, in row-major terms:
- * out[b] (m x n) = A[b] (m x k) @ op(B[b]) (k x n) [+ bias (n)] [then act]
+ * out[b] (m x n) = act(A[b] (m x k) @ op(B[b]) (k x n) [+ C[b]] [+ bias (n)])
  * where op(B) = B^T when trans_b (B stored n x k, as linear's weight), and
  * batch b of A/B/out starts at b * stride_{a,b,c} elements (a stride of 0
- * broadcasts). Operands are buffer ids; bias is CG_NO_BUF when absent. */
+ * broadcasts). C (a residual, laid out as out) is added with beta = 1.
+ * Operands are buffer ids; bias and c are CG_NO_BUF when absent. */
 typedef struct cg_mm {
-	uint32_t a, b, bias, out;
+	uint32_t a, b, bias, out, c;
 	int64_t batch, m, n, k;
 	int64_t stride_a, stride_b, stride_c;
 	bool trans_b;
@@ -136,6 +137,7 @@ typedef struct cg_plan {
 typedef struct cg_target {
 	int sm;    /* 80, 90, ...: the arch the sources are written for */
 	bool tf32; /* fp32 contractions may use TF32 (--precision tf32) */
+	bool unfused; /* one step per node (no fusion groups): for comparison */
 } cg_target;
 
 /* Lowers g (verified, no symbols) into a plan for t: renders every node's
@@ -148,6 +150,10 @@ typedef struct cg_target {
  * backend cannot handle is SN_EINPUT naming the op and node. */
 int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_plan **out, sn_err *e);
 void cg_plan_free(cg_plan *p);
+
+/* The fusion groups cg_lower would make of g for t, one line per group
+ * (passes/fuse.h's fu_plan_print), appended to b: sinter print --groups. */
+int cg_fusion_groups(const ir_graph *g, const cg_target *t, sn_buf *b, sn_err *e);
 
 /* Whether node n is a view of its operand 0 (reshape, flatten, squeeze,
  * unsqueeze): it shares that buffer. */
@@ -165,7 +171,7 @@ void cg_plan_list(const cg_plan *p, sn_buf *b);
  * boundary so it can be mapped and uploaded without a copy. Written to a unique temp file
  * and renamed into place; read through mmap, every count, index, offset and
  * size checked before use. */
-#define CG_PLAN_FORMAT 1
+#define CG_PLAN_FORMAT 2 /* 2: matrix products carry C */
 
 /* What a plan file says about where it came from. */
 typedef struct cg_plan_info {

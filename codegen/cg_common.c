@@ -124,11 +124,13 @@ static void emit_fp8(sn_buf *b, const char *name, int eb, int mb, bool fn)
 
 void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t)
 {
+	/* guarded, so a fused prologue or epilogue that brings its own
+	 * helpers may be pasted into a kernel that has them too */
 	char marker[48];
-	snprintf(marker, sizeof marker, "/* dtype %s */", ir_dtype_name(t));
+	snprintf(marker, sizeof marker, "#ifndef SN_DT_%s\n", ir_dtype_name(t));
 	if ((unsigned)t >= IR_NDTYPES || has_marker(b, marker))
 		return;
-	sn_buf_printf(b, "%s\n", marker);
+	sn_buf_printf(b, "%s#define SN_DT_%s\n", marker, ir_dtype_name(t));
 	const char *n = ir_dtype_name(t), *c = cg_ctype(t);
 	switch (t) {
 	case IR_F32:
@@ -163,6 +165,7 @@ void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t)
 			      n, c, n, c, c);
 		break;
 	}
+	sn_buf_puts(b, "#endif\n");
 }
 
 /* The spec comment that opens a kernel: op, operand and result types, the
@@ -170,7 +173,8 @@ void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t)
  * so identical specs give identical sources (and one compiled kernel).
  * Not in cg.h yet: renderers that use it declare it themselves. */
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config);
-void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config)
+static void emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
+		      const cg_epilogue *epi)
 {
 	const ir_node *n = &g->nodes[r];
 	char ty[160];
@@ -193,7 +197,26 @@ void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config)
 		}
 	if (!any)
 		sn_buf_puts(b, " no attrs");
+	/* a fused prologue or epilogue is part of the spec: its code's hash */
+	if (pro)
+		sn_buf_printf(b, "\n * prologue %016llx", (unsigned long long)XXH3_64bits(pro->fn, strlen(pro->fn)));
+	if (epi)
+		sn_buf_printf(b, "\n * epilogue %016llx -> %s", (unsigned long long)XXH3_64bits(epi->fn, strlen(epi->fn)),
+			      ir_dtype_name(epi->dtype));
 	sn_buf_printf(b, "\n * config: %s */\n", config && *config ? config : "default");
+}
+
+void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config)
+{
+	emit_spec(b, g, r, config, NULL, NULL);
+}
+
+void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
+		    const cg_epilogue *epi);
+void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
+		    const cg_epilogue *epi)
+{
+	emit_spec(b, g, r, config, pro, epi);
 }
 
 int cg_finish(cg_kernel *k, const char *prefix, sn_buf *b, sn_err *e)

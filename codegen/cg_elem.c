@@ -31,7 +31,7 @@ void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /
 
 /* A float literal for CUDA C: shortest text that reads back as the float,
  * with an f suffix; infinities and NaN as bit patterns. */
-static void flit(char *out, size_t cap, double v)
+void cg_flit(char *out, size_t cap, double v)
 {
 	float f = (float)v;
 	if (isnan(f)) {
@@ -49,7 +49,7 @@ static void flit(char *out, size_t cap, double v)
 }
 
 /* The float expression of op over x (and y). */
-static int float_expr(const ir_node *n, char *o, size_t cap)
+int cg_float_expr(const ir_node *n, char *o, size_t cap)
 {
 	const char *s = NULL;
 	switch (n->op) {
@@ -73,8 +73,8 @@ static int float_expr(const ir_node *n, char *o, size_t cap)
 	case IR_OP_hardsigmoid: s = "sn_relu6f(x + 3.0f) / 6.0f"; break;
 	case IR_OP_clamp: {
 		char lo[48], hi[48];
-		flit(lo, sizeof lo, n->attrs->min);
-		flit(hi, sizeof hi, n->attrs->max);
+		cg_flit(lo, sizeof lo, n->attrs->min);
+		cg_flit(hi, sizeof hi, n->attrs->max);
 		snprintf(o, cap, "sn_clampf(x, %s, %s)", lo, hi);
 		return SN_OK;
 	}
@@ -102,7 +102,7 @@ static int float_expr(const ir_node *n, char *o, size_t cap)
 	case IR_OP_elu:
 	case IR_OP_leaky_relu: {
 		char al[48];
-		flit(al, sizeof al, n->attrs->alpha);
+		cg_flit(al, sizeof al, n->attrs->alpha);
 		if (n->op == IR_OP_elu)
 			snprintf(o, cap, "x > 0.0f ? x : %s * expm1f(x)", al);
 		else
@@ -135,7 +135,7 @@ static void int_bounds(const ir_attrs *a, char *lo, char *hi, size_t cap)
 
 /* The integer expression of op over x (and y); arithmetic wraps through
  * unsigned long long, so there is no undefined behaviour. */
-static int int_expr(const ir_node *n, char *o, size_t cap)
+int cg_int_expr(const ir_node *n, char *o, size_t cap)
 {
 	const char *s = NULL;
 	switch (n->op) {
@@ -171,7 +171,7 @@ static int int_expr(const ir_node *n, char *o, size_t cap)
 
 /* The saturation range of an integer dtype, as C literals; false for i64
  * and bool (no clamp needed). */
-static bool int_range(ir_dtype t, const char **lo, const char **hi)
+bool cg_int_range(ir_dtype t, const char **lo, const char **hi)
 {
 	switch (t) {
 	case IR_I32: *lo = "-2147483648LL", *hi = "2147483647LL"; return true;
@@ -219,7 +219,7 @@ static void emit_element(sn_buf *b, const elem *el, const char *const *ptr, cons
 		sn_buf_printf(b, "%sst_bool(%s, %s, (long long)(x != 0));\n", ind, optr, oidx);
 	else if (el->fdom && el->ot == IR_I64)
 		sn_buf_printf(b, "%sst_i64(%s, %s, sn_f2ll(x));\n", ind, optr, oidx);
-	else if (int_range(el->ot, &lo, &hi))
+	else if (cg_int_range(el->ot, &lo, &hi))
 		sn_buf_printf(b, "%sst_%s(%s, %s, sn_clampll(%s, %s, %s));\n", ind, on, optr, oidx,
 			      el->fdom ? "sn_f2ll(x)" : "x", lo, hi);
 	else
@@ -280,52 +280,71 @@ static const char *vec_type(size_t bytes)
 	}
 }
 
-static void emit_helpers(sn_buf *b, const elem *el)
+/* Appends text unless b already holds the function it defines (named by
+ * its signature's head, e.g. "float sn_relu6f("). */
+static void once(sn_buf *b, const char *head, const char *text)
 {
-	for (uint32_t k = 0; k < el->nin; k++)
-		cg_emit_dtype_helpers(b, el->it[k]);
-	cg_emit_dtype_helpers(b, el->ot);
-	switch (el->n->op) {
+	/* guarded by the function's name, for pasted prologues/epilogues */
+	const char *name = strstr(head, "sn_");
+	size_t n = strcspn(name, "(");
+	char guard[64];
+	snprintf(guard, sizeof guard, "#ifndef SN_FN_%.*s\n", (int)n, name);
+	if (b->s && strstr(b->s, guard))
+		return;
+	sn_buf_printf(b, "%s#define SN_FN_%.*s\n%s#endif\n", guard, (int)n, name, text);
+}
+
+void cg_emit_op_helpers(sn_buf *b, ir_op op, bool fdom)
+{
+	switch (op) {
 	case IR_OP_hardswish:
 	case IR_OP_hardsigmoid:
-		sn_buf_puts(b, "__device__ __forceinline__ float sn_relu6f(float v) "
+		once(b, "float sn_relu6f(", "__device__ __forceinline__ float sn_relu6f(float v) "
 			       "{ return v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v; }\n");
 		break;
 	case IR_OP_clamp:
-		sn_buf_puts(b, "__device__ __forceinline__ float sn_clampf(float v, float lo, float hi)\n"
+		once(b, "float sn_clampf(", "__device__ __forceinline__ float sn_clampf(float v, float lo, float hi)\n"
 			       "{\n\tif (v < lo)\n\t\tv = lo;\n\tif (v > hi)\n\t\tv = hi;\n\treturn v;\n}\n");
 		break;
 	case IR_OP_softplus:
 	case IR_OP_mish:
 		/* log(1 + e^x) without overflow */
-		sn_buf_puts(b, "__device__ __forceinline__ float sn_softplusf(float v) "
+		once(b, "float sn_softplusf(", "__device__ __forceinline__ float sn_softplusf(float v) "
 			       "{ return v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v)); }\n");
 		break;
 	case IR_OP_mod:
 		/* the divisor's sign (Python's %, torch.remainder); integer
 		 * division by zero gives 0, as div */
-		if (el->fdom)
-			sn_buf_puts(b, "__device__ __forceinline__ float sn_modf(float x, float y)\n"
+		if (fdom)
+			once(b, "float sn_modf(", "__device__ __forceinline__ float sn_modf(float x, float y)\n"
 				       "{\n\tfloat r = fmodf(x, y);\n"
 				       "\tif (r != 0.0f && (r < 0.0f) != (y < 0.0f))\n\t\tr += y;\n\treturn r;\n}\n");
 		else
-			sn_buf_puts(b, "__device__ __forceinline__ long long sn_modll(long long x, long long y)\n"
+			once(b, "long long sn_modll(", "__device__ __forceinline__ long long sn_modll(long long x, long long y)\n"
 				       "{\n\tif (y == 0 || y == -1)\n\t\treturn 0;\n\tlong long r = x % y;\n"
 				       "\tif (r != 0 && (r < 0) != (y < 0))\n\t\tr += y;\n\treturn r;\n}\n");
 		break;
 	default: break;
 	}
-	if (el->n->op == IR_OP_clamp || el->n->op == IR_OP_cast)
-		sn_buf_puts(b, "__device__ __forceinline__ long long sn_clampll(long long v, long long lo, long long hi)\n"
+	if (op == IR_OP_clamp || op == IR_OP_cast)
+		once(b, "long long sn_clampll(", "__device__ __forceinline__ long long sn_clampll(long long v, long long lo, long long hi)\n"
 			       "{\n\tif (v < lo)\n\t\tv = lo;\n\tif (v > hi)\n\t\tv = hi;\n\treturn v;\n}\n");
-	if (el->n->op == IR_OP_cast && el->fdom)
+	if (op == IR_OP_cast && fdom)
 		/* truncation toward zero, saturating, NaN to 0; the top is the
 		 * largest double below 2^63, as ir_store */
-		sn_buf_puts(b, "__device__ __forceinline__ long long sn_f2ll(float v)\n"
+		once(b, "long long sn_f2ll(", "__device__ __forceinline__ long long sn_f2ll(float v)\n"
 			       "{\n\tif (v != v)\n\t\treturn 0;\n"
 			       "\tif (v <= -9.2233720368547758e18f)\n\t\treturn -9223372036854775807LL - 1;\n"
 			       "\tif (v >= 9.2233720368547758e18f)\n\t\treturn 9223372036854774784LL;\n"
 			       "\treturn (long long)v;\n}\n");
+}
+
+static void emit_helpers(sn_buf *b, const elem *el)
+{
+	for (uint32_t k = 0; k < el->nin; k++)
+		cg_emit_dtype_helpers(b, el->it[k]);
+	cg_emit_dtype_helpers(b, el->ot);
+	cg_emit_op_helpers(b, el->n->op, el->fdom);
 }
 
 int cg_render_elementwise(const ir_graph *g, ir_ref r, const cg_target *t, const cg_config *want, cg_step *st, sn_err *e)
@@ -340,7 +359,7 @@ int cg_render_elementwise(const ir_graph *g, ir_ref r, const cg_target *t, const
 		el.it[k] = g->nodes[n->in[k]].dtype;
 	el.fdom = ir_dtype_is_float(el.it[n->op == IR_OP_where ? 1 : 0]);
 	if (n->op != IR_OP_cast && n->op != IR_OP_where &&
-	    (el.fdom ? float_expr(n, el.expr, sizeof el.expr) : int_expr(n, el.expr, sizeof el.expr)) != SN_OK)
+	    (el.fdom ? cg_float_expr(n, el.expr, sizeof el.expr) : cg_int_expr(n, el.expr, sizeof el.expr)) != SN_OK)
 		return sn_errf(e, SN_EINPUT, "%s on %s is not supported by the CUDA backend", opname,
 			       ir_dtype_name(el.it[0]));
 

@@ -190,7 +190,7 @@ static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, cg_st
 	}
 	st->kind = CG_STEP_GEMM;
 	st->g = (cg_gemm){
-		.a = n->in[0], .b = n->in[1], .bias = n->nin > 2 ? n->in[2] : IR_NONE, .out = r,
+		.a = n->in[0], .b = n->in[1], .bias = n->nin > 2 ? n->in[2] : IR_NONE, .out = r, .c = IR_NONE,
 		.batch = 1, .m = m, .n = nn, .k = k,
 		.stride_a = m * k, .stride_b = 0, .stride_c = m * nn,
 		.trans_b = true, .dtype = n->dtype, .act = CG_ACT_NONE,
@@ -223,7 +223,7 @@ static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, cg_st
 		return render_kernel(g, r, st, &bd, m, nn, k, false, e);
 	st->kind = CG_STEP_GEMM;
 	st->g = (cg_gemm){
-		.a = n->in[0], .b = n->in[1], .bias = IR_NONE, .out = r,
+		.a = n->in[0], .b = n->in[1], .bias = IR_NONE, .out = r, .c = IR_NONE,
 		.batch = bd.count, .m = m, .n = nn, .k = k,
 		.stride_a = sa, .stride_b = sb, .stride_c = m * nn,
 		.trans_b = false, .dtype = n->dtype, .act = CG_ACT_NONE,

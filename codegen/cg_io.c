@@ -133,6 +133,7 @@ static void put_meta(wbuf *b, const cg_plan *p, const cg_plan_info *info, uint64
 			put32(b, m->b);
 			put32(b, m->bias);
 			put32(b, m->out);
+			put32(b, m->c);
 			const int64_t dims[] = {m->batch, m->m, m->n, m->k, m->stride_a, m->stride_b, m->stride_c};
 			puti64s(b, dims, 7);
 			put32(b, m->trans_b);
@@ -499,6 +500,7 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 			m->b = get32(&r);
 			m->bias = get32(&r);
 			m->out = get32(&r);
+			m->c = get32(&r);
 			int64_t dims[7];
 			geti64s(&r, dims, 7);
 			m->batch = dims[0], m->m = dims[1], m->n = dims[2], m->k = dims[3];
@@ -509,7 +511,8 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 			m->tf32 = get32(&r) != 0;
 			get(&r, &m->algo, sizeof m->algo);
 			if (m->a >= p->nbufs || m->b >= p->nbufs || m->out >= p->nbufs ||
-			    (m->bias != CG_NO_BUF && m->bias >= p->nbufs) || (unsigned)m->dtype >= IR_NDTYPES ||
+			    (m->bias != CG_NO_BUF && m->bias >= p->nbufs) || (m->c != CG_NO_BUF && m->c >= p->nbufs) ||
+			    (unsigned)m->dtype >= IR_NDTYPES ||
 			    (unsigned)m->act > CG_ACT_GELU)
 				return "bad matrix product";
 			for (int d = 0; d < 7; d++)
@@ -522,6 +525,7 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 			uint64_t need_c = (last * (uint64_t)m->stride_c + (uint64_t)(m->m * m->n)) * es;
 			if (m->batch && (need_a > p->bufs[m->a].bytes || need_b > p->bufs[m->b].bytes ||
 					 need_c > p->bufs[m->out].bytes ||
+					 (m->c != CG_NO_BUF && need_c > p->bufs[m->c].bytes) ||
 					 (m->bias != CG_NO_BUF && (uint64_t)m->n * es > p->bufs[m->bias].bytes)))
 				return "a matrix product reaches past its buffers";
 		} else {

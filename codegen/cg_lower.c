@@ -4,6 +4,7 @@
  * the arena planned over the buffers' lifetimes, unique kernels, and the
  * weight image. */
 #include "codegen/cg_render.h"
+#include "passes/fuse.h"
 #include "passes/memplan.h"
 
 #include <inttypes.h>
@@ -40,10 +41,36 @@ static cg_render_fn *renderer_of(ir_op op)
 unsigned cg_caps(const ir_graph *g, ir_ref r, const cg_target *t)
 {
 	(void)t;
-	switch (ir_ops[g->nodes[r].op].kind) {
+	const ir_node *n = &g->nodes[r];
+	switch (ir_ops[n->op].kind) {
 	/* one line per family as it learns layouts or epilogues */
+	case IR_K_NORM: return cg_norm_caps(g, r);
 	default: return 0;
 	}
+}
+
+/* What fusion may ask of node r's renderer (passes/fuse.h). */
+static unsigned fuse_caps(const ir_graph *g, ir_ref r, void *ctx)
+{
+	const cg_target *t = ctx;
+	unsigned c = cg_caps(g, r, t), f = 0;
+	if (c & CG_CAN_PROLOGUE)
+		f |= FU_CAN_PROLOGUE;
+	if (c & CG_CAN_EPILOGUE)
+		f |= FU_CAN_EPILOGUE;
+	const ir_node *n = &g->nodes[r];
+	if (n->op == IR_OP_matmul || n->op == IR_OP_linear) {
+		/* a product cuBLASLt runs takes its epilogues */
+		cg_step st;
+		memset(&st, 0, sizeof st);
+		st.node = r;
+		sn_err e = {0};
+		if (cg_render_gemm(g, r, t, NULL, &st, &e) == SN_OK && st.kind == CG_STEP_GEMM &&
+		    (st.g.dtype == IR_F32 || st.g.dtype == IR_F16 || st.g.dtype == IR_BF16))
+			f |= FU_CAN_BLAS_EPI;
+		free(st.k.src);
+	}
+	return f;
 }
 
 bool cg_is_alias(const ir_graph *g, const ir_node *n)
@@ -74,6 +101,9 @@ void cg_rplan_free(cg_rplan *p)
 		return;
 	for (uint32_t i = 0; i < p->nsteps; i++)
 		free(p->steps[i].k.src);
+	for (uint32_t i = 0; p->xs && i < 2 * p->nsteps; i++)
+		cg_epilogue_free(&p->xs[i]);
+	free(p->xs);
 	free(p->steps);
 	free(p);
 }
@@ -112,6 +142,106 @@ int cg_render_graph(const ir_graph *g, const cg_target *t, cg_rplan **out, sn_er
 			return sn_errf(e, rc ? rc : SN_EINTERNAL, "%s: %s", label, sub.msg);
 		}
 		if (st->kind == CG_STEP_KERNEL && (!st->k.src || !st->k.name[0] || st->k.nbufs > CG_MAX_BUFS)) {
+			cg_rplan_free(p);
+			return sn_errf(e, SN_EINTERNAL, "%s: renderer returned an incomplete kernel", label);
+		}
+	}
+	*out = p;
+	return SN_OK;
+}
+
+/* Renders one node's step through its op's renderer (st->node set). */
+static int render_node(const ir_graph *g, ir_ref r, const cg_target *t, cg_step *st, sn_err *e)
+{
+	const ir_node *n = &g->nodes[r];
+	char label[256];
+	node_label(g, r, label, sizeof label);
+	if (!ir_shape_concrete(&n->shape))
+		return sn_errf(e, SN_EINPUT, "%s: shape has unbound symbols (bind them first)", label);
+	cg_render_fn *fn = renderer_of(n->op);
+	if (!fn)
+		return sn_errf(e, SN_EINPUT, "%s: not supported by the CUDA backend", label);
+	sn_err sub = {0};
+	int rc = fn(g, r, t, NULL, st, &sub);
+	if (rc != SN_OK)
+		return sn_errf(e, rc ? rc : SN_EINTERNAL, "%s: %s", label, sub.msg);
+	return SN_OK;
+}
+
+int cg_render_groups(const ir_graph *g, const cg_target *t, const fu_plan *fp, cg_rplan **out, sn_err *e)
+{
+	*out = NULL;
+	cg_rplan *p = calloc(1, sizeof *p);
+	uint32_t n = fp->ngroups ? fp->ngroups : 1;
+	if (!p || !(p->steps = calloc(n, sizeof *p->steps)) || !(p->xs = calloc(2 * (size_t)n, sizeof *p->xs))) {
+		cg_rplan_free(p);
+		return sn_errf(e, SN_EINTERNAL, "codegen: out of memory");
+	}
+	char label[256];
+	for (uint32_t gi = 0; gi < fp->ngroups; gi++) {
+		const fu_group *gr = &fp->groups[gi];
+		cg_step *st = &p->steps[p->nsteps++]; /* counted first, so its source is freed */
+		memset(st, 0, sizeof *st);
+		st->node = gr->core != IR_NONE ? gr->core : gr->root;
+		int rc = SN_OK;
+		sn_err sub = {0};
+		if (!ir_shape_concrete(&g->nodes[gr->root].shape)) {
+			node_label(g, gr->root, label, sizeof label);
+			rc = sn_errf(&sub, SN_EINPUT, "%s: shape has unbound symbols (bind them first)", label);
+			cg_rplan_free(p);
+			return sn_errf(e, rc, "%s", sub.msg);
+		}
+		switch (gr->kind) {
+		case FU_VIEW: st->kind = CG_STEP_ALIAS; break;
+		case FU_NODE: rc = render_node(g, gr->root, t, st, e); break;
+		case FU_POINTWISE:
+			if (!cg_group_needs_emitter(g, fp, gi)) {
+				rc = render_node(g, gr->root, t, st, e);
+				break;
+			}
+			rc = cg_render_pointwise_group(g, fp, gi, t, NULL, st, &sub);
+			if (rc) {
+				node_label(g, gr->root, label, sizeof label);
+				rc = sn_errf(e, rc, "fused group at %s: %s", label, sub.msg);
+			}
+			break;
+		case FU_REDUCE:
+		case FU_CONV: {
+			cg_epilogue *x = &p->xs[2 * gi + (gr->kind == FU_CONV)];
+			rc = gr->kind == FU_CONV ? cg_make_epilogue(g, fp, gi, x, &sub) : cg_make_prologue(g, fp, gi, x, &sub);
+			if (rc) {
+				node_label(g, gr->root, label, sizeof label);
+				rc = sn_errf(e, rc, "fused group at %s: %s", label, sub.msg);
+				break;
+			}
+			if (gr->kind == FU_CONV)
+				st->epi = x;
+			else
+				st->pro = x;
+			rc = render_node(g, gr->core, t, st, e);
+			break;
+		}
+		case FU_GEMM:
+			rc = render_node(g, gr->core, t, st, e);
+			if (rc)
+				break;
+			if (st->kind != CG_STEP_GEMM) {
+				rc = sn_errf(e, SN_EINTERNAL, "fusion: the product of group %u is not a cuBLASLt step", gi);
+				break;
+			}
+			if (gr->bias != IR_NONE)
+				st->g.bias = gr->bias;
+			st->g.c = gr->residual;
+			st->g.act = gr->act == FU_ACT_RELU ? CG_ACT_RELU : gr->act == FU_ACT_GELU ? CG_ACT_GELU : CG_ACT_NONE;
+			st->g.out = gr->root;
+			break;
+		}
+		if (rc != SN_OK) {
+			cg_rplan_free(p);
+			return rc;
+		}
+		if (st->kind == CG_STEP_KERNEL && (!st->k.src || !st->k.name[0] || st->k.nbufs > CG_MAX_BUFS)) {
+			node_label(g, gr->root, label, sizeof label);
 			cg_rplan_free(p);
 			return sn_errf(e, SN_EINTERNAL, "%s: renderer returned an incomplete kernel", label);
 		}
@@ -227,13 +357,30 @@ static void spec_key(const char *src, uint8_t key[16])
 	memcpy(key, c.digest, 16);
 }
 
-/* What a step must move through memory and compute. */
+/* What a step must move through memory and compute: every buffer it
+ * names once, and the flops of its core. */
 static void step_cost(const ir_graph *g, const cg_step *st, double *bytes, double *flops)
 {
 	const ir_node *n = &g->nodes[st->node];
-	double b = (double)node_bytes(n);
-	for (uint32_t i = 0; i < n->nin; i++)
-		b += (double)node_bytes(&g->nodes[n->in[i]]);
+	ir_ref seen[CG_MAX_BUFS + 4];
+	uint32_t ns = 0;
+	if (st->kind == CG_STEP_GEMM) {
+		const ir_ref ops[] = {st->g.a, st->g.b, st->g.bias, st->g.c, st->g.out};
+		for (size_t i = 0; i < SN_COUNT(ops); i++)
+			if (ops[i] != IR_NONE)
+				seen[ns++] = ops[i];
+	} else {
+		for (uint32_t i = 0; i < st->k.nbufs; i++)
+			seen[ns++] = st->k.bufs[i];
+	}
+	double b = 0;
+	for (uint32_t i = 0; i < ns; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < i; j++)
+			dup |= seen[j] == seen[i];
+		if (!dup)
+			b += (double)node_bytes(&g->nodes[seen[i]]);
+	}
 	double f = 0;
 	if (st->kind == CG_STEP_GEMM) {
 		f = 2.0 * (double)st->g.batch * (double)st->g.m * (double)st->g.n * (double)st->g.k;
@@ -271,22 +418,117 @@ static int set_io(cg_io *io, const ir_node *n, uint32_t buf)
 	return io->name ? SN_OK : SN_EINTERNAL;
 }
 
+int cg_fusion_groups(const ir_graph *g, const cg_target *t, sn_buf *b, sn_err *e)
+{
+	for (ir_ref r = 0; r < g->nnodes; r++)
+		if (!ir_shape_concrete(&g->nodes[r].shape))
+			return sn_errf(e, SN_EUSAGE, "fusion groups need every symbolic dim bound (--shape SYM=VALUE)");
+	fu_plan fp;
+	fu_opts fo = {.caps = fuse_caps, .ctx = (void *)t};
+	if (fu_partition(g, &fo, t->unfused, &fp, e) != SN_OK)
+		return e->code;
+	fu_plan_print(g, &fp, b);
+	fu_plan_free(&fp);
+	return b->oom ? sn_errf(e, SN_EINTERNAL, "out of memory") : SN_OK;
+}
+
+/* The arena: every stored value that is not a source or a view gets an
+ * offset, live from the step of its group to the last step that reads it
+ * (through views too); outputs live to the end. */
+static int plan_arena(const ir_graph *g, const fu_plan *fp, const cg_rplan *rp, const ir_ref *mroot,
+		      uint64_t *offset, uint64_t *peak, sn_err *e)
+{
+	uint32_t n = g->nnodes, ns = fp->ngroups;
+	uint32_t *first = malloc((n ? n : 1) * sizeof *first), *last = malloc((n ? n : 1) * sizeof *last);
+	mp_item *items = malloc((n ? n : 1) * sizeof *items);
+	size_t *off = malloc((n ? n : 1) * sizeof *off);
+	int rc = SN_OK;
+	if (!first || !last || !items || !off) {
+		rc = sn_errf(e, SN_EINTERNAL, "codegen: out of memory");
+		goto done;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		first[i] = last[i] = UINT32_MAX;
+	for (uint32_t s = 0; s < ns; s++) {
+		const fu_group *gr = &fp->groups[s];
+		ir_ref w = mroot[gr->root];
+		if (first[w] == UINT32_MAX)
+			first[w] = s;
+		last[w] = s;
+		const cg_step *st = &rp->steps[s];
+		ir_ref reads[CG_MAX_BUFS + 4];
+		uint32_t nr = 0;
+		if (st->kind == CG_STEP_KERNEL) {
+			for (uint32_t k = 0; k < st->k.nbufs; k++)
+				reads[nr++] = st->k.bufs[k];
+		} else if (st->kind == CG_STEP_GEMM) {
+			const ir_ref ops[] = {st->g.a, st->g.b, st->g.bias, st->g.c};
+			for (size_t k = 0; k < SN_COUNT(ops); k++)
+				if (ops[k] != IR_NONE)
+					reads[nr++] = ops[k];
+		} else {
+			reads[nr++] = g->nodes[gr->root].in[0];
+		}
+		for (uint32_t k = 0; k < nr; k++) {
+			ir_ref q = mroot[reads[k]];
+			if (last[q] == UINT32_MAX || last[q] < s)
+				last[q] = s;
+		}
+	}
+	for (uint32_t k = 0; k < g->noutputs; k++)
+		last[mroot[g->outputs[k]]] = ns;
+	uint32_t ni = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const ir_node *nd = &g->nodes[i];
+		offset[i] = UINT64_MAX;
+		if (!fp->stored[i] || mroot[i] != i || nd->op == IR_OP_input || nd->op == IR_OP_param ||
+		    nd->op == IR_OP_const || first[i] == UINT32_MAX)
+			continue;
+		uint64_t bytes = align_up(node_bytes(nd));
+		if (bytes < node_bytes(nd) || bytes > SIZE_MAX) {
+			rc = sn_errf(e, SN_EINPUT, "memplan: node %u (%s) is too large", i, ir_ops[nd->op].name);
+			goto done;
+		}
+		items[ni++] = (mp_item){(size_t)bytes, first[i], last[i], i};
+	}
+	size_t pk = 0;
+	rc = mp_place(items, ni, ns, off, &pk, e);
+	for (uint32_t k = 0; k < ni && !rc; k++)
+		offset[items[k].id] = off[k];
+	*peak = pk;
+done:
+	free(first);
+	free(last);
+	free(items);
+	free(off);
+	return rc;
+}
+
 int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_plan **out, sn_err *e)
 {
 	*out = NULL;
-	cg_rplan *rp = NULL;
-	if (cg_render_graph(g, t, &rp, e) != SN_OK)
+	for (ir_ref r = 0; r < g->nnodes; r++)
+		if (!ir_shape_concrete(&g->nodes[r].shape)) {
+			char label[256];
+			node_label(g, r, label, sizeof label);
+			return sn_errf(e, SN_EINPUT, "%s: shape has unbound symbols (bind them first)", label);
+		}
+	fu_plan fp;
+	fu_opts fo = {.caps = fuse_caps, .ctx = (void *)t};
+	if (fu_partition(g, &fo, t->unfused, &fp, e) != SN_OK)
 		return e->code;
-	mp_plan_t mp;
-	if (mp_plan(g, cg_is_alias, CG_ALIGN, &mp, e) != SN_OK) {
-		cg_rplan_free(rp);
+	cg_rplan *rp = NULL;
+	if (cg_render_groups(g, t, &fp, &rp, e) != SN_OK) {
+		fu_plan_free(&fp);
 		return e->code;
 	}
 	uint32_t n = g->nnodes;
 	cg_plan *p = calloc(1, sizeof *p);
 	uint32_t *buf_of = malloc((n ? n : 1) * sizeof *buf_of);
+	ir_ref *mroot = malloc((n ? n : 1) * sizeof *mroot);
+	uint64_t *aoff = malloc((n ? n : 1) * sizeof *aoff);
 	int rc = SN_OK;
-	if (!p || !buf_of ||
+	if (!p || !buf_of || !mroot || !aoff ||
 	    !(p->bufs = calloc(n ? n : 1, sizeof *p->bufs)) ||
 	    !(p->steps = calloc(rp->nsteps ? rp->nsteps : 1, sizeof *p->steps)) ||
 	    !(p->kerns = calloc(rp->nsteps ? rp->nsteps : 1, sizeof *p->kerns)) ||
@@ -296,13 +538,25 @@ int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_pl
 		goto done;
 	}
 	p->sm = t->sm;
-	p->arena_bytes = mp.peak;
+	/* a view's storage is its operand's root's */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t gi = fp.group_of[i];
+		bool view = gi != FU_NO_GROUP && fp.groups[gi].kind == FU_VIEW && fp.groups[gi].root == i;
+		mroot[i] = view ? mroot[g->nodes[i].in[0]] : i;
+	}
+	if (plan_arena(g, &fp, rp, mroot, aoff, &p->arena_bytes, e) != SN_OK) {
+		rc = e->code;
+		goto done;
+	}
 
-	/* Buffers: one per value that owns storage, in node order; a view
-	 * (reshape and friends) is a buffer viewing its root's. */
+	/* Buffers: one per stored value, in node order; a view is a buffer
+	 * viewing its operand's. */
 	uint64_t woff = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const ir_node *nd = &g->nodes[i];
+		buf_of[i] = CG_NO_BUF;
+		if (!fp.stored[i])
+			continue;
 		cg_buf *b = &p->bufs[p->nbufs];
 		set_shape(b, nd);
 		if (nd->op == IR_OP_input) {
@@ -314,13 +568,13 @@ int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_pl
 			b->where = CG_IN_WEIGHT;
 			b->offset = woff;
 			woff += align_up(b->bytes);
-		} else if (cg_is_alias(g, nd)) {
+		} else if (mroot[i] != i) {
 			b->where = CG_IN_VIEW;
 			b->index = buf_of[nd->in[0]];
 			b->offset = 0;
 		} else {
 			b->where = CG_IN_ARENA;
-			b->offset = mp.offset[i];
+			b->offset = aoff[i] == UINT64_MAX ? 0 : aoff[i];
 		}
 		buf_of[i] = p->nbufs++;
 	}
@@ -331,6 +585,8 @@ int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_pl
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		const ir_node *nd = &g->nodes[i];
+		if (buf_of[i] == CG_NO_BUF)
+			continue;
 		const cg_buf *b = &p->bufs[buf_of[i]];
 		if (b->where != CG_IN_WEIGHT || !b->bytes)
 			continue;
@@ -360,7 +616,12 @@ int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_pl
 		if (st->kind == CG_STEP_ALIAS)
 			continue;
 		cg_pstep *ps = &p->steps[p->nsteps++];
-		snprintf(ps->op, sizeof ps->op, "%s", ir_ops[g->nodes[st->node].op].name);
+		const fu_group *gr = &fp.groups[i];
+		bool fused = gr->n > 1 || (gr->kind == FU_POINTWISE && cg_group_needs_emitter(g, &fp, i));
+		snprintf(ps->op, sizeof ps->op, "%s%s", fused && gr->kind == FU_POINTWISE ? "fused:" : "",
+			 ir_ops[g->nodes[st->node].op].name);
+		if (fused && gr->kind != FU_POINTWISE)
+			snprintf(ps->op + strlen(ps->op), sizeof ps->op - strlen(ps->op), "+%u", gr->n - 1);
 		step_cost(g, st, &ps->bytes, &ps->flops);
 		if (st->kind == CG_STEP_GEMM) {
 			const cg_gemm *gg = &st->g;
@@ -368,10 +629,15 @@ int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_pl
 			ps->mm = (cg_mm){
 				.a = buf_of[gg->a], .b = buf_of[gg->b],
 				.bias = gg->bias == IR_NONE ? CG_NO_BUF : buf_of[gg->bias], .out = buf_of[gg->out],
+				.c = gg->c == IR_NONE ? CG_NO_BUF : buf_of[gg->c],
 				.batch = gg->batch, .m = gg->m, .n = gg->n, .k = gg->k,
 				.stride_a = gg->stride_a, .stride_b = gg->stride_b, .stride_c = gg->stride_c,
 				.trans_b = gg->trans_b, .dtype = gg->dtype, .act = gg->act, .tf32 = gg->tf32,
 			};
+			if (ps->mm.a == CG_NO_BUF || ps->mm.b == CG_NO_BUF || ps->mm.out == CG_NO_BUF) {
+				rc = sn_errf(e, SN_EINTERNAL, "codegen: a matrix product names a value with no buffer");
+				goto done;
+			}
 			continue;
 		}
 		cg_kernel *k = &st->k;
@@ -380,8 +646,14 @@ int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_pl
 		memcpy(ps->block, k->block, sizeof ps->block);
 		ps->smem = k->smem;
 		ps->nargs = k->nbufs;
-		for (uint32_t a = 0; a < k->nbufs; a++)
+		for (uint32_t a = 0; a < k->nbufs; a++) {
 			ps->args[a] = buf_of[k->bufs[a]];
+			if (ps->args[a] == CG_NO_BUF) {
+				rc = sn_errf(e, SN_EINTERNAL, "codegen: kernel %s names node %u, which has no buffer",
+					     k->name, k->bufs[a]);
+				goto done;
+			}
+		}
 		uint32_t kk = 0;
 		while (kk < p->nkerns && strcmp(p->kerns[kk].name, k->name))
 			kk++;
@@ -398,9 +670,11 @@ int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_pl
 		ps->kern = kk;
 	}
 done:
-	mp_plan_free(&mp);
+	fu_plan_free(&fp);
 	cg_rplan_free(rp);
 	free(buf_of);
+	free(mroot);
+	free(aoff);
 	if (rc) {
 		cg_plan_free(p);
 		return rc;

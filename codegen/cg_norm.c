@@ -16,6 +16,8 @@
 #include <string.h>
 
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /* cg_common.c */
+void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
+		    const cg_epilogue *epi);
 
 #define MAX_CACHED 16 /* values per thread kept in registers */
 
@@ -98,6 +100,60 @@ static const char *row_val(int vpt)
 	return vpt <= MAX_CACHED ? "v[c]" : "X(i)";
 }
 
+/* With a prologue: its function, and the kernel's first parameters in
+ * place of x (the prologue's, then ", "). */
+static void pro_head(sn_buf *b, const cg_epilogue *pro)
+{
+	if (pro)
+		sn_buf_printf(b, "%s\n", pro->fn);
+}
+
+static const char *pro_params(const cg_epilogue *pro)
+{
+	return pro->params[0] ? pro->params + 2 : ""; /* past the leading ", " */
+}
+
+/* The kernel's x parameter and, in the body, the row's X(i). */
+static void x_param(sn_buf *b, const cg_epilogue *pro, const char *ct)
+{
+	if (!pro)
+		sn_buf_printf(b, "const %s *__restrict__ x, ", ct);
+	else if (pro->params[0])
+		sn_buf_printf(b, "%s, ", pro_params(pro));
+}
+
+static void x_define(sn_buf *b, const cg_epilogue *pro, const char *ct, const char *tn, long long len)
+{
+	if (!pro)
+		sn_buf_printf(b, "\tconst %s *xr = x + row * %lldL;\n#define X(i) ld_%s(xr, (i))\n", ct, len, tn);
+	else
+		sn_buf_printf(b, "#define X(i) sn_pro(row * %lldL + (i)%s)\n", len, pro->args);
+}
+
+static void x_bufs(cg_kernel *k, const cg_epilogue *pro, ir_ref x)
+{
+	if (!pro) {
+		k->bufs[k->nbufs++] = x;
+		return;
+	}
+	for (uint32_t i = 0; i < pro->nex; i++)
+		k->bufs[k->nbufs++] = pro->ex[i];
+}
+
+unsigned cg_norm_caps(const ir_graph *g, ir_ref r)
+{
+	const ir_node *n = &g->nodes[r];
+	const ir_shape *xs = &n->shape;
+	int ax = ir_axis(n->attrs->axis, xs->rank);
+	switch (n->op) {
+	case IR_OP_softmax:
+	case IR_OP_log_softmax: return ax == xs->rank - 1 ? CG_CAN_PROLOGUE : 0;
+	case IR_OP_layer_norm:
+	case IR_OP_rms_norm: return ax >= 0 ? CG_CAN_PROLOGUE : 0;
+	default: return 0;
+	}
+}
+
 static int render_softmax_rows(const ir_graph *g, ir_ref r, cg_step *st, int64_t rows, int64_t len, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
@@ -111,22 +167,24 @@ static int render_softmax_rows(const ir_graph *g, ir_ref r, cg_step *st, int64_t
 	snprintf(cfg, sizeof cfg, "%lld rows of %lld; %d threads per row, %d rows per block; %s",
 		 (long long)rows, (long long)len, gs, gpb,
 		 vpt <= MAX_CACHED ? "row held in registers" : "row re-read per pass");
+	const cg_epilogue *pro = st->pro;
 	sn_buf b = {0};
-	cg_emit_spec(&b, g, r, cfg);
+	cg_emit_spec_x(&b, g, r, cfg, pro, NULL);
 	sn_buf_puts(&b, "\n");
 	cg_emit_dtype_helpers(&b, t);
 	sn_buf_puts(&b, "\n");
+	pro_head(&b, pro);
 	emit_group_fn(&b, "group_max", gs, true);
 	emit_group_fn(&b, "group_sum", gs, false);
-	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-			  "%s(const %s *__restrict__ x, %s *__restrict__ y)\n{\n"
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", gs * gpb, CG_NAME);
+	x_param(&b, pro, ct);
+	sn_buf_printf(&b, "%s *__restrict__ y)\n{\n"
 			  "\tlong row = (long)blockIdx.x * %d + threadIdx.x / %d;\n"
 			  "\tint lane = threadIdx.x %% %d;\n"
 			  "\tif (row >= %lldL)\n\t\treturn; /* uniform per group */\n"
-			  "\tconst %s *xr = x + row * %lldL;\n\t%s *yr = y + row * %lldL;\n"
-			  "#define X(i) ld_%s(xr, (i))\n",
-		      gs * gpb, CG_NAME, ct, ct, gpb, gs, gs, (long long)rows, ct, (long long)len, ct,
-		      (long long)len, tn);
+			  "\t%s *yr = y + row * %lldL;\n",
+		      ct, gpb, gs, gs, (long long)rows, ct, (long long)len);
+	x_define(&b, pro, ct, tn, (long long)len);
 	const char *val = row_val((int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1));
 	sn_buf_puts(&b, "\tfloat m = -__int_as_float(0x7f800000);\n");
 	if (vpt <= MAX_CACHED)
@@ -151,9 +209,9 @@ static int render_softmax_rows(const ir_graph *g, ir_ref r, cg_step *st, int64_t
 	sn_buf_puts(&b, "#undef X\n}\n");
 	st->kind = CG_STEP_KERNEL;
 	set_launch(&st->k, (rows + gpb - 1) / gpb, gs * gpb);
-	st->k.nbufs = 2;
-	st->k.bufs[0] = n->in[0];
-	st->k.bufs[1] = r;
+	st->k.nbufs = 0;
+	x_bufs(&st->k, pro, n->in[0]);
+	st->k.bufs[st->k.nbufs++] = r;
 	return cg_finish(&st->k, ir_ops[n->op].name, &b, e);
 }
 
@@ -218,8 +276,9 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 		 vpt <= MAX_CACHED ? "row held in registers" : "row re-read per pass");
 	flit(eps, n->attrs->eps);
 	flit(lenf, (double)len);
+	const cg_epilogue *pro = st->pro;
 	sn_buf b = {0};
-	cg_emit_spec(&b, g, r, cfg);
+	cg_emit_spec_x(&b, g, r, cfg, pro, NULL);
 	sn_buf_puts(&b, "\n");
 	cg_emit_dtype_helpers(&b, t);
 	if (w)
@@ -227,9 +286,10 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 	if (bi)
 		cg_emit_dtype_helpers(&b, bi->dtype);
 	sn_buf_puts(&b, "\n");
+	pro_head(&b, pro);
 	emit_group_fn(&b, "group_sum", gs, false);
-	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-			  "%s(const %s *__restrict__ x, ", gs * gpb, CG_NAME, ct);
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", gs * gpb, CG_NAME);
+	x_param(&b, pro, ct);
 	if (w)
 		sn_buf_printf(&b, "const %s *__restrict__ w, ", cg_ctype(w->dtype));
 	if (bi)
@@ -238,9 +298,9 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 			  "\tlong row = (long)blockIdx.x * %d + threadIdx.x / %d;\n"
 			  "\tint lane = threadIdx.x %% %d;\n"
 			  "\tif (row >= %lldL)\n\t\treturn; /* uniform per group */\n"
-			  "\tconst %s *xr = x + row * %lldL;\n\t%s *yr = y + row * %lldL;\n"
-			  "#define X(i) ld_%s(xr, (i))\n",
-		      ct, gpb, gs, gs, (long long)rows, ct, (long long)len, ct, (long long)len, tn);
+			  "\t%s *yr = y + row * %lldL;\n",
+		      ct, gpb, gs, gs, (long long)rows, ct, (long long)len);
+	x_define(&b, pro, ct, tn, (long long)len);
 	const char *val = row_val(cv);
 	if (vpt <= MAX_CACHED) {
 		sn_buf_printf(&b, "\tfloat v[%lld];\n", (long long)vpt);
@@ -267,7 +327,8 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 	st->kind = CG_STEP_KERNEL;
 	set_launch(&st->k, (rows + gpb - 1) / gpb, gs * gpb);
 	st->k.nbufs = 0;
-	for (uint32_t i = 0; i < n->nin; i++)
+	x_bufs(&st->k, pro, n->in[0]);
+	for (uint32_t i = 1; i < n->nin; i++)
 		st->k.bufs[st->k.nbufs++] = n->in[i];
 	st->k.bufs[st->k.nbufs++] = r;
 	return cg_finish(&st->k, ir_ops[n->op].name, &b, e);

@@ -31,12 +31,12 @@ typedef struct cg_kernel {
 } cg_kernel;
 
 /* A matrix product for cuBLASLt, in row-major terms:
- * out[b] (m x n) = A[b] (m x k) @ op(B[b]) (k x n) [+ bias (n)] [then act]
+ * out[b] (m x n) = act(A[b] (m x k) @ op(B[b]) (k x n) [+ C[b]] [+ bias (n)])
  * where op(B) = B^T when trans_b (B stored n x k, as linear's weight), and
  * batch b of A/B/out starts at b * stride_{a,b,c} elements (a stride of 0
- * broadcasts). All operands are contiguous row-major. */
+ * broadcasts). All operands are contiguous row-major; C is laid out as out. */
 typedef struct cg_gemm {
-	ir_ref a, b, bias, out; /* bias: IR_NONE when absent */
+	ir_ref a, b, bias, out, c; /* bias, c: IR_NONE when absent */
 	int64_t batch, m, n, k;
 	int64_t stride_a, stride_b, stride_c;
 	bool trans_b;
@@ -100,6 +100,12 @@ typedef struct cg_step {
 	cg_layout lay[CG_MAX_BUFS];
 	cg_layout lay_out;
 	const cg_epilogue *epi;
+	/* pro: a prologue computing operand 0 instead of loading it: fn
+	 * defines __device__ __forceinline__ float sn_pro(long i <params>),
+	 * the operand's element i (row-major over its shape); the renderer
+	 * takes params/args/ex in place of operand 0's buffer (out, dtype
+	 * unused). */
+	const cg_epilogue *pro;
 } cg_step;
 
 /* What node r's renderer accepts beyond its default (a mask of CG_CAN_*):
@@ -108,6 +114,7 @@ enum {
 	CG_CAN_LAYOUT_IN = 1,  /* lay[] of its operands (strided, offset, in root's buffer) */
 	CG_CAN_LAYOUT_OUT = 2, /* lay_out */
 	CG_CAN_EPILOGUE = 4,   /* epi */
+	CG_CAN_PROLOGUE = 8,   /* pro */
 };
 unsigned cg_caps(const ir_graph *g, ir_ref r, const cg_target *t);
 
@@ -117,9 +124,30 @@ unsigned cg_caps(const ir_graph *g, ir_ref r, const cg_target *t);
 typedef struct cg_rplan {
 	cg_step *steps;
 	uint32_t nsteps;
+	cg_epilogue *xs; /* fused: step i's prologue xs[2i] and epilogue xs[2i+1] */
 } cg_rplan;
 int cg_render_graph(const ir_graph *g, const cg_target *t, cg_rplan **out, sn_err *e);
 void cg_rplan_free(cg_rplan *p);
+
+/* The steps of fusion plan fp (passes/fuse.h), one per group in its
+ * order (views as CG_STEP_ALIAS): a group of one node through its op's
+ * renderer, a pointwise group through the element emitter, a norm with its
+ * prologue, a convolution with its epilogue, a cuBLASLt product with bias,
+ * C and activation. */
+struct fu_plan;
+int cg_render_groups(const ir_graph *g, const cg_target *t, const struct fu_plan *fp, cg_rplan **out, sn_err *e);
+
+/* codegen/cg_fuse.c: fused kernels (the element emitter). */
+bool cg_group_needs_emitter(const ir_graph *g, const struct fu_plan *fp, uint32_t gid);
+int cg_render_pointwise_group(const ir_graph *g, const struct fu_plan *fp, uint32_t gid, const cg_target *t,
+			      const cg_config *want, cg_step *st, sn_err *e);
+/* Fills x (free with cg_epilogue_free) with group gid's epilogue over its
+ * core (sn_epi) or its core's prologue (sn_pro). */
+int cg_make_epilogue(const ir_graph *g, const struct fu_plan *fp, uint32_t gid, cg_epilogue *x, sn_err *e);
+int cg_make_prologue(const ir_graph *g, const struct fu_plan *fp, uint32_t gid, cg_epilogue *x, sn_err *e);
+void cg_epilogue_free(cg_epilogue *x);
+/* cg_norm.c: what the norm family takes (CG_CAN_*). */
+unsigned cg_norm_caps(const ir_graph *g, ir_ref r);
 
 /* ---- renderer helpers shared by codegen/cg_*.c ---- */
 /* CUDA C type used to store dtype t in memory ("float", "unsigned short"
@@ -143,6 +171,19 @@ int cg_finish(cg_kernel *k, const char *prefix, sn_buf *b, sn_err *e);
  * that cannot honour a field returns SN_EUSAGE naming it. */
 typedef int cg_render_fn(const ir_graph *g, ir_ref r, const cg_target *t, const cg_config *want, cg_step *st,
 			 sn_err *e);
+
+/* Shared by the elementwise renderer and fused kernels (cg_elem.c):
+ * cg_float_expr / cg_int_expr: op n's result as a C expression over x (and
+ * y), in float or in long long (-1: the op has none in that domain);
+ * cg_flit: a float literal (inf and NaN as bit patterns); cg_int_range: an
+ * integer dtype's saturation range (false for i64 and bool);
+ * cg_emit_op_helpers: the device functions op's expression calls, once per
+ * source. */
+int cg_float_expr(const ir_node *n, char *o, size_t cap);
+int cg_int_expr(const ir_node *n, char *o, size_t cap);
+void cg_flit(char *out, size_t cap, double v);
+bool cg_int_range(ir_dtype t, const char **lo, const char **hi);
+void cg_emit_op_helpers(sn_buf *b, ir_op op, bool fdom);
 
 /* codegen/cg_elem.c: unary, binary, ternary ops, cast, clamp, with numpy
  * broadcasting; 16-byte vectorized when shapes allow */

@@ -88,6 +88,10 @@ sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sin
 
 /* The canonical text of the model. The caller frees it with sinter_free. */
 char *sinter_model_print(const sinter_model *m);
+/* The fusion groups a CUDA compile for sm_<target_sm> would make of m (its
+ * symbolic dims bound), one line per group; NULL with err set when they
+ * cannot be made. Free with sinter_free. */
+char *sinter_model_print_groups(const sinter_model *m, int target_sm, sinter_error *err);
 /* The structural hash (XXH3-128) as 32 lowercase hex digits plus NUL. */
 void sinter_model_hash(const sinter_model *m, char hex[33]);
 size_t sinter_model_num_nodes(const sinter_model *m);
@@ -179,6 +183,8 @@ typedef struct sinter_compile_options {
 				* ($SINTER_CACHE_DIR, $XDG_CACHE_HOME/sinter, ~/.cache/sinter); "": none */
 	bool no_plan_cache;    /* compile afresh (the kernel cache still serves) */
 	bool poison;           /* fill intermediates with NaN before each run (tests) */
+	bool no_fusion;        /* one kernel or matrix product per IR node, as before fusion
+				* (for comparison; DESIGN.md, Fusion) */
 	int max_plans;         /* models with unbound symbols: plans kept loaded at once,
 				* one per set of bound values (0: 8) */
 	void (*warn)(void *ctx, const char *msg); /* cache corruption reports; NULL: stderr */

@@ -42,4 +42,15 @@ int mp_plan(const ir_graph *g, bool (*is_alias)(const ir_graph *, const ir_node 
 	    mp_plan_t *out, sn_err *e);
 void mp_plan_free(mp_plan_t *p);
 
+/* The placement alone, for callers that know their buffers' lifetimes (the
+ * fused plan: steps are fusion groups, not nodes). items[i]: a buffer of
+ * size bytes (already a multiple of the alignment) live over the steps
+ * [first, last], last <= nsteps; id breaks ties (earlier first). Fills
+ * offset[i] and *peak with the same greedy rule as mp_plan. */
+typedef struct mp_item {
+	size_t size;
+	uint32_t first, last, id;
+} mp_item;
+int mp_place(const mp_item *items, uint32_t n, uint32_t nsteps, size_t *offset, size_t *peak, sn_err *e);
+
 #endif

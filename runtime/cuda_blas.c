@@ -422,14 +422,21 @@ fail:
 int rt_gemm_run(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdeviceptr bias, CUdeviceptr out,
 		CUstream s, sn_err *e)
 {
+	return rt_gemm_run_c(b, gm, a, bm, bias, 0, out, s, e);
+}
+
+int rt_gemm_run_c(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdeviceptr bias, CUdeviceptr c,
+		  CUdeviceptr out, CUstream s, sn_err *e)
+{
 	if (gm->empty)
 		return SN_OK;
 	const cg_mm *g = &gm->g;
-	bool has_bias = g->bias != CG_NO_BUF;
+	bool has_bias = g->bias != CG_NO_BUF, has_c = g->c != CG_NO_BUF;
 	const struct {
 		CUdeviceptr p;
 		const char *name;
-	} ops[] = {{a, "A"}, {bm, "B"}, {out, "out"}, {has_bias ? bias : RT_GEMM_ALIGN, "bias"}};
+	} ops[] = {{a, "A"}, {bm, "B"}, {out, "out"}, {has_bias ? bias : RT_GEMM_ALIGN, "bias"},
+		   {has_c ? c : RT_GEMM_ALIGN, "C"}};
 	for (size_t i = 0; i < SN_COUNT(ops); i++)
 		if (!ops[i].p || ops[i].p % RT_GEMM_ALIGN) {
 			char what[200];
@@ -442,13 +449,14 @@ int rt_gemm_run(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdevice
 		if (set_desc(b, gm->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof p, "bias pointer", e))
 			return e->code;
 	}
-	const float alpha = 1.0f, beta = 0.0f;
+	const float alpha = 1.0f, beta = has_c ? 1.0f : 0.0f;
 	void *d = (void *)(uintptr_t)out;
+	const void *cp = has_c ? (const void *)(uintptr_t)c : d;
 	/* cuBLASLt's A is our B and its B our A (see the top of the file);
-	 * beta = 0, so C (= D) is not read */
+	 * beta = 0 without C, so C (= D) is not read; C has D's layout */
 	return check(b,
 		     b->Matmul(b->h, gm->desc, &alpha, (const void *)(uintptr_t)bm, gm->la,
-			       (const void *)(uintptr_t)a, gm->lb, &beta, d, gm->lc, d, gm->lc, &gm->algo.algo,
+			       (const void *)(uintptr_t)a, gm->lb, &beta, cp, gm->lc, d, gm->lc, &gm->algo.algo,
 			       (void *)(uintptr_t)b->ws, b->ws_size, (cudaStream_t)s),
 		     "cublasLtMatmul", e);
 }

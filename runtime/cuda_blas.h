@@ -44,6 +44,9 @@ int rt_gemm_prepare(rt_blas *b, const cg_mm *g, rt_gemm **out, cg_blas_algo *cho
 /* Enqueues the product on stream s: out = a @ op(bm) [+ bias] [act]; bias
  * is ignored (may be 0) when g->bias was CG_NO_BUF. Sets the bias pointer
  * in gm's descriptor, so one gm is not run from two threads at once. */
+/* rt_gemm_run_c: the same with C (g->c; 0 when it has none). */
+int rt_gemm_run_c(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdeviceptr bias, CUdeviceptr c,
+		  CUdeviceptr out, CUstream s, sn_err *e);
 int rt_gemm_run(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdeviceptr bias, CUdeviceptr out,
 		CUstream s, sn_err *e);
 void rt_gemm_free(rt_gemm *gm);

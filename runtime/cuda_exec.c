@@ -301,8 +301,9 @@ static int launch_range(rt_model *m, uint32_t from, uint32_t to, sn_err *e)
 			}
 		} else {
 			const cg_mm *gm = &st->mm;
-			if (rt_gemm_run(m->blas, m->gemm[i], m->ptr[gm->a], m->ptr[gm->b],
-					gm->bias == CG_NO_BUF ? 0 : m->ptr[gm->bias], m->ptr[gm->out], c->stream, e))
+			if (rt_gemm_run_c(m->blas, m->gemm[i], m->ptr[gm->a], m->ptr[gm->b],
+					  gm->bias == CG_NO_BUF ? 0 : m->ptr[gm->bias],
+					  gm->c == CG_NO_BUF ? 0 : m->ptr[gm->c], m->ptr[gm->out], c->stream, e))
 				return e->code;
 		}
 	}

@@ -1,0 +1,520 @@
+/* fuse.c: the fusion partition (fuse.h). */
+#include "passes/fuse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool fu_is_view(const ir_node *n)
+{
+	switch (n->op) {
+	case IR_OP_reshape:
+	case IR_OP_flatten:
+	case IR_OP_squeeze:
+	case IR_OP_unsqueeze: return n->nin == 1;
+	default: return false;
+	}
+}
+
+static bool is_elementwise(const ir_node *n)
+{
+	ir_kind k = ir_ops[n->op].kind;
+	return k == IR_K_UNARY || k == IR_K_BINARY || k == IR_K_TERNARY;
+}
+
+bool fu_fusible(const ir_node *n)
+{
+	if (is_elementwise(n))
+		return true;
+	switch (n->op) {
+	case IR_OP_transpose:
+	case IR_OP_expand:
+	case IR_OP_slice:
+	case IR_OP_split: return n->nin == 1;
+	default: return fu_is_view(n);
+	}
+}
+
+static bool is_source(const ir_node *n)
+{
+	return n->op == IR_OP_input || n->op == IR_OP_param || n->op == IR_OP_const;
+}
+
+static bool same_shape(const ir_shape *a, const ir_shape *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int d = 0; d < a->rank; d++)
+		if (a->d[d] != b->d[d])
+			return false;
+	return true;
+}
+
+void fu_plan_free(fu_plan *p)
+{
+	if (!p)
+		return;
+	free(p->groups);
+	free(p->members);
+	free(p->group_of);
+	free(p->stored);
+	free(p->free_);
+	memset(p, 0, sizeof *p);
+}
+
+/* The partition's working state. */
+typedef struct part {
+	const ir_graph *g;
+	const fu_opts *o;
+	uint32_t *cstart, *cons; /* consumers of node i: cons[cstart[i] .. cstart[i+1]) */
+	uint8_t *isout;
+	fu_plan *p;
+	uint32_t cap;            /* of p->groups */
+	/* the group being built */
+	ir_ref *mem;
+	uint32_t nmem;
+	ir_ref cand[256];
+	uint32_t ncand;
+	ir_ref loads[16];
+	uint32_t nloads, max_loads;
+} part;
+
+static unsigned caps_of(const part *s, ir_ref r)
+{
+	return s->o && s->o->caps ? s->o->caps(s->g, r, s->o->ctx) : 0;
+}
+
+static bool only_consumer_in(const part *s, ir_ref p, uint32_t gid)
+{
+	for (uint32_t k = s->cstart[p]; k < s->cstart[p + 1]; k++)
+		if (s->p->group_of[s->cons[k]] != gid)
+			return false;
+	return true;
+}
+
+static uint32_t nconsumers(const part *s, ir_ref p)
+{
+	return s->cstart[p + 1] - s->cstart[p];
+}
+
+static bool is_scalar_const(const ir_node *n)
+{
+	return n->op == IR_OP_const && ir_numel(&n->shape) == 1;
+}
+
+/* Whether operand q of a member needs a load (stored, not inlined). */
+static bool needs_load(const part *s, ir_ref q)
+{
+	return !s->p->free_[q] && !is_scalar_const(&s->g->nodes[q]);
+}
+
+/* The loads of the group if p joined it, within the cap: then makes it so. */
+static bool take_loads(part *s, ir_ref p, uint32_t gid)
+{
+	ir_ref nl[16];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->nloads; i++)
+		if (s->loads[i] != p)
+			nl[n++] = s->loads[i];
+	const ir_node *nd = &s->g->nodes[p];
+	for (uint32_t k = 0; k < nd->nin; k++) {
+		ir_ref q = nd->in[k];
+		if (s->p->group_of[q] == gid || !needs_load(s, q))
+			continue;
+		bool have = false;
+		for (uint32_t i = 0; i < n; i++)
+			have |= nl[i] == q;
+		if (have)
+			continue;
+		if (n >= s->max_loads)
+			return false;
+		nl[n++] = q;
+	}
+	memcpy(s->loads, nl, n * sizeof *nl);
+	s->nloads = n;
+	return true;
+}
+
+static void push_cand(part *s, ir_ref q)
+{
+	if (s->ncand < SN_COUNT(s->cand))
+		s->cand[s->ncand++] = q;
+}
+
+static ir_ref pop_max(part *s)
+{
+	uint32_t best = 0;
+	for (uint32_t i = 1; i < s->ncand; i++)
+		if (s->cand[i] > s->cand[best])
+			best = i;
+	ir_ref r = s->cand[best];
+	s->cand[best] = s->cand[--s->ncand];
+	return r;
+}
+
+static void join(part *s, ir_ref p, uint32_t gid)
+{
+	s->p->group_of[p] = gid;
+	s->mem[s->nmem++] = p;
+}
+
+static fu_group *new_group(part *s, fu_kind kind, ir_ref root)
+{
+	fu_plan *p = s->p;
+	fu_group *gr = &p->groups[p->ngroups];
+	*gr = (fu_group){.kind = kind, .root = root, .core = IR_NONE, .bias = IR_NONE, .residual = IR_NONE};
+	p->group_of[root] = p->ngroups;
+	s->nmem = 0;
+	s->mem[s->nmem++] = root;
+	s->ncand = 0;
+	s->nloads = 0;
+	return gr;
+}
+
+/* Whether x is a matrix product, or an add over one within depth adds,
+ * each used once. */
+static bool leads_to_product(const part *s, ir_ref x, int depth)
+{
+	const ir_node *n = &s->g->nodes[x];
+	if (s->isout[x] || nconsumers(s, x) != 1)
+		return false;
+	if (n->op == IR_OP_matmul || n->op == IR_OP_linear)
+		return true;
+	if (n->op != IR_OP_add || depth <= 0)
+		return false;
+	return leads_to_product(s, n->in[0], depth - 1) || leads_to_product(s, n->in[1], depth - 1);
+}
+
+/* [act]([+ residual]([+ bias[n]](matmul))) ending at r, the adds in either
+ * order; every node below r has r's chain as its only consumer. */
+static bool match_gemm(part *s, ir_ref r, fu_group *out)
+{
+	const ir_graph *g = s->g;
+	ir_ref x = r, bias = IR_NONE, res = IR_NONE;
+	fu_act act = FU_ACT_NONE;
+	ir_ref chain[4];
+	uint32_t nchain = 0;
+	const ir_node *n = &g->nodes[x];
+	if (n->op == IR_OP_relu || (n->op == IR_OP_gelu && n->attrs->approximate == IR_GELU_TANH)) {
+		act = n->op == IR_OP_relu ? FU_ACT_RELU : FU_ACT_GELU;
+		chain[nchain++] = x;
+		x = n->in[0];
+	}
+	for (int step = 0; step < 3; step++) {
+		n = &g->nodes[x];
+		if (x != r && (s->isout[x] || nconsumers(s, x) != 1))
+			return false;
+		if (n->op == IR_OP_matmul || n->op == IR_OP_linear)
+			break;
+		if (n->op != IR_OP_add || step == 2)
+			return false;
+		/* which operand carries the product */
+		int c = -1;
+		for (int k = 0; k < 2 && c < 0; k++) {
+			const ir_node *a = &g->nodes[n->in[k]];
+			if (same_shape(&a->shape, &n->shape) && a->dtype == n->dtype && leads_to_product(s, n->in[k], 2 - step))
+				c = k;
+		}
+		if (c < 0)
+			return false;
+		ir_ref o = n->in[1 - c];
+		const ir_node *on = &g->nodes[o];
+		int64_t cols = n->shape.rank ? n->shape.d[n->shape.rank - 1] : 1;
+		bool vec = on->shape.rank >= 1 && on->shape.d[on->shape.rank - 1] == cols &&
+			   ir_numel(&on->shape) == cols && on->shape.rank <= n->shape.rank;
+		if (on->dtype != n->dtype || s->p->free_[o])
+			return false;
+		if (vec && bias == IR_NONE && !same_shape(&on->shape, &n->shape))
+			bias = o;
+		else if (same_shape(&on->shape, &n->shape) && res == IR_NONE)
+			res = o;
+		else
+			return false;
+		chain[nchain++] = x;
+		x = n->in[c];
+	}
+	n = &g->nodes[x];
+	if (n->op != IR_OP_matmul && n->op != IR_OP_linear)
+		return false;
+	if (s->isout[x] || nconsumers(s, x) != 1 || !(caps_of(s, x) & FU_CAN_BLAS_EPI))
+		return false;
+	if (n->op == IR_OP_linear && n->nin > 2 && bias != IR_NONE)
+		return false; /* one bias vector */
+	if (!nchain)
+		return false;
+	out->kind = FU_GEMM;
+	out->core = x;
+	out->bias = bias;
+	out->residual = res;
+	out->act = act;
+	for (uint32_t i = 0; i < nchain; i++)
+		if (chain[i] != r)
+			join(s, chain[i], (uint32_t)(out - s->p->groups));
+	join(s, x, (uint32_t)(out - s->p->groups));
+	return true;
+}
+
+/* Pulls producers into group gid from its candidates (pointwise groups and
+ * norm prologues). */
+static void grow(part *s, uint32_t gid)
+{
+	fu_plan *p = s->p;
+	fu_group *gr = &p->groups[gid];
+	const ir_graph *g = s->g;
+	const ir_node *root = &g->nodes[gr->root];
+	uint32_t max_nodes = s->o && s->o->max_nodes ? s->o->max_nodes : 64;
+	while (s->ncand) {
+		ir_ref q = pop_max(s);
+		const ir_node *qn = &g->nodes[q];
+		if (p->group_of[q] != FU_NO_GROUP || is_source(qn) || p->free_[q] || s->isout[q])
+			continue;
+		if (s->nmem >= max_nodes || !only_consumer_in(s, q, gid))
+			continue;
+		if (gr->kind == FU_REDUCE) {
+			/* the core may use it as operand 0 only */
+			const ir_node *c = &g->nodes[gr->core];
+			bool bad = false;
+			for (uint32_t k = 1; k < c->nin; k++)
+				bad |= c->in[k] == q;
+			if (bad)
+				continue;
+		}
+		if (gr->kind == FU_POINTWISE && gr->core == IR_NONE &&
+		    (qn->op == IR_OP_conv2d && (caps_of(s, q) & FU_CAN_EPILOGUE))) {
+			/* a convolution whose only consumers are this group's
+			 * same-shaped elementwise nodes */
+			bool ok = same_shape(&qn->shape, &root->shape) && ir_dtype_is_float(root->dtype);
+			for (uint32_t i = 0; i < s->nmem && ok; i++) {
+				const ir_node *m = &g->nodes[s->mem[i]];
+				ok = is_elementwise(m) && same_shape(&m->shape, &root->shape);
+			}
+			/* the epilogue reads at most its cap */
+			uint32_t nl = 0;
+			for (uint32_t i = 0; i < s->nloads && ok; i++)
+				nl += s->loads[i] != q;
+			if (!ok || nl > 4)
+				continue;
+			gr->kind = FU_CONV;
+			gr->core = q;
+			uint32_t n = 0;
+			for (uint32_t i = 0; i < s->nloads; i++)
+				if (s->loads[i] != q)
+					s->loads[n++] = s->loads[i];
+			s->nloads = n;
+			s->max_loads = 4;
+			join(s, q, gid);
+			continue; /* its operands stay stored */
+		}
+		if (!fu_fusible(qn))
+			continue;
+		if (gr->kind == FU_CONV && (!is_elementwise(qn) || !same_shape(&qn->shape, &root->shape)))
+			continue;
+		if (!take_loads(s, q, gid))
+			continue;
+		join(s, q, gid);
+		for (uint32_t k = 0; k < qn->nin; k++)
+			push_cand(s, qn->in[k]);
+	}
+}
+
+/* Whether consumer c (already grouped) computes operand r inline. */
+static bool inlines(const part *s, ir_ref c, ir_ref r)
+{
+	uint32_t gid = s->p->group_of[c];
+	if (gid == FU_NO_GROUP)
+		return s->p->free_[c] && !s->p->stored[c]; /* inlined itself */
+	const fu_group *gr = &s->p->groups[gid];
+	switch (gr->kind) {
+	case FU_POINTWISE: return true;
+	case FU_CONV: return c != gr->core;
+	case FU_REDUCE: return c != gr->core || s->g->nodes[c].in[0] == r;
+	default: return false;
+	}
+}
+
+int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out, sn_err *e)
+{
+	memset(out, 0, sizeof *out);
+	uint32_t n = g->nnodes, cnt = n ? n : 1;
+	part s = {.g = g, .o = o, .p = out};
+	s.cstart = calloc((size_t)n + 1, sizeof *s.cstart);
+	s.isout = calloc(cnt, 1);
+	s.mem = malloc(cnt * sizeof *s.mem);
+	out->groups = malloc(cnt * sizeof *out->groups);
+	out->members = malloc(cnt * sizeof *out->members);
+	out->group_of = malloc(cnt * sizeof *out->group_of);
+	out->stored = calloc(cnt, 1);
+	out->free_ = calloc(cnt, 1);
+	uint64_t nuse = 0;
+	for (uint32_t i = 0; i < n; i++)
+		nuse += g->nodes[i].nin;
+	s.cons = malloc((nuse ? nuse : 1) * sizeof *s.cons);
+	int rc = SN_OK;
+	if (!s.cstart || !s.isout || !s.mem || !out->groups || !out->members || !out->group_of || !out->stored ||
+	    !out->free_ || !s.cons) {
+		rc = sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
+		goto done;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		out->group_of[i] = FU_NO_GROUP;
+		for (uint32_t k = 0; k < g->nodes[i].nin; k++)
+			s.cstart[g->nodes[i].in[k] + 1]++;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		s.cstart[i + 1] += s.cstart[i];
+	{
+		uint32_t *fill = malloc(cnt * sizeof *fill);
+		if (!fill) {
+			rc = sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
+			goto done;
+		}
+		memcpy(fill, s.cstart, cnt * sizeof *fill);
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t k = 0; k < g->nodes[i].nin; k++)
+				s.cons[fill[g->nodes[i].in[k]]++] = i;
+		free(fill);
+	}
+	for (uint32_t k = 0; k < g->noutputs; k++)
+		s.isout[g->outputs[k]] = 1;
+	for (uint32_t i = 0; i < n && !disable; i++) {
+		const ir_node *nd = &g->nodes[i];
+		bool f = nd->op == IR_OP_iota || is_scalar_const(nd);
+		if (!f && fu_fusible(nd) && nd->nin) {
+			f = true;
+			for (uint32_t k = 0; k < nd->nin; k++)
+				f &= out->free_[nd->in[k]] != 0;
+		}
+		out->free_[i] = f;
+	}
+
+	/* From the outputs back: every node not yet in a group starts one. */
+	for (uint32_t r = n; r-- > 0;) {
+		const ir_node *nd = &g->nodes[r];
+		if (is_source(nd)) {
+			out->stored[r] = 1;
+			continue;
+		}
+		if (out->group_of[r] != FU_NO_GROUP)
+			continue;
+		if (out->free_[r] && !s.isout[r] && nconsumers(&s, r)) {
+			bool all = true;
+			for (uint32_t k = s.cstart[r]; k < s.cstart[r + 1] && all; k++)
+				all = inlines(&s, s.cons[k], r);
+			if (all)
+				continue; /* computed where it is used */
+		}
+		out->stored[r] = 1;
+		if (disable) {
+			new_group(&s, fu_is_view(nd) ? FU_VIEW : FU_NODE, r);
+		} else if (fu_is_view(nd) && !out->free_[nd->in[0]]) {
+			new_group(&s, FU_VIEW, r);
+		} else if (fu_fusible(nd)) {
+			fu_group *gr = new_group(&s, FU_POINTWISE, r);
+			uint32_t gid = out->ngroups;
+			s.nmem = 0;
+			if (!match_gemm(&s, r, gr)) {
+				s.nmem = 1;
+				s.max_loads = o && o->max_loads ? o->max_loads : 6;
+				if (s.max_loads > SN_COUNT(s.loads))
+					s.max_loads = SN_COUNT(s.loads);
+				if (!take_loads(&s, r, gid)) {
+					gr->kind = FU_NODE; /* more operands than a fused kernel takes */
+				} else {
+					for (uint32_t k = 0; k < nd->nin; k++)
+						push_cand(&s, nd->in[k]);
+					grow(&s, gid);
+				}
+			} else {
+				s.mem[s.nmem++] = r;
+			}
+		} else if ((caps_of(&s, r) & FU_CAN_PROLOGUE) && nd->nin >= 1) {
+			fu_group *gr = new_group(&s, FU_REDUCE, r);
+			gr->core = r;
+			s.max_loads = 4;
+			push_cand(&s, nd->in[0]);
+			grow(&s, out->ngroups);
+			if (s.nmem == 1 && !out->free_[nd->in[0]])
+				gr->kind = FU_NODE; /* nothing to fuse */
+		} else {
+			fu_group *gr = new_group(&s, FU_NODE, r);
+			gr->core = r;
+		}
+		fu_group *gr = &out->groups[out->ngroups];
+		/* members ascending */
+		for (uint32_t i = 1; i < s.nmem; i++)
+			for (uint32_t j = i; j > 0 && s.mem[j - 1] > s.mem[j]; j--) {
+				ir_ref t = s.mem[j];
+				s.mem[j] = s.mem[j - 1];
+				s.mem[j - 1] = t;
+			}
+		gr->first = out->nmembers;
+		gr->n = s.nmem;
+		memcpy(out->members + out->nmembers, s.mem, s.nmem * sizeof *s.mem);
+		out->nmembers += s.nmem;
+		out->ngroups++;
+	}
+	/* Groups were made from the outputs back: reverse them into an order
+	 * that runs (a group's root follows every value it reads). */
+	for (uint32_t i = 0, j = out->ngroups; i + 1 < j; i++, j--) {
+		fu_group t = out->groups[i];
+		out->groups[i] = out->groups[j - 1];
+		out->groups[j - 1] = t;
+	}
+	for (uint32_t i = 0; i < out->ngroups; i++) {
+		const fu_group *gr = &out->groups[i];
+		for (uint32_t k = 0; k < gr->n; k++)
+			out->group_of[out->members[gr->first + k]] = i;
+	}
+done:
+	free(s.cstart);
+	free(s.cons);
+	free(s.isout);
+	free(s.mem);
+	if (rc)
+		fu_plan_free(out);
+	return rc;
+}
+
+static const char *kind_name(fu_kind k)
+{
+	static const char *const names[] = {"node", "view", "pointwise", "reduce", "conv", "gemm"};
+	return (unsigned)k < SN_COUNT(names) ? names[k] : "?";
+}
+
+static void ref_name(const ir_graph *g, ir_ref r, sn_buf *b)
+{
+	const ir_node *n = &g->nodes[r];
+	if (n->name)
+		sn_buf_printf(b, "%%%s", n->name);
+	else
+		sn_buf_printf(b, "%%%u", r);
+}
+
+void fu_plan_print(const ir_graph *g, const fu_plan *p, sn_buf *b)
+{
+	static const char *const acts[] = {"", " relu", " gelu"};
+	for (uint32_t i = 0; i < p->ngroups; i++) {
+		const fu_group *gr = &p->groups[i];
+		if (gr->kind == FU_VIEW)
+			continue;
+		sn_buf_printf(b, "group %u %s ", i, kind_name(gr->kind));
+		ref_name(g, gr->root, b);
+		sn_buf_puts(b, ":");
+		for (uint32_t k = 0; k < gr->n; k++) {
+			sn_buf_puts(b, " ");
+			ref_name(g, p->members[gr->first + k], b);
+			sn_buf_printf(b, "(%s)", ir_ops[g->nodes[p->members[gr->first + k]].op].name);
+		}
+		if (gr->kind == FU_GEMM) {
+			if (gr->bias != IR_NONE) {
+				sn_buf_puts(b, " bias=");
+				ref_name(g, gr->bias, b);
+			}
+			if (gr->residual != IR_NONE) {
+				sn_buf_puts(b, " residual=");
+				ref_name(g, gr->residual, b);
+			}
+			sn_buf_puts(b, acts[gr->act]);
+		}
+		sn_buf_puts(b, "\n");
+	}
+}
