@@ -62,7 +62,7 @@ static const char *const print_help =
 	"after the graph passes asked for. --groups prints instead the fusion groups a\n"
 	"CUDA compile would make (symbolic dims bound with --shape).\n";
 static const char *const passes_help =
-	"  --passes a,b,c     run these graph passes (canonicalize, fold-bn, layout, precision)\n"
+	"  --passes a,b,c     run these graph passes (canonicalize, fold-bn, layout, precision, attention)\n"
 	"  --mode M           run mode M's pipeline: default, reduce-overhead, max-autotune\n"
 	"  --precision P      fp32 (default), tf32, bf16, fp16 or fp8\n"
 	"  --no-fusion        (compile, run, bench on cuda) one kernel or product per node\n"

@@ -436,7 +436,7 @@ int cg_fusion_groups(const ir_graph *g, const cg_target *t, sn_buf *b, sn_err *e
  * offset, live from the step of its group to the last step that reads it
  * (through views too); outputs live to the end. */
 static int plan_arena(const ir_graph *g, const fu_plan *fp, const cg_rplan *rp, const ir_ref *mroot,
-		      uint64_t *offset, uint64_t *peak, sn_err *e)
+		      uint64_t *offset, uint64_t *peak, uint32_t *hot, sn_err *e)
 {
 	uint32_t n = g->nnodes, ns = fp->ngroups;
 	uint32_t *first = malloc((n ? n : 1) * sizeof *first), *last = malloc((n ? n : 1) * sizeof *last);
@@ -491,6 +491,26 @@ static int plan_arena(const ir_graph *g, const fu_plan *fp, const cg_rplan *rp, 
 		}
 		items[ni++] = (mp_item){(size_t)bytes, first[i], last[i], i};
 	}
+	/* the step where the most bytes are live (fusion's memory guard) */
+	{
+		int64_t *d = calloc((size_t)ns + 2, sizeof *d);
+		if (!d) {
+			rc = sn_errf(e, SN_EINTERNAL, "codegen: out of memory");
+			goto done;
+		}
+		for (uint32_t k = 0; k < ni; k++) {
+			d[items[k].first] += (int64_t)items[k].size;
+			d[items[k].last + 1] -= (int64_t)items[k].size;
+		}
+		int64_t live = 0, best = -1;
+		*hot = 0;
+		for (uint32_t t = 0; t <= ns; t++) {
+			live += d[t];
+			if (live > best)
+				best = live, *hot = t;
+		}
+		free(d);
+	}
 	size_t pk = 0;
 	rc = mp_place(items, ni, ns, off, &pk, e);
 	for (uint32_t k = 0; k < ni && !rc; k++)
@@ -504,17 +524,15 @@ done:
 	return rc;
 }
 
-int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_plan **out, sn_err *e)
+/* Lowers g with the groups fusion makes (none when t->unfused; nodes in
+ * nofuse stay alone). hot, when given, gets the members of the fused group
+ * at the step where the most bytes are live (*hot_any: there is one). */
+static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target *t, const uint8_t *nofuse,
+		      uint8_t *hot, bool *hot_any, cg_plan **out, sn_err *e)
 {
 	*out = NULL;
-	for (ir_ref r = 0; r < g->nnodes; r++)
-		if (!ir_shape_concrete(&g->nodes[r].shape)) {
-			char label[256];
-			node_label(g, r, label, sizeof label);
-			return sn_errf(e, SN_EINPUT, "%s: shape has unbound symbols (bind them first)", label);
-		}
 	fu_plan fp;
-	fu_opts fo = {.caps = fuse_caps, .ctx = (void *)t};
+	fu_opts fo = {.caps = fuse_caps, .ctx = (void *)t, .nofuse = nofuse};
 	if (fu_partition(g, &fo, t->unfused, &fp, e) != SN_OK)
 		return e->code;
 	cg_rplan *rp = NULL;
@@ -544,9 +562,22 @@ int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_pl
 		bool view = gi != FU_NO_GROUP && fp.groups[gi].kind == FU_VIEW && fp.groups[gi].root == i;
 		mroot[i] = view ? mroot[g->nodes[i].in[0]] : i;
 	}
-	if (plan_arena(g, &fp, rp, mroot, aoff, &p->arena_bytes, e) != SN_OK) {
+	uint32_t hs = 0;
+	if (plan_arena(g, &fp, rp, mroot, aoff, &p->arena_bytes, &hs, e) != SN_OK) {
 		rc = e->code;
 		goto done;
+	}
+	if (hot) {
+		*hot_any = false;
+		/* the hottest step, or the nearest fused group before it */
+		for (uint32_t k = hs < fp.ngroups ? hs + 1 : fp.ngroups; k-- > 0 && !*hot_any;) {
+			const fu_group *gr = &fp.groups[k];
+			if (gr->n < 2)
+				continue;
+			for (uint32_t j = 0; j < gr->n; j++)
+				hot[fp.members[gr->first + j]] = 1;
+			*hot_any = true;
+		}
 	}
 
 	/* Buffers: one per stored value, in node order; a view is a buffer
@@ -681,4 +712,53 @@ done:
 	}
 	*out = p;
 	return SN_OK;
+}
+
+int cg_lower(const ir_graph *g, const ir_tensor *vals, const cg_target *t, cg_plan **out, sn_err *e)
+{
+	*out = NULL;
+	for (ir_ref r = 0; r < g->nnodes; r++)
+		if (!ir_shape_concrete(&g->nodes[r].shape)) {
+			char label[256];
+			node_label(g, r, label, sizeof label);
+			return sn_errf(e, SN_EINPUT, "%s: shape has unbound symbols (bind them first)", label);
+		}
+	if (t->unfused)
+		return lower_once(g, vals, t, NULL, NULL, NULL, out, e);
+	/* Fusion never raises the peak arena: while the fused plan needs more
+	 * than the unfused one, the fused group where the most bytes are live
+	 * is split back into single nodes (planned without weights, then
+	 * lowered once more with them). */
+	cg_target tu = *t;
+	tu.unfused = true;
+	cg_plan *p = NULL;
+	if (lower_once(g, NULL, &tu, NULL, NULL, NULL, &p, e) != SN_OK)
+		return e->code;
+	uint64_t limit = p->arena_bytes;
+	cg_plan_free(p);
+	uint32_t n = g->nnodes ? g->nnodes : 1;
+	uint8_t *nofuse = calloc(n, 1), *hot = calloc(n, 1);
+	if (!nofuse || !hot) {
+		free(nofuse);
+		free(hot);
+		return sn_errf(e, SN_EINTERNAL, "codegen: out of memory");
+	}
+	bool fits = false;
+	for (int round = 0; round < 16 && !fits; round++) {
+		bool any = false;
+		memset(hot, 0, n);
+		if (lower_once(g, NULL, t, nofuse, hot, &any, &p, e) != SN_OK)
+			break;
+		fits = p->arena_bytes <= limit;
+		cg_plan_free(p);
+		p = NULL;
+		if (!any)
+			break;
+		for (uint32_t i = 0; i < n && !fits; i++)
+			nofuse[i] |= hot[i];
+	}
+	int rc = e->code ? e->code : lower_once(g, vals, fits ? t : &tu, nofuse, NULL, NULL, out, e);
+	free(nofuse);
+	free(hot);
+	return rc;
 }

@@ -76,6 +76,9 @@ typedef struct part {
 	uint32_t ncand;
 	ir_ref loads[16];
 	uint32_t nloads, max_loads;
+	/* cuBLASLt epilogues (match_gemms), per node */
+	ir_ref *gemm_of, *gemm_root, *gemm_bias, *gemm_res;
+	uint8_t *gemm_act;
 } part;
 
 static unsigned caps_of(const part *s, ir_ref r)
@@ -170,87 +173,89 @@ static fu_group *new_group(part *s, fu_kind kind, ir_ref root)
 	return gr;
 }
 
-/* Whether x is a matrix product, or an add over one within depth adds,
- * each used once. */
-static bool leads_to_product(const part *s, ir_ref x, int depth)
+static ir_ref sole_consumer(const part *s, ir_ref x)
 {
-	const ir_node *n = &s->g->nodes[x];
-	if (s->isout[x] || nconsumers(s, x) != 1)
-		return false;
-	if (n->op == IR_OP_matmul || n->op == IR_OP_linear)
-		return true;
-	if (n->op != IR_OP_add || depth <= 0)
-		return false;
-	return leads_to_product(s, n->in[0], depth - 1) || leads_to_product(s, n->in[1], depth - 1);
+	return !s->isout[x] && nconsumers(s, x) == 1 ? s->cons[s->cstart[x]] : IR_NONE;
 }
 
-/* [act]([+ residual]([+ bias[n]](matmul))) ending at r, the adds in either
- * order; every node below r has r's chain as its only consumer. */
-static bool match_gemm(part *s, ir_ref r, fu_group *out)
+static bool no_fuse(const part *s, ir_ref x)
+{
+	return s->o && s->o->nofuse && s->o->nofuse[x];
+}
+
+/* From each matrix product cuBLASLt runs, down its chain of sole
+ * consumers: [+ bias[n]] and [+ residual] (either order), then [act]
+ * (relu or tanh gelu): the epilogue cuBLASLt applies before its store,
+ * act(A @ B + C + bias). Marks the chain's nodes with the product
+ * (gemm_of) and records the chain's last node as its root (gemm_root). */
+static void match_gemms(part *s)
 {
 	const ir_graph *g = s->g;
-	ir_ref x = r, bias = IR_NONE, res = IR_NONE;
-	fu_act act = FU_ACT_NONE;
-	ir_ref chain[4];
-	uint32_t nchain = 0;
-	const ir_node *n = &g->nodes[x];
-	if (n->op == IR_OP_relu || (n->op == IR_OP_gelu && n->attrs->approximate == IR_GELU_TANH)) {
-		act = n->op == IR_OP_relu ? FU_ACT_RELU : FU_ACT_GELU;
-		chain[nchain++] = x;
-		x = n->in[0];
-	}
-	for (int step = 0; step < 3; step++) {
-		n = &g->nodes[x];
-		if (x != r && (s->isout[x] || nconsumers(s, x) != 1))
-			return false;
-		if (n->op == IR_OP_matmul || n->op == IR_OP_linear)
+	for (ir_ref x = 0; x < g->nnodes; x++) {
+		const ir_node *n = &g->nodes[x];
+		if ((n->op != IR_OP_matmul && n->op != IR_OP_linear) || no_fuse(s, x) ||
+		    !(caps_of(s, x) & FU_CAN_BLAS_EPI))
+			continue;
+		bool has_bias = n->op == IR_OP_linear && n->nin > 2, has_res = false;
+		ir_ref cur = x, bias = IR_NONE, res = IR_NONE;
+		fu_act act = FU_ACT_NONE;
+		for (;;) {
+			ir_ref c = sole_consumer(s, cur);
+			if (c == IR_NONE || no_fuse(s, c))
+				break;
+			const ir_node *cn = &g->nodes[c];
+			const ir_node *cu = &g->nodes[cur];
+			if (cn->op == IR_OP_add && cn->in[0] != cn->in[1] && same_shape(&cn->shape, &cu->shape) &&
+			    cn->dtype == cu->dtype) {
+				ir_ref o = cn->in[0] == cur ? cn->in[1] : cn->in[0];
+				const ir_node *on = &g->nodes[o];
+				int64_t cols = cn->shape.rank ? cn->shape.d[cn->shape.rank - 1] : 1;
+				bool vec = on->shape.rank >= 1 && on->shape.rank <= cn->shape.rank &&
+					   on->shape.d[on->shape.rank - 1] == cols && ir_numel(&on->shape) == cols;
+				if (on->dtype != cn->dtype || s->p->free_[o] || no_fuse(s, o))
+					break;
+				if (vec && !has_bias && !same_shape(&on->shape, &cn->shape)) {
+					has_bias = true;
+					bias = o;
+				} else if (same_shape(&on->shape, &cn->shape) && !has_res) {
+					has_res = true;
+					res = o;
+				} else {
+					break;
+				}
+				cur = c;
+				continue;
+			}
+			if (cn->op == IR_OP_relu || (cn->op == IR_OP_gelu && cn->attrs->approximate == IR_GELU_TANH)) {
+				act = cn->op == IR_OP_relu ? FU_ACT_RELU : FU_ACT_GELU;
+				cur = c;
+			}
 			break;
-		if (n->op != IR_OP_add || step == 2)
-			return false;
-		/* which operand carries the product */
-		int c = -1;
-		for (int k = 0; k < 2 && c < 0; k++) {
-			const ir_node *a = &g->nodes[n->in[k]];
-			if (same_shape(&a->shape, &n->shape) && a->dtype == n->dtype && leads_to_product(s, n->in[k], 2 - step))
-				c = k;
 		}
-		if (c < 0)
-			return false;
-		ir_ref o = n->in[1 - c];
-		const ir_node *on = &g->nodes[o];
-		int64_t cols = n->shape.rank ? n->shape.d[n->shape.rank - 1] : 1;
-		bool vec = on->shape.rank >= 1 && on->shape.d[on->shape.rank - 1] == cols &&
-			   ir_numel(&on->shape) == cols && on->shape.rank <= n->shape.rank;
-		if (on->dtype != n->dtype || s->p->free_[o])
-			return false;
-		if (vec && bias == IR_NONE && !same_shape(&on->shape, &n->shape))
-			bias = o;
-		else if (same_shape(&on->shape, &n->shape) && res == IR_NONE)
-			res = o;
-		else
-			return false;
-		chain[nchain++] = x;
-		x = n->in[c];
+		if (cur == x)
+			continue;
+		s->gemm_root[cur] = x;
+		s->gemm_bias[x] = bias;
+		s->gemm_res[x] = res;
+		s->gemm_act[x] = (uint8_t)act;
+		for (ir_ref k = x; k != cur; k = s->cons[s->cstart[k]])
+			s->gemm_of[k] = x;
+		s->gemm_of[cur] = x;
 	}
-	n = &g->nodes[x];
-	if (n->op != IR_OP_matmul && n->op != IR_OP_linear)
-		return false;
-	if (s->isout[x] || nconsumers(s, x) != 1 || !(caps_of(s, x) & FU_CAN_BLAS_EPI))
-		return false;
-	if (n->op == IR_OP_linear && n->nin > 2 && bias != IR_NONE)
-		return false; /* one bias vector */
-	if (!nchain)
-		return false;
-	out->kind = FU_GEMM;
-	out->core = x;
-	out->bias = bias;
-	out->residual = res;
-	out->act = act;
-	for (uint32_t i = 0; i < nchain; i++)
-		if (chain[i] != r)
-			join(s, chain[i], (uint32_t)(out - s->p->groups));
-	join(s, x, (uint32_t)(out - s->p->groups));
-	return true;
+}
+
+/* Makes the group of the product whose chain ends at r. */
+static void gemm_group(part *s, ir_ref r, fu_group *gr)
+{
+	ir_ref x = s->gemm_root[r];
+	gr->kind = FU_GEMM;
+	gr->core = x;
+	gr->bias = s->gemm_bias[x];
+	gr->residual = s->gemm_res[x];
+	gr->act = (fu_act)s->gemm_act[x];
+	uint32_t gid = (uint32_t)(gr - s->p->groups);
+	for (ir_ref k = x; k != r; k = s->cons[s->cstart[k]])
+		join(s, k, gid);
 }
 
 /* Pulls producers into group gid from its candidates (pointwise groups and
@@ -265,7 +270,8 @@ static void grow(part *s, uint32_t gid)
 	while (s->ncand) {
 		ir_ref q = pop_max(s);
 		const ir_node *qn = &g->nodes[q];
-		if (p->group_of[q] != FU_NO_GROUP || is_source(qn) || p->free_[q] || s->isout[q])
+		if (p->group_of[q] != FU_NO_GROUP || is_source(qn) || p->free_[q] || s->isout[q] ||
+		    s->gemm_of[q] != IR_NONE || no_fuse(s, q))
 			continue;
 		if (s->nmem >= max_nodes || !only_consumer_in(s, q, gid))
 			continue;
@@ -348,14 +354,20 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 	for (uint32_t i = 0; i < n; i++)
 		nuse += g->nodes[i].nin;
 	s.cons = malloc((nuse ? nuse : 1) * sizeof *s.cons);
+	s.gemm_of = malloc(cnt * sizeof *s.gemm_of);
+	s.gemm_root = malloc(cnt * sizeof *s.gemm_root);
+	s.gemm_bias = malloc(cnt * sizeof *s.gemm_bias);
+	s.gemm_res = malloc(cnt * sizeof *s.gemm_res);
+	s.gemm_act = calloc(cnt, 1);
 	int rc = SN_OK;
 	if (!s.cstart || !s.isout || !s.mem || !out->groups || !out->members || !out->group_of || !out->stored ||
-	    !out->free_ || !s.cons) {
+	    !out->free_ || !s.cons || !s.gemm_of || !s.gemm_root || !s.gemm_bias || !s.gemm_res || !s.gemm_act) {
 		rc = sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 		goto done;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		out->group_of[i] = FU_NO_GROUP;
+		s.gemm_of[i] = s.gemm_root[i] = s.gemm_bias[i] = s.gemm_res[i] = IR_NONE;
 		for (uint32_t k = 0; k < g->nodes[i].nin; k++)
 			s.cstart[g->nodes[i].in[k] + 1]++;
 	}
@@ -386,6 +398,8 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 		out->free_[i] = f;
 	}
 
+	if (!disable)
+		match_gemms(&s);
 	/* From the outputs back: every node not yet in a group starts one. */
 	for (uint32_t r = n; r-- > 0;) {
 		const ir_node *nd = &g->nodes[r];
@@ -395,7 +409,7 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 		}
 		if (out->group_of[r] != FU_NO_GROUP)
 			continue;
-		if (out->free_[r] && !s.isout[r] && nconsumers(&s, r)) {
+		if (out->free_[r] && !s.isout[r] && nconsumers(&s, r) && !no_fuse(&s, r)) {
 			bool all = true;
 			for (uint32_t k = s.cstart[r]; k < s.cstart[r + 1] && all; k++)
 				all = inlines(&s, s.cons[k], r);
@@ -407,24 +421,24 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 			new_group(&s, fu_is_view(nd) ? FU_VIEW : FU_NODE, r);
 		} else if (fu_is_view(nd) && !out->free_[nd->in[0]]) {
 			new_group(&s, FU_VIEW, r);
+		} else if (s.gemm_root[r] != IR_NONE) {
+			gemm_group(&s, r, new_group(&s, FU_GEMM, r));
+		} else if (no_fuse(&s, r)) {
+			fu_group *gr = new_group(&s, fu_fusible(nd) ? FU_POINTWISE : FU_NODE, r);
+			if (!fu_fusible(nd))
+				gr->core = r;
 		} else if (fu_fusible(nd)) {
 			fu_group *gr = new_group(&s, FU_POINTWISE, r);
 			uint32_t gid = out->ngroups;
-			s.nmem = 0;
-			if (!match_gemm(&s, r, gr)) {
-				s.nmem = 1;
-				s.max_loads = o && o->max_loads ? o->max_loads : 6;
-				if (s.max_loads > SN_COUNT(s.loads))
-					s.max_loads = SN_COUNT(s.loads);
-				if (!take_loads(&s, r, gid)) {
-					gr->kind = FU_NODE; /* more operands than a fused kernel takes */
-				} else {
-					for (uint32_t k = 0; k < nd->nin; k++)
-						push_cand(&s, nd->in[k]);
-					grow(&s, gid);
-				}
+			s.max_loads = o && o->max_loads ? o->max_loads : 6;
+			if (s.max_loads > SN_COUNT(s.loads))
+				s.max_loads = SN_COUNT(s.loads);
+			if (!take_loads(&s, r, gid)) {
+				gr->kind = FU_NODE; /* more operands than a fused kernel takes */
 			} else {
-				s.mem[s.nmem++] = r;
+				for (uint32_t k = 0; k < nd->nin; k++)
+					push_cand(&s, nd->in[k]);
+				grow(&s, gid);
 			}
 		} else if ((caps_of(&s, r) & FU_CAN_PROLOGUE) && nd->nin >= 1) {
 			fu_group *gr = new_group(&s, FU_REDUCE, r);
@@ -465,6 +479,11 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 			out->group_of[out->members[gr->first + k]] = i;
 	}
 done:
+	free(s.gemm_of);
+	free(s.gemm_root);
+	free(s.gemm_bias);
+	free(s.gemm_res);
+	free(s.gemm_act);
 	free(s.cstart);
 	free(s.cons);
 	free(s.isout);

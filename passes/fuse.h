@@ -67,6 +67,7 @@ typedef struct fu_opts {
 	void *ctx;
 	uint32_t max_nodes; /* per group; 0: 64 */
 	uint32_t max_loads; /* distinct stored values a pointwise kernel reads; 0: 6 */
+	const uint8_t *nofuse; /* per node, or NULL: nodes that stay a group of their own */
 } fu_opts;
 
 typedef struct fu_plan {

@@ -12,15 +12,16 @@ const pass_info pass_table[] = {
 	{"fold-bn", pass_fold_bn, "fold inference batch_norm into the conv2d or linear before it"},
 	{"layout", pass_layout, "run convolutional regions channels-last (NHWC)"},
 	{"precision", pass_precision_run, "convert weights and activations to the chosen precision"},
+	{"attention", pass_attention, "rewrite matmul, scale, mask, softmax, matmul into scaled_dot_product_attention"},
 };
 const size_t pass_count = SN_COUNT(pass_table);
 
 static const struct {
 	const char *mode, *list;
 } pipelines[] = {
-	{"default", "canonicalize,fold-bn,layout,precision,canonicalize"},
-	{"reduce-overhead", "canonicalize,fold-bn,layout,precision,canonicalize"},
-	{"max-autotune", "canonicalize,fold-bn,layout,precision,canonicalize"},
+	{"default", "canonicalize,fold-bn,layout,precision,attention,canonicalize"},
+	{"reduce-overhead", "canonicalize,fold-bn,layout,precision,attention,canonicalize"},
+	{"max-autotune", "canonicalize,fold-bn,layout,precision,attention,canonicalize"},
 };
 
 const char *pass_pipeline(const char *mode)

@@ -10,5 +10,6 @@ pass_fn pass_canonicalize; /* passes/canon.c */
 pass_fn pass_fold_bn;      /* passes/fold_bn.c */
 pass_fn pass_layout;       /* passes/layout.c */
 pass_fn pass_precision_run; /* passes/precision.c */
+pass_fn pass_attention;     /* passes/attention.c */
 
 #endif

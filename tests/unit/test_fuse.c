@@ -1,0 +1,213 @@
+/* test_fuse.c: the fusion partition's rules (passes/fuse.c) on small graphs
+ * written out by hand, each with the groups it must give; the attention
+ * rewrite (passes/attention.c) equivalent on the reference interpreter;
+ * and every sample's fused plan lowers for sm_80 and sm_90 with fewer
+ * steps than its unfused one and no more arena. (That fused kernels
+ * compute what the unfused ones do is checked on the GPU:
+ * tests/gpu/test_cuda_fuse.c, scripts/gpu-fuse-check.) */
+#include "check.h"
+#include "pass_equiv.h"
+#include "api/model.h"
+#include "codegen/cg.h"
+#include "frontend/sir.h"
+#include "passes/fuse.h"
+#include "passes/pass.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static ir_graph *parse(const char *src)
+{
+	sn_err e = {0};
+	ir_graph *g = NULL;
+	if (sir_parse(src, strlen(src), "test.sir", NULL, 0, &g, &e) != SN_OK)
+		fprintf(stderr, "%s\n", e.msg);
+	return g;
+}
+
+/* Caps as codegen answers them for these tests: norms and softmax take a
+ * prologue, convolutions an epilogue, matmul is a cuBLASLt product. */
+static unsigned caps(const ir_graph *g, ir_ref r, void *ctx)
+{
+	(void)ctx;
+	switch (g->nodes[r].op) {
+	case IR_OP_softmax:
+	case IR_OP_layer_norm: return FU_CAN_PROLOGUE;
+	case IR_OP_conv2d: return FU_CAN_EPILOGUE;
+	case IR_OP_matmul:
+	case IR_OP_linear: return FU_CAN_BLAS_EPI;
+	default: return 0;
+	}
+}
+
+/* The groups of src, as fu_plan_print writes them, must equal want. */
+static void groups_are(const char *label, const char *src, const char *want)
+{
+	ir_graph *g = parse(src);
+	CHECK(g != NULL);
+	if (!g)
+		return;
+	fu_plan p;
+	sn_err e = {0};
+	fu_opts o = {.caps = caps};
+	CHECK(fu_partition(g, &o, false, &p, &e) == SN_OK);
+	sn_buf b = {0};
+	fu_plan_print(g, &p, &b);
+	bool same = b.s && !strcmp(b.s, want);
+	if (!same)
+		fprintf(stderr, "%s: groups\n%s-- want\n%s", label, b.s ? b.s : "", want);
+	CHECK(same);
+	/* every stored value that is not a source is some group's root */
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		bool src_ = n->op == IR_OP_input || n->op == IR_OP_param || n->op == IR_OP_const;
+		if (src_ || !p.stored[i])
+			continue;
+		CHECK(p.group_of[i] != FU_NO_GROUP && p.groups[p.group_of[i]].root == i);
+	}
+	sn_buf_free(&b);
+	fu_plan_free(&p);
+	/* disabled: one group per node */
+	CHECK(fu_partition(g, &o, true, &p, &e) == SN_OK);
+	uint32_t computed = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		computed += !(n->op == IR_OP_input || n->op == IR_OP_param || n->op == IR_OP_const);
+	}
+	CHECK(p.ngroups == computed);
+	fu_plan_free(&p);
+	ir_graph_free(g);
+}
+
+static void rules(void)
+{
+	groups_are("chain",
+		   "sinter 1\nfunc @main(%x: f32[4,8], %b: f32[8]) -> (f32[4,8]) {\n"
+		   "  %a = add(%x, %b)\n  %r = relu(%a)\n  %c = const f32[] 2\n  %m = mul(%r, %c)\n"
+		   "  return %m\n}\n",
+		   "group 0 pointwise %m: %a(add) %r(relu) %m(mul)\n");
+	/* a value read twice outside one group is stored once */
+	groups_are("shared",
+		   "sinter 1\nfunc @main(%x: f32[4,8]) -> (f32[4,8], f32[4,8]) {\n"
+		   "  %e = exp(%x)\n  %a = neg(%e)\n  %b = abs(%e)\n  return %a, %b\n}\n",
+		   "group 0 pointwise %e: %e(exp)\ngroup 1 pointwise %a: %a(neg)\ngroup 2 pointwise %b: %b(abs)\n");
+	/* index-only producers become indexing; a causal mask is computed
+	 * in place (its iotas never stored), the scale and mask go into the
+	 * softmax */
+	groups_are("softmax prologue",
+		   "sinter 1\nfunc @main(%s: f32[2,8,8]) -> (f32[2,8,8]) {\n"
+		   "  %row = iota i64[8,8]\n  %col = iota i64[8,8] axis=1\n  %cm = greater(%col, %row)\n"
+		   "  %c = const f32[] 0.125\n  %x = mul(%s, %c)\n  %ninf = const f32[] -inf\n"
+		   "  %y = where(%cm, %ninf, %x)\n  %p = softmax(%y)\n  return %p\n}\n",
+		   "group 0 reduce %p: %x(mul) %y(where) %p(softmax)\n");
+	groups_are("transposes",
+		   "sinter 1\nfunc @main(%x: f32[2,6,4]) -> (f32[2,4,3]) {\n"
+		   "  %s = split(%x) axis=1 sizes=[3,3] index=1\n  %t = transpose(%s) perm=[0,2,1]\n"
+		   "  %u = tanh(%t)\n  return %u\n}\n",
+		   "group 0 pointwise %u: %s(split) %t(transpose) %u(tanh)\n");
+	/* matmul + bias + residual + gelu(tanh) is one cuBLASLt product */
+	groups_are("gemm epilogue",
+		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[8,16], %b: f32[16], %r: f32[4,16]) -> (f32[4,16]) {\n"
+		   "  %m = matmul(%x, %w)\n  %a = add(%m, %b)\n  %s = add(%r, %a)\n"
+		   "  %g = gelu(%s) approximate=tanh\n  return %g\n}\n",
+		   "group 0 gemm %g: %m(matmul) %a(add) %s(add) %g(gelu) bias=%b residual=%r gelu\n");
+	/* gelu with erf is not cuBLASLt's: the product keeps bias only */
+	groups_are("gemm erf",
+		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[8,16], %b: f32[16]) -> (f32[4,16]) {\n"
+		   "  %m = matmul(%x, %w)\n  %a = add(%m, %b)\n  %g = gelu(%a)\n  return %g\n}\n",
+		   "group 0 gemm %a: %m(matmul) %a(add) bias=%b\ngroup 1 pointwise %g: %g(gelu)\n");
+	/* a product read elsewhere keeps its own step */
+	groups_are("gemm shared",
+		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[8,16], %b: f32[16]) -> (f32[4,16], f32[4,16]) {\n"
+		   "  %m = matmul(%x, %w)\n  %a = add(%m, %b)\n  return %a, %m\n}\n",
+		   "group 0 node %m: %m(matmul)\ngroup 1 pointwise %a: %a(add)\n");
+	/* conv + residual add + relu: one kernel */
+	groups_are("conv epilogue",
+		   "sinter 1\nfunc @main(%x: f32[1,4,8,8], %w: f32[4,4,3,3], %r: f32[1,4,8,8]) -> (f32[1,4,8,8]) {\n"
+		   "  %c = conv2d(%x, %w) pad=[1,1,1,1]\n  %a = add(%c, %r)\n  %y = relu(%a)\n  return %y\n}\n",
+		   "group 0 conv %y: %c(conv2d) %a(add) %y(relu)\n");
+	/* reshape of a stored value stays a view (no step) */
+	groups_are("view",
+		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[8,16]) -> (f32[64]) {\n"
+		   "  %m = matmul(%x, %w)\n  %v = reshape(%m) shape=[64]\n  return %v\n}\n",
+		   "group 0 node %m: %m(matmul)\n");
+}
+
+static int count_op(const ir_graph *g, ir_op op)
+{
+	int n = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		n += g->nodes[i].op == op;
+	return n;
+}
+
+static void attention_rewrite(void)
+{
+	sn_err e = {0};
+	ir_graph *a = NULL;
+	CHECK(sir_parse_file(SINTER_SOURCE_DIR "/tests/passes/attention.sir", NULL, 0, &a, &e) == SN_OK);
+	if (!a)
+		return;
+	ir_graph *b = ir_graph_clone(a, &e);
+	pass_ctx ctx = {0};
+	CHECK(b && pass_run_list(&b, "attention,canonicalize", &ctx, &e) == SN_OK);
+	if (!b) {
+		ir_graph_free(a);
+		return;
+	}
+	CHECK(count_op(b, IR_OP_scaled_dot_product_attention) == 3);
+	CHECK(count_op(b, IR_OP_softmax) == 1); /* the one whose scores are an output */
+	ir_wstore *ws = ir_ws_new();
+	CHECK(ws != NULL);
+	equiv_fill_params(a, ws, 7); /* (it has none: a no-op) */
+	CHECK(equiv_check(a, b, ws, 1e-5, "attention rewrite"));
+	ir_ws_free(ws);
+	ir_graph_free(a);
+	ir_graph_free(b);
+}
+
+/* Every sample, fused, for sm_80 and sm_90: fewer steps, no more arena. */
+static void samples(void)
+{
+	static const char *const names[] = {"mlp", "resblock", "resnet50", "gpt2"};
+	for (size_t i = 0; i < SN_COUNT(names); i++)
+		for (int prec = 0; prec <= 2; prec += 2) { /* fp32, bf16 */
+			char path[512];
+			snprintf(path, sizeof path, "%s/samples/%s.sir", SINTER_SOURCE_DIR, names[i]);
+			sinter_shape_binding bind = {"N", 2};
+			sinter_options o = {.shapes = &bind, .nshapes = 1};
+			sinter_model *m = NULL;
+			sinter_error err = {0};
+			CHECK(sinter_model_load(path, &o, &m, &err) == SINTER_OK &&
+			      sinter_model_optimize(m, "default", NULL, (sinter_precision)prec, 90, NULL, &err) ==
+				      SINTER_OK);
+			if (!m)
+				continue;
+			for (int sm = 80; sm <= 90; sm += 10) {
+				cg_plan *f = NULL, *u = NULL;
+				cg_target tf = {.sm = sm}, tu = {.sm = sm, .unfused = true};
+				sn_err e = {0};
+				CHECK(cg_lower(m->g, NULL, &tf, &f, &e) == SN_OK);
+				CHECK(cg_lower(m->g, NULL, &tu, &u, &e) == SN_OK);
+				if (f && u) {
+					printf("%s %s sm_%d: %u steps fused, %u unfused; arena %llu / %llu bytes\n",
+					       names[i], prec ? "bf16" : "fp32", sm, f->nsteps, u->nsteps,
+					       (unsigned long long)f->arena_bytes, (unsigned long long)u->arena_bytes);
+					CHECK(f->nsteps <= u->nsteps);
+					CHECK(f->arena_bytes <= u->arena_bytes);
+				}
+				cg_plan_free(f);
+				cg_plan_free(u);
+			}
+			sinter_model_free(m);
+		}
+}
+
+int main(void)
+{
+	rules();
+	attention_rewrite();
+	samples();
+	printf("fuse: %d checks, %d failures\n", check_count, check_failures);
+	return check_failures != 0;
+}
