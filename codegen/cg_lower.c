@@ -58,6 +58,8 @@ static unsigned fuse_caps(const ir_graph *g, ir_ref r, void *ctx)
 		f |= FU_CAN_PROLOGUE;
 	if (c & CG_CAN_EPILOGUE)
 		f |= FU_CAN_EPILOGUE;
+	if ((c & CG_CAN_LAYOUT_IN) && (c & CG_CAN_LAYOUT_OUT))
+		f |= FU_CAN_LAYOUT;
 	const ir_node *n = &g->nodes[r];
 	if (n->op == IR_OP_matmul || n->op == IR_OP_linear) {
 		/* a product cuBLASLt runs takes its epilogues */
@@ -219,6 +221,34 @@ int cg_render_groups(const ir_graph *g, const cg_target *t, const fu_plan *fp, c
 			else
 				st->pro = x;
 			rc = render_node(g, gr->core, t, st, e);
+			break;
+		}
+		case FU_ATTENTION: {
+			/* q, k, v where they are, the output where it goes */
+			for (uint32_t k = 0; k < 3; k++) {
+				ir_ref top;
+				fu_layout l;
+				ir_ref v = g->nodes[gr->core].in[k];
+				if (fp->group_of[v] != gi)
+					continue;
+				if (!fu_layout_of(g, fp, gi, v, &top, &l)) {
+					rc = sn_errf(e, SN_EINTERNAL, "fusion: attention operand %u has no layout", k);
+					break;
+				}
+				st->lay[k] = (cg_layout){.set = true, .root = top, .offset = l.offset};
+				memcpy(st->lay[k].strides, l.strides, sizeof l.strides);
+			}
+			if (!rc && gr->root != gr->core) {
+				fu_layout l;
+				if (!fu_layout_out(g, fp, gi, &l)) {
+					rc = sn_errf(e, SN_EINTERNAL, "fusion: attention's output has no layout");
+					break;
+				}
+				st->lay_out = (cg_layout){.set = true, .root = gr->root, .offset = l.offset};
+				memcpy(st->lay_out.strides, l.strides, sizeof l.strides);
+			}
+			if (!rc)
+				rc = render_node(g, gr->core, t, st, e);
 			break;
 		}
 		case FU_GEMM:

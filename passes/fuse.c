@@ -49,6 +49,174 @@ static bool same_shape(const ir_shape *a, const ir_shape *b)
 	return true;
 }
 
+/* ---- layouts ---- */
+
+void fu_layout_whole(const ir_node *n, fu_layout *l)
+{
+	l->rank = n->shape.rank;
+	l->offset = 0;
+	int64_t st = 1;
+	for (int d = n->shape.rank - 1; d >= 0; d--) {
+		l->shape[d] = n->shape.d[d];
+		l->strides[d] = st;
+		st *= n->shape.d[d];
+	}
+}
+
+/* Strides for viewing l (shape, strides) as shape `to` without moving
+ * data, chunk by chunk of dims that are contiguous with each other (as
+ * a strided view's reshape is computed); false when it cannot be. */
+static bool view_as(fu_layout *l, const ir_shape *to)
+{
+	int64_t ns[IR_MAX_RANK];
+	int od = l->rank - 1, vd = to->rank - 1;
+	int64_t numel = 1;
+	for (int d = 0; d < l->rank; d++)
+		numel *= l->shape[d];
+	int64_t tn = 1;
+	for (int d = 0; d < to->rank; d++)
+		tn *= to->d[d];
+	if (tn != numel)
+		return false;
+	if (numel == 0 || l->rank == 0) {
+		int64_t st = 1;
+		for (int d = to->rank - 1; d >= 0; d--) {
+			ns[d] = st;
+			st *= to->d[d] ? to->d[d] : 1;
+		}
+	} else {
+		int64_t base = l->strides[od], tnum = 1, vnum = 1;
+		for (; od >= 0; od--) {
+			tnum *= l->shape[od];
+			if (od == 0 || (l->shape[od - 1] != 1 && l->strides[od - 1] != tnum * base)) {
+				while (vd >= 0 && (vnum < tnum || to->d[vd] == 1)) {
+					ns[vd] = vnum * base;
+					vnum *= to->d[vd];
+					vd--;
+				}
+				if (vnum != tnum)
+					return false;
+				if (od > 0) {
+					base = l->strides[od - 1];
+					tnum = vnum = 1;
+				}
+			}
+		}
+		if (vd != -1)
+			return false;
+	}
+	l->rank = to->rank;
+	for (int d = 0; d < to->rank; d++) {
+		l->shape[d] = to->d[d];
+		l->strides[d] = ns[d];
+	}
+	return true;
+}
+
+bool fu_layout_apply(const ir_node *n, fu_layout *l)
+{
+	const ir_attrs *at = n->attrs;
+	const ir_shape *os = &n->shape;
+	int64_t st[IR_MAX_RANK];
+	switch (n->op) {
+	case IR_OP_transpose:
+		if (at->perm.n != l->rank)
+			return false;
+		for (int d = 0; d < l->rank; d++)
+			st[d] = l->strides[at->perm.v[d]];
+		memcpy(l->strides, st, sizeof st);
+		break;
+	case IR_OP_split: {
+		int a = ir_axis(at->axis, l->rank);
+		if (a < 0)
+			return false;
+		int64_t start = 0;
+		for (int64_t i = 0; i < at->index && i < at->sizes.n; i++)
+			start += at->sizes.v[i];
+		l->offset += start * l->strides[a];
+		break;
+	}
+	case IR_OP_slice:
+		for (int i = 0; i < at->starts.n; i++) {
+			int a = ir_axis(at->axes.n ? at->axes.v[i] : i, l->rank);
+			int64_t step = at->steps.n ? at->steps.v[i] : 1, first = 0;
+			if (a < 0 || step == 0)
+				return false;
+			if (ir_slice_axis(l->shape[a], at->starts.v[i], at->ends.v[i], step, &first) > 0)
+				l->offset += first * l->strides[a];
+			l->strides[a] *= step;
+		}
+		break;
+	case IR_OP_expand:
+		if (os->rank < l->rank)
+			return false;
+		for (int d = 0; d < os->rank; d++) {
+			int sd = d - (os->rank - l->rank);
+			st[d] = sd < 0 || l->shape[sd] == 1 ? 0 : l->strides[sd];
+		}
+		memcpy(l->strides, st, sizeof st);
+		break;
+	default:
+		if (!fu_is_view(n))
+			return false;
+		return view_as(l, os);
+	}
+	l->rank = os->rank;
+	for (int d = 0; d < os->rank; d++)
+		l->shape[d] = os->d[d];
+	return true;
+}
+
+bool fu_layout_unapply(const ir_graph *g, const ir_node *n, fu_layout *l)
+{
+	const ir_shape *is = &g->nodes[n->in[0]].shape;
+	if (n->op == IR_OP_transpose) {
+		const ir_ints *p = &n->attrs->perm;
+		if (p->n != l->rank)
+			return false;
+		int64_t st[IR_MAX_RANK];
+		for (int d = 0; d < l->rank; d++)
+			st[p->v[d]] = l->strides[d];
+		memcpy(l->strides, st, sizeof st);
+		for (int d = 0; d < is->rank; d++)
+			l->shape[d] = is->d[d];
+		return true;
+	}
+	return fu_is_view(n) && view_as(l, is);
+}
+
+bool fu_layout_of(const ir_graph *g, const fu_plan *p, uint32_t gid, ir_ref v, ir_ref *top, fu_layout *l)
+{
+	ir_ref chain[64];
+	int n = 0;
+	ir_ref cur = v;
+	while (p->group_of[cur] == gid && p->groups[gid].core != cur && n < 64) {
+		chain[n++] = cur;
+		cur = g->nodes[cur].in[0];
+	}
+	if (p->group_of[cur] == gid || !p->stored[cur])
+		return false;
+	*top = cur;
+	fu_layout_whole(&g->nodes[cur], l);
+	while (n-- > 0)
+		if (!fu_layout_apply(&g->nodes[chain[n]], l))
+			return false;
+	return true;
+}
+
+bool fu_layout_out(const ir_graph *g, const fu_plan *p, uint32_t gid, fu_layout *l)
+{
+	const fu_group *gr = &p->groups[gid];
+	fu_layout_whole(&g->nodes[gr->root], l);
+	for (ir_ref cur = gr->root; cur != gr->core;) {
+		const ir_node *n = &g->nodes[cur];
+		if (p->group_of[cur] != gid || !n->nin || !fu_layout_unapply(g, n, l))
+			return false;
+		cur = n->in[0];
+	}
+	return true;
+}
+
 void fu_plan_free(fu_plan *p)
 {
 	if (!p)
@@ -79,6 +247,8 @@ typedef struct part {
 	/* cuBLASLt epilogues (match_gemms), per node */
 	ir_ref *gemm_of, *gemm_root, *gemm_bias, *gemm_res;
 	uint8_t *gemm_act;
+	/* attention's layouts (match_attention), per node */
+	ir_ref *att_of, *att_root;
 } part;
 
 static unsigned caps_of(const part *s, ir_ref r)
@@ -244,6 +414,86 @@ static void match_gemms(part *s)
 	}
 }
 
+static bool layout_op(const ir_node *n)
+{
+	switch (n->op) {
+	case IR_OP_transpose:
+	case IR_OP_split:
+	case IR_OP_slice:
+	case IR_OP_expand: return n->nin == 1;
+	default: return fu_is_view(n);
+	}
+}
+
+/* Attention reads q, k and v where their index-only producers found them
+ * and writes its output where its index-only consumers would put it:
+ * those chains (of sole consumers) become layouts, no kernels. */
+static void match_attention(part *s)
+{
+	const ir_graph *g = s->g;
+	for (ir_ref x = 0; x < g->nnodes; x++) {
+		const ir_node *n = &g->nodes[x];
+		if (n->op != IR_OP_scaled_dot_product_attention || no_fuse(s, x) || !(caps_of(s, x) & FU_CAN_LAYOUT))
+			continue;
+		/* the output chain: transposes and reshapes, as long as the
+		 * core's output stays a strided view of the chain's end */
+		ir_ref chain[32];
+		int k = 0;
+		for (ir_ref cur = x, c; k < 32 && (c = sole_consumer(s, cur)) != IR_NONE; cur = c) {
+			const ir_node *cn = &g->nodes[c];
+			if ((cn->op != IR_OP_transpose && !fu_is_view(cn)) || no_fuse(s, c) || s->gemm_of[c] != IR_NONE)
+				break;
+			chain[k++] = c;
+		}
+		for (; k > 0; k--) {
+			fu_layout l;
+			fu_layout_whole(&g->nodes[chain[k - 1]], &l);
+			bool ok = true;
+			for (int j = k - 1; j >= 0 && ok; j--)
+				ok = fu_layout_unapply(g, &g->nodes[chain[j]], &l);
+			if (ok)
+				break;
+		}
+		int nops = 0;
+		for (uint32_t i = 0; i < 3 && i < n->nin; i++) {
+			/* up from the operand while each node is read only by the chain */
+			ir_ref up[32];
+			int m = 0;
+			for (ir_ref cur = n->in[i], below = x; m < 32; below = cur, cur = g->nodes[cur].in[0]) {
+				const ir_node *cn = &g->nodes[cur];
+				if (!layout_op(cn) || sole_consumer(s, cur) != below || no_fuse(s, cur) || s->p->free_[cur] ||
+				    s->gemm_of[cur] != IR_NONE || s->att_of[cur] != IR_NONE)
+					break;
+				up[m++] = cur;
+			}
+			/* composed from the top down; a node that cannot be a
+			 * layout ends the chain below it */
+			int take = m;
+			for (;;) {
+				if (!take)
+					break;
+				fu_layout l;
+				fu_layout_whole(&g->nodes[g->nodes[up[take - 1]].in[0]], &l);
+				bool ok = true;
+				for (int j = take - 1; j >= 0 && ok; j--)
+					ok = fu_layout_apply(&g->nodes[up[j]], &l);
+				if (ok)
+					break;
+				take--;
+			}
+			for (int j = 0; j < take; j++)
+				s->att_of[up[j]] = x;
+			nops += take;
+		}
+		if (!k && !nops)
+			continue;
+		for (int j = 0; j < k; j++)
+			s->att_of[chain[j]] = x;
+		s->att_of[x] = x;
+		s->att_root[k ? chain[k - 1] : x] = x;
+	}
+}
+
 /* Makes the group of the product whose chain ends at r. */
 static void gemm_group(part *s, ir_ref r, fu_group *gr)
 {
@@ -271,7 +521,7 @@ static void grow(part *s, uint32_t gid)
 		ir_ref q = pop_max(s);
 		const ir_node *qn = &g->nodes[q];
 		if (p->group_of[q] != FU_NO_GROUP || is_source(qn) || p->free_[q] || s->isout[q] ||
-		    s->gemm_of[q] != IR_NONE || no_fuse(s, q))
+		    s->gemm_of[q] != IR_NONE || s->att_of[q] != IR_NONE || no_fuse(s, q))
 			continue;
 		if (s->nmem >= max_nodes || !only_consumer_in(s, q, gid))
 			continue;
@@ -359,15 +609,18 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 	s.gemm_bias = malloc(cnt * sizeof *s.gemm_bias);
 	s.gemm_res = malloc(cnt * sizeof *s.gemm_res);
 	s.gemm_act = calloc(cnt, 1);
+	s.att_of = malloc(cnt * sizeof *s.att_of);
+	s.att_root = malloc(cnt * sizeof *s.att_root);
 	int rc = SN_OK;
 	if (!s.cstart || !s.isout || !s.mem || !out->groups || !out->members || !out->group_of || !out->stored ||
-	    !out->free_ || !s.cons || !s.gemm_of || !s.gemm_root || !s.gemm_bias || !s.gemm_res || !s.gemm_act) {
+	    !out->free_ || !s.cons || !s.gemm_of || !s.gemm_root || !s.gemm_bias || !s.gemm_res || !s.gemm_act || !s.att_of || !s.att_root) {
 		rc = sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 		goto done;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		out->group_of[i] = FU_NO_GROUP;
 		s.gemm_of[i] = s.gemm_root[i] = s.gemm_bias[i] = s.gemm_res[i] = IR_NONE;
+		s.att_of[i] = s.att_root[i] = IR_NONE;
 		for (uint32_t k = 0; k < g->nodes[i].nin; k++)
 			s.cstart[g->nodes[i].in[k] + 1]++;
 	}
@@ -398,8 +651,10 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 		out->free_[i] = f;
 	}
 
-	if (!disable)
+	if (!disable) {
 		match_gemms(&s);
+		match_attention(&s);
+	}
 	/* From the outputs back: every node not yet in a group starts one. */
 	for (uint32_t r = n; r-- > 0;) {
 		const ir_node *nd = &g->nodes[r];
@@ -419,10 +674,18 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 		out->stored[r] = 1;
 		if (disable) {
 			new_group(&s, fu_is_view(nd) ? FU_VIEW : FU_NODE, r);
-		} else if (fu_is_view(nd) && !out->free_[nd->in[0]]) {
-			new_group(&s, FU_VIEW, r);
+		} else if (s.att_root[r] != IR_NONE) {
+			ir_ref x = s.att_root[r];
+			fu_group *gr = new_group(&s, FU_ATTENTION, r);
+			gr->core = x;
+			uint32_t gid = out->ngroups;
+			for (ir_ref k = 0; k < r; k++)
+				if (s.att_of[k] == x)
+					join(&s, k, gid);
 		} else if (s.gemm_root[r] != IR_NONE) {
 			gemm_group(&s, r, new_group(&s, FU_GEMM, r));
+		} else if (fu_is_view(nd) && !out->free_[nd->in[0]]) {
+			new_group(&s, FU_VIEW, r);
 		} else if (no_fuse(&s, r)) {
 			fu_group *gr = new_group(&s, fu_fusible(nd) ? FU_POINTWISE : FU_NODE, r);
 			if (!fu_fusible(nd))
@@ -484,6 +747,8 @@ done:
 	free(s.gemm_bias);
 	free(s.gemm_res);
 	free(s.gemm_act);
+	free(s.att_of);
+	free(s.att_root);
 	free(s.cstart);
 	free(s.cons);
 	free(s.isout);
@@ -495,7 +760,7 @@ done:
 
 static const char *kind_name(fu_kind k)
 {
-	static const char *const names[] = {"node", "view", "pointwise", "reduce", "conv", "gemm"};
+	static const char *const names[] = {"node", "view", "pointwise", "reduce", "conv", "gemm", "attention"};
 	return (unsigned)k < SN_COUNT(names) ? names[k] : "?";
 }
 

@@ -40,6 +40,8 @@ typedef enum fu_kind {
 	FU_REDUCE,    /* a norm/softmax core with a pointwise prologue on operand 0 */
 	FU_CONV,      /* a convolution with a pointwise epilogue */
 	FU_GEMM,      /* a cuBLASLt product with bias / residual / activation */
+	FU_ATTENTION, /* attention reading q, k, v and writing its output through
+		       * layouts: index-only chains around it cost nothing */
 } fu_kind;
 
 typedef enum fu_act { FU_ACT_NONE, FU_ACT_RELU, FU_ACT_GELU } fu_act;
@@ -59,6 +61,7 @@ enum {
 	FU_CAN_PROLOGUE = 1,   /* core: a prologue on operand 0 (norms, softmax) */
 	FU_CAN_EPILOGUE = 2,   /* core: a generic pointwise epilogue (conv) */
 	FU_CAN_BLAS_EPI = 4,   /* core: a cuBLASLt product (bias, residual, act) */
+	FU_CAN_LAYOUT = 8,     /* core: strided operands and output (attention) */
 };
 typedef unsigned fu_caps_fn(const ir_graph *g, ir_ref r, void *ctx);
 
@@ -89,6 +92,29 @@ void fu_plan_free(fu_plan *p);
 /* One line per group that has a step: "group 3 pointwise root %x: %a %b %x";
  * appended to b (sinter print --groups, golden tests). */
 void fu_plan_print(const ir_graph *g, const fu_plan *p, sn_buf *b);
+
+/* A value's place inside a stored buffer: element offset and a stride
+ * per dim of the value's shape (0: broadcast). */
+typedef struct fu_layout {
+	int rank;
+	int64_t shape[IR_MAX_RANK];
+	int64_t offset;
+	int64_t strides[IR_MAX_RANK];
+} fu_layout;
+/* The layout of a stored value: contiguous, offset 0. */
+void fu_layout_whole(const ir_node *n, fu_layout *l);
+/* l becomes the layout of index-only node n's result, l having been its
+ * operand's (transpose, split, slice, expand, and reshape-likes where the
+ * strides allow). false when n cannot be a layout. */
+bool fu_layout_apply(const ir_node *n, fu_layout *l);
+/* The inverse, for an output chain: l, the layout of n's result, becomes
+ * its operand's (transpose and reshape-likes). */
+bool fu_layout_unapply(const ir_graph *g, const ir_node *n, fu_layout *l);
+/* The layout of value v read through the chain of index-only group
+ * members above it, up to the stored value *top (gid's members). */
+bool fu_layout_of(const ir_graph *g, const fu_plan *p, uint32_t gid, ir_ref v, ir_ref *top, fu_layout *l);
+/* The layout, in group gid's root buffer, of its core's output. */
+bool fu_layout_out(const ir_graph *g, const fu_plan *p, uint32_t gid, fu_layout *l);
 
 /* Whether n is pointwise or index-only (may be fused into a kernel). */
 bool fu_fusible(const ir_node *n);

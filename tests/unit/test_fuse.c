@@ -7,6 +7,7 @@
  * tests/gpu/test_cuda_fuse.c, scripts/gpu-fuse-check.) */
 #include "check.h"
 #include "pass_equiv.h"
+#include "ir/ref/ref.h"
 #include "api/model.h"
 #include "codegen/cg.h"
 #include "frontend/sir.h"
@@ -36,6 +37,7 @@ static unsigned caps(const ir_graph *g, ir_ref r, void *ctx)
 	case IR_OP_conv2d: return FU_CAN_EPILOGUE;
 	case IR_OP_matmul:
 	case IR_OP_linear: return FU_CAN_BLAS_EPI;
+	case IR_OP_scaled_dot_product_attention: return ctx ? FU_CAN_LAYOUT : 0;
 	default: return 0;
 	}
 }
@@ -49,7 +51,7 @@ static void groups_are(const char *label, const char *src, const char *want)
 		return;
 	fu_plan p;
 	sn_err e = {0};
-	fu_opts o = {.caps = caps};
+	fu_opts o = {.caps = caps, .ctx = (void *)1};
 	CHECK(fu_partition(g, &o, false, &p, &e) == SN_OK);
 	sn_buf b = {0};
 	fu_plan_print(g, &p, &b);
@@ -133,6 +135,114 @@ static void rules(void)
 		   "group 0 node %m: %m(matmul)\n");
 }
 
+/* GPT-2's attention block, small: q, k, v split from one tensor and
+ * transposed into heads, the output transposed and merged back. */
+static const char *const attn_block =
+	"sinter 1\nfunc @main(%qkv: f32[2,5,24]) -> (f32[2,5,8]) {\n"
+	"  %q = split(%qkv) axis=2 sizes=[8,8,8] index=0\n  %qh = reshape(%q) shape=[2,5,2,4]\n"
+	"  %qt = transpose(%qh) perm=[0,2,1,3]\n"
+	"  %k = split(%qkv) axis=2 sizes=[8,8,8] index=1\n  %kh = reshape(%k) shape=[2,5,2,4]\n"
+	"  %kt = transpose(%kh) perm=[0,2,1,3]\n"
+	"  %v = split(%qkv) axis=2 sizes=[8,8,8] index=2\n  %vh = reshape(%v) shape=[2,5,2,4]\n"
+	"  %vt = transpose(%vh) perm=[0,2,1,3]\n"
+	"  %a = scaled_dot_product_attention(%qt, %kt, %vt) causal=true\n"
+	"  %at = transpose(%a) perm=[0,2,1,3]\n  %m = reshape(%at) shape=[2,5,8]\n  return %m\n}\n";
+
+/* Evaluates the chain of single-operand nodes from `from` (exclusive) down
+ * to `to` on the reference interpreter, from data x (from's type). */
+static bool eval_chain(const ir_graph *g, ir_ref from, ir_ref to, const ir_tensor *x, ir_tensor *out)
+{
+	ir_ref path[16];
+	int n = 0;
+	for (ir_ref c = to; c != from && n < 16; c = g->nodes[c].in[0])
+		path[n++] = c;
+	ir_tensor cur = *x;
+	bool own = false;
+	sn_err e = {0};
+	while (n-- > 0) {
+		ir_tensor nx;
+		if (ref_eval_node(g, &g->nodes[path[n]], &cur, &nx, &e) != SN_OK) {
+			fprintf(stderr, "%s\n", e.msg);
+			return false;
+		}
+		if (own)
+			free(cur.data);
+		cur = nx;
+		own = true;
+	}
+	*out = cur;
+	return own;
+}
+
+static ir_tensor iota_tensor(const ir_node *n)
+{
+	ir_tensor t = {.dtype = IR_F32, .shape = n->shape};
+	int64_t k = ir_numel(&n->shape);
+	float *d = malloc((size_t)k * sizeof *d);
+	for (int64_t i = 0; d && i < k; i++)
+		d[i] = (float)i;
+	t.data = d;
+	t.nbytes = (size_t)k * sizeof *d;
+	return t;
+}
+
+/* The element of a value at its linear index i through layout l. */
+static int64_t at_layout(const fu_layout *l, int64_t i)
+{
+	int64_t pos = l->offset;
+	for (int d = l->rank - 1; d >= 0; d--) {
+		pos += i % l->shape[d] * l->strides[d];
+		i /= l->shape[d];
+	}
+	return pos;
+}
+
+static void layouts(void)
+{
+	groups_are("attention layouts", attn_block,
+		   "group 0 attention %m: %q(split) %qh(reshape) %qt(transpose) %k(split) %kh(reshape) %kt(transpose) "
+		   "%v(split) %vh(reshape) %vt(transpose) %a(scaled_dot_product_attention) %at(transpose) %m(reshape)\n");
+	ir_graph *g = parse(attn_block);
+	CHECK(g != NULL);
+	if (!g)
+		return;
+	fu_plan p;
+	sn_err e = {0};
+	fu_opts o = {.caps = caps, .ctx = (void *)1};
+	CHECK(fu_partition(g, &o, false, &p, &e) == SN_OK && p.ngroups == 1);
+	const ir_node *core = &g->nodes[p.groups[0].core];
+	/* operands: qkv holds its own linear index, so what the chain reads
+	 * at each element is where the layout must point */
+	for (uint32_t k = 0; k < 3; k++) {
+		ir_ref top;
+		fu_layout l;
+		CHECK(fu_layout_of(g, &p, 0, core->in[k], &top, &l));
+		ir_tensor x = iota_tensor(&g->nodes[top]), y;
+		CHECK(eval_chain(g, top, core->in[k], &x, &y));
+		const float *yd = y.data;
+		bool ok = true;
+		for (int64_t i = 0; i < ir_numel(&y.shape); i++)
+			ok &= (int64_t)yd[i] == at_layout(&l, i);
+		CHECK(ok);
+		free(x.data);
+		free(y.data);
+	}
+	/* output: where element i of the core's output lands in the root */
+	fu_layout l;
+	CHECK(fu_layout_out(g, &p, 0, &l));
+	ir_tensor x = iota_tensor(core), y;
+	CHECK(eval_chain(g, p.groups[0].core, p.groups[0].root, &x, &y));
+	const float *yd = y.data;
+	bool ok = true;
+	for (int64_t i = 0; i < ir_numel(&x.shape); i++)
+		ok &= yd[at_layout(&l, i)] == (float)i;
+	CHECK(ok);
+	free(x.data);
+	free(y.data);
+	fu_plan_free(&p);
+	ir_graph_free(g);
+}
+
 static int count_op(const ir_graph *g, ir_op op)
 {
 	int n = 0;
@@ -206,6 +316,7 @@ static void samples(void)
 int main(void)
 {
 	rules();
+	layouts();
 	attention_rewrite();
 	samples();
 	printf("fuse: %d checks, %d failures\n", check_count, check_failures);
