@@ -25,3 +25,11 @@ foreach(sir ${NVRTC_SIRS})
     endforeach()
   endif()
 endforeach()
+# Fused kernels of seeded random graphs (tests/gpu/test_cuda_fuse.c in its
+# compile-only mode): lowered and compiled with NVRTC, no GPU needed; the
+# GPU machine runs the same graphs against the reference interpreter.
+if(CUDAToolkit_FOUND)
+  add_test(NAME codegen.nvrtc.fuse_random.sm_90 COMMAND gpu_test_cuda_fuse 100 1 90)
+  add_test(NAME codegen.nvrtc.fuse_random.sm_80 COMMAND gpu_test_cuda_fuse 50 101 80)
+  set_tests_properties(codegen.nvrtc.fuse_random.sm_90 codegen.nvrtc.fuse_random.sm_80 PROPERTIES TIMEOUT 600)
+endif()

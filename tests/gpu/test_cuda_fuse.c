@@ -1,0 +1,333 @@
+/* test_cuda_fuse.c: fused kernels on CUDA against the reference
+ * interpreter, on seeded random graphs: chains and DAGs of elementwise ops
+ * with broadcasting, scalar consts, casts between float dtypes, index-only
+ * ops (transpose, reshape, expand, slice, split), masks computed from
+ * iotas with where, some values read twice, ending now and then in a
+ * softmax or layer_norm (a prologue) or starting from a matrix product
+ * with bias, residual and activation (cuBLASLt's epilogue). Inputs are
+ * fresh random values in [-1, 1) (gpu_check.c); every intermediate the
+ * plan stores is poisoned first. Bounds per dtype: f32 1e-5 relative L2,
+ * f16 and bf16 2e-2 (values round at every node as unfused kernels store
+ * them, the reference rounds at the same places from double).
+ * Usage: gpu_test_cuda_fuse [COUNT [FIRST_SEED [SM]]] (default 1000
+ * graphs). With SM (e.g. 90) the graphs are only lowered and every kernel
+ * NVRTC-compiled for sm_SM, no GPU needed: CI's codegen.nvrtc.fuse_random. */
+#include "gpu_check.h"
+#include "codegen/cg.h"
+#include "runtime/cuda_nvrtc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sn_err err;
+
+typedef struct gen {
+	ir_graph *g;
+	uint64_t rng;
+	ir_dtype t;
+	ir_ref pool[64];
+	int n;
+} gen;
+
+static uint64_t next(gen *s)
+{
+	uint64_t z = (s->rng += UINT64_C(0x9e3779b97f4a7c15));
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static int rnd(gen *s, int n)
+{
+	return (int)(next(s) % (uint64_t)n);
+}
+
+static void push(gen *s, ir_ref r)
+{
+	if (r != IR_NONE && s->n < 64)
+		s->pool[s->n++] = r;
+	err = (sn_err){0}; /* a refused op is simply not taken */
+}
+
+static ir_ref recent(gen *s)
+{
+	return s->pool[s->n - 1 - rnd(s, s->n < 3 ? s->n : 3)];
+}
+
+static ir_ref scalar(gen *s, double v)
+{
+	uint64_t bits = 0;
+	ir_store(s->t, &bits, 0, v);
+	ir_shape sh = {0, {0}};
+	return ir_add_const(s->g, s->t, &sh, &bits, &err);
+}
+
+static ir_ref op(gen *s, ir_op o, ir_ref a, ir_ref b, const ir_attrs *at)
+{
+	ir_ref v[2] = {a, b};
+	return ir_add(s->g, o, v, b == IR_NONE ? 1 : 2, at, &err);
+}
+
+/* A float value of the graph's dtype that broadcasts with x. */
+static ir_ref partner(gen *s, ir_ref x)
+{
+	for (int t = 0; t < 6; t++) {
+		ir_ref y = s->pool[rnd(s, s->n)];
+		const ir_node *a = &s->g->nodes[x], *b = &s->g->nodes[y];
+		if (b->dtype != a->dtype)
+			continue;
+		ir_ref r = op(s, IR_OP_add, x, y, NULL); /* probe: broadcastable? */
+		err = (sn_err){0};
+		if (r != IR_NONE)
+			return y;
+	}
+	return scalar(s, 0.5 + rnd(s, 4) * 0.25);
+}
+
+static void step(gen *s)
+{
+	ir_ref x = recent(s);
+	const ir_node *xn = &s->g->nodes[x];
+	int rk = xn->shape.rank;
+	ir_attrs at;
+	switch (rnd(s, 14)) {
+	case 0: {
+		static const ir_op u[] = {IR_OP_neg, IR_OP_abs, IR_OP_tanh, IR_OP_sigmoid, IR_OP_relu,
+					  IR_OP_silu, IR_OP_sin, IR_OP_cos, IR_OP_gelu};
+		ir_op o = u[rnd(s, SN_COUNT(u))];
+		ir_attrs_init(o, &at);
+		if (o == IR_OP_gelu && rnd(s, 2))
+			at.approximate = IR_GELU_TANH;
+		push(s, op(s, o, x, IR_NONE, &at));
+		break;
+	}
+	case 1:
+	case 2:
+	case 3: {
+		static const ir_op b[] = {IR_OP_add, IR_OP_sub, IR_OP_mul, IR_OP_max, IR_OP_min};
+		push(s, op(s, b[rnd(s, SN_COUNT(b))], x, partner(s, x), NULL));
+		break;
+	}
+	case 4: { /* where over a comparison */
+		ir_ref y = partner(s, x);
+		ir_ref c = op(s, rnd(s, 2) ? IR_OP_greater : IR_OP_less, x, y, NULL);
+		if (c == IR_NONE)
+			break;
+		ir_ref v[3] = {c, x, rnd(s, 2) ? y : scalar(s, -0.75)};
+		push(s, ir_add(s->g, IR_OP_where, v, 3, NULL, &err));
+		break;
+	}
+	case 5: { /* a mask from iotas over the last two dims */
+		if (rk < 2)
+			break;
+		ir_shape m = {2, {xn->shape.d[rk - 2], xn->shape.d[rk - 1]}};
+		ir_ref r = ir_add_iota(s->g, IR_I64, &m, 0, &err), c = ir_add_iota(s->g, IR_I64, &m, 1, &err);
+		ir_ref cm = op(s, IR_OP_greater, c, r, NULL);
+		if (cm == IR_NONE)
+			break;
+		ir_ref v[3] = {cm, scalar(s, -1.5), x};
+		push(s, ir_add(s->g, IR_OP_where, v, 3, NULL, &err));
+		break;
+	}
+	case 6: { /* through another float dtype and back */
+		static const ir_dtype ts[] = {IR_F32, IR_F16, IR_BF16};
+		ir_attrs_init(IR_OP_cast, &at);
+		at.dtype = ts[rnd(s, 3)];
+		ir_ref c = op(s, IR_OP_cast, x, IR_NONE, &at);
+		at.dtype = s->t;
+		push(s, c == IR_NONE ? IR_NONE : op(s, IR_OP_cast, c, IR_NONE, &at));
+		break;
+	}
+	case 7: { /* transpose */
+		if (rk < 2)
+			break;
+		ir_attrs_init(IR_OP_transpose, &at);
+		at.perm.n = rk;
+		for (int d = 0; d < rk; d++)
+			at.perm.v[d] = d;
+		for (int d = rk - 1; d > 0; d--) {
+			int j = rnd(s, d + 1);
+			int64_t t = at.perm.v[d];
+			at.perm.v[d] = at.perm.v[j];
+			at.perm.v[j] = t;
+		}
+		push(s, op(s, IR_OP_transpose, x, IR_NONE, &at));
+		break;
+	}
+	case 8: { /* reshape: merge the last two dims, or flatten all */
+		ir_attrs_init(IR_OP_reshape, &at);
+		if (rk >= 2 && rnd(s, 2)) {
+			at.shape.n = rk - 1;
+			for (int d = 0; d < rk - 2; d++)
+				at.shape.v[d] = xn->shape.d[d];
+			at.shape.v[rk - 2] = xn->shape.d[rk - 2] * xn->shape.d[rk - 1];
+		} else {
+			at.shape.n = 1;
+			at.shape.v[0] = ir_numel(&xn->shape);
+		}
+		push(s, op(s, IR_OP_reshape, x, IR_NONE, &at));
+		break;
+	}
+	case 9: { /* slice the first dim longer than 2 */
+		for (int d = 0; d < rk; d++)
+			if (xn->shape.d[d] > 2) {
+				ir_attrs_init(IR_OP_slice, &at);
+				at.starts.n = at.ends.n = at.axes.n = at.steps.n = 1;
+				at.axes.v[0] = d;
+				at.starts.v[0] = 1;
+				at.ends.v[0] = xn->shape.d[d];
+				at.steps.v[0] = rnd(s, 2) + 1;
+				push(s, op(s, IR_OP_slice, x, IR_NONE, &at));
+				break;
+			}
+		break;
+	}
+	case 10: { /* split the last dim in two */
+		if (!rk || xn->shape.d[rk - 1] < 2)
+			break;
+		int64_t a = xn->shape.d[rk - 1] / 2;
+		ir_attrs_init(IR_OP_split, &at);
+		at.axis = rk - 1;
+		at.sizes.n = 2;
+		at.sizes.v[0] = a;
+		at.sizes.v[1] = xn->shape.d[rk - 1] - a;
+		at.index = rnd(s, 2);
+		push(s, op(s, IR_OP_split, x, IR_NONE, &at));
+		break;
+	}
+	case 11: { /* expand a dim of size 1, else add a leading one */
+		ir_attrs_init(IR_OP_expand, &at);
+		at.shape.n = rk + 1;
+		at.shape.v[0] = 2;
+		for (int d = 0; d < rk; d++)
+			at.shape.v[d + 1] = xn->shape.d[d] == 1 ? 3 : xn->shape.d[d];
+		push(s, op(s, IR_OP_expand, x, IR_NONE, &at));
+		break;
+	}
+	default: /* a value read twice: combine two recent ones */
+		push(s, op(s, IR_OP_mul, x, recent(s), NULL));
+		break;
+	}
+}
+
+static ir_shape rand_shape(gen *s)
+{
+	static const int64_t dims[] = {1, 2, 3, 5, 8, 17, 32};
+	ir_shape sh = {1 + rnd(s, 4), {0}};
+	for (int d = 0; d < sh.rank; d++)
+		sh.d[d] = dims[rnd(s, SN_COUNT(dims))];
+	return sh;
+}
+
+static int compile_sm, compile_fail;
+static rt_nvrtc *nvrtc;
+
+/* Lowers g (fused) and compiles every kernel of the plan. */
+static bool compile_only(ir_graph *g, const char *label)
+{
+	cg_target t = {.sm = compile_sm};
+	cg_plan *p = NULL;
+	sn_err e = {0};
+	bool ok = cg_lower(g, NULL, &t, &p, &e) == SN_OK;
+	for (uint32_t k = 0; ok && k < p->nkerns; k++) {
+		void *cubin = NULL;
+		size_t size = 0;
+		ok = rt_nvrtc_compile(nvrtc, p->kerns[k].name, p->kerns[k].src, compile_sm, &cubin, &size, NULL, &e) == SN_OK;
+		free(cubin);
+	}
+	if (!ok) {
+		printf("%-40s FAIL: %s\n", label, e.msg);
+		compile_fail++;
+	}
+	cg_plan_free(p);
+	ir_graph_free(g);
+	return ok;
+}
+
+/* Graph seed: a random DAG, or a matrix product with its epilogue. */
+static bool one(uint64_t seed)
+{
+	static const ir_dtype ts[] = {IR_F32, IR_BF16, IR_F16};
+	gen s = {.g = ir_graph_new(), .rng = seed};
+	if (!s.g)
+		return false;
+	s.t = ts[rnd(&s, 3)];
+	char label[96];
+	ir_ref out = IR_NONE;
+	if (rnd(&s, 5) == 0) {
+		/* act(x @ w + bias [+ residual]) */
+		int64_t m = 1 + rnd(&s, 40), k = 8 * (1 + rnd(&s, 8)), n = 8 * (1 + rnd(&s, 8));
+		ir_shape xs = {2, {m, k}}, ws = {2, {k, n}}, bs = {1, {n}}, rs = {2, {m, n}};
+		ir_ref x = ir_add_input(s.g, "x", s.t, &xs, &err), w = ir_add_input(s.g, "w", s.t, &ws, &err);
+		ir_ref b = ir_add_input(s.g, "b", s.t, &bs, &err);
+		ir_ref y = op(&s, IR_OP_add, op(&s, IR_OP_matmul, x, w, NULL), b, NULL);
+		if (rnd(&s, 2)) {
+			ir_ref r = ir_add_input(s.g, "r", s.t, &rs, &err);
+			y = rnd(&s, 2) ? op(&s, IR_OP_add, r, y, NULL) : op(&s, IR_OP_add, y, r, NULL);
+		}
+		ir_attrs at;
+		int a = rnd(&s, 3);
+		ir_attrs_init(IR_OP_gelu, &at);
+		at.approximate = IR_GELU_TANH;
+		out = a == 0 ? y : a == 1 ? op(&s, IR_OP_relu, y, IR_NONE, NULL) : op(&s, IR_OP_gelu, y, IR_NONE, &at);
+		snprintf(label, sizeof label, "seed %llu gemm %s", (unsigned long long)seed, ir_dtype_name(s.t));
+	} else {
+		ir_shape sh = rand_shape(&s);
+		int nin = 1 + rnd(&s, 3);
+		for (int i = 0; i < nin; i++) {
+			ir_shape si = sh;
+			for (int d = 0; d < si.rank; d++)
+				if (i && rnd(&s, 3) == 0)
+					si.d[d] = 1; /* broadcasts */
+			char name[8];
+			snprintf(name, sizeof name, "x%d", i);
+			push(&s, ir_add_input(s.g, name, s.t, &si, &err));
+		}
+		int steps = 3 + rnd(&s, 10);
+		for (int i = 0; i < steps; i++)
+			step(&s);
+		out = s.pool[s.n - 1];
+		int tail = rnd(&s, 6);
+		if (tail == 0)
+			out = op(&s, IR_OP_softmax, out, IR_NONE, NULL);
+		else if (tail == 1)
+			out = op(&s, IR_OP_layer_norm, out, IR_NONE, NULL);
+		if (out != IR_NONE && rnd(&s, 4) == 0 && s.n > 2)
+			ir_add_output(s.g, s.pool[s.n - 2]); /* an intermediate is an output too */
+		snprintf(label, sizeof label, "seed %llu %d ops %s", (unsigned long long)seed, s.n, ir_dtype_name(s.t));
+	}
+	if (out == IR_NONE || err.code) {
+		printf("%-40s FAIL: builder: %s\n", label, err.msg);
+		err = (sn_err){0};
+		ir_graph_free(s.g);
+		return false;
+	}
+	ir_add_output(s.g, out);
+	if (compile_sm)
+		return compile_only(s.g, label);
+	return gpu_compare(s.g, s.t == IR_F32 ? 1e-5 : 2e-2, label);
+}
+
+int main(int argc, char **argv)
+{
+	long count = argc > 1 ? strtol(argv[1], NULL, 10) : 1000;
+	unsigned long long first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+	compile_sm = argc > 3 ? atoi(argv[3]) : 0;
+	if (compile_sm) {
+		sn_err e = {0};
+		if (rt_nvrtc_open(&nvrtc, &e) != SN_OK) {
+			printf("skipped: no NVRTC (%s)\n", e.msg);
+			return 0;
+		}
+		for (long i = 0; i < count; i++)
+			one(first + (unsigned long long)i);
+		printf("fused random graphs: %ld compiled for sm_%d, %d failed\n", count, compile_sm, compile_fail);
+		return compile_fail != 0;
+	}
+	if (!gpu_available())
+		return 0;
+	for (long i = 0; i < count; i++)
+		one(first + (unsigned long long)i);
+	return gpu_done();
+}
