@@ -51,6 +51,9 @@ typedef struct em {
 	ir_ref loads[CG_MAX_BUFS];
 	uint32_t nloads, max_loads;
 	char lp;       /* load parameters' letter */
+	const ix *rix; /* the root's own index and its linear form: a load of */
+	const ir_shape *rshape; /* a value shaped like the root at that index */
+	const char *rlin;       /* reads at rlin, no arithmetic */
 	uint32_t ntmp;
 	sn_err *e;
 } em;
@@ -106,7 +109,11 @@ static char *memo_key(ir_ref r, const ix *x)
 	sn_buf_printf(&k, "%u|", r);
 	for (int d = 0; d < x->rank; d++)
 		sn_buf_printf(&k, "%s,", x->d[d]);
-	return k.s; /* NULL on OOM */
+	if (k.oom) {
+		sn_buf_free(&k);
+		return NULL;
+	}
+	return k.s;
 }
 
 static const char *memo_find(const em *m, const char *key)
@@ -233,6 +240,14 @@ static int load(em *m, ir_ref r, const ix *x, char *var)
 	}
 	cg_emit_dtype_helpers(&m->hdr, n->dtype);
 	snprintf(var, 24, "t%u", m->ntmp++);
+	bool same = m->rix && m->rshape->rank == n->shape.rank && m->rix->rank == x->rank;
+	for (int d = 0; same && d < n->shape.rank; d++)
+		same = m->rshape->d[d] == n->shape.d[d] && !strcmp(m->rix->d[d], x->d[d]);
+	if (same) {
+		sn_buf_printf(&m->body, "%s%s %s = ld_%s(%c%u, %s);\n", m->ind, vtype(n->dtype), var,
+			      ir_dtype_name(n->dtype), m->lp, k, m->rlin);
+		return SN_OK;
+	}
 	sn_buf_printf(&m->body, "%s%s %s = ld_%s(%c%u, 0", m->ind, vtype(n->dtype), var, ir_dtype_name(n->dtype),
 		      m->lp, k);
 	int64_t st = 1;
@@ -515,14 +530,17 @@ int cg_render_pointwise_group(const ir_graph *g, const fu_plan *fp, uint32_t gid
 	int rc = x ? SN_OK : sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 	if (!rc) {
 		decompose(&m, "i", &root->shape, x);
+		m.rix = x, m.rshape = &root->shape, m.rlin = "i";
 		rc = value(&m, gr->root, x, v, sizeof v);
 	}
 	free(x);
+	cg_emit_dtype_helpers(&m.hdr, root->dtype);
+	if (!rc && (m.hdr.oom || m.body.oom))
+		rc = sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 	if (rc) {
 		em_free(&m);
 		return rc;
 	}
-	cg_emit_dtype_helpers(&m.hdr, root->dtype);
 	sn_buf b = {0};
 	char config[64];
 	snprintf(config, sizeof config, "block=%d", block);
@@ -571,6 +589,8 @@ void cg_epilogue_free(cg_epilogue *x)
 static int finish_fn(em *m, const char *head, const char *ret, cg_epilogue *x)
 {
 	sn_buf fn = {0}, params = {0}, args = {0};
+	if (m->hdr.oom || m->body.oom)
+		return sn_errf(m->e, SN_EINTERNAL, "fusion: out of memory");
 	if (m->hdr.s)
 		sn_buf_puts(&fn, m->hdr.s);
 	for (uint32_t k = 0; k < m->nloads; k++) {
@@ -584,10 +604,11 @@ static int finish_fn(em *m, const char *head, const char *ret, cg_epilogue *x)
 	if (m->body.s)
 		sn_buf_puts(&fn, m->body.s);
 	sn_buf_printf(&fn, "\treturn (float)(%s);\n}\n", ret);
+	bool oom = fn.oom || params.oom || args.oom;
 	x->fn = fn.s ? fn.s : strdup("");
 	x->params = params.s ? params.s : strdup("");
 	x->args = args.s ? args.s : strdup("");
-	if (!x->fn || !x->params || !x->args) {
+	if (oom || !x->fn || !x->params || !x->args) {
 		cg_epilogue_free(x);
 		return sn_errf(m->e, SN_EINTERNAL, "fusion: out of memory");
 	}
@@ -606,6 +627,7 @@ int cg_make_epilogue(const ir_graph *g, const fu_plan *fp, uint32_t gid, cg_epil
 	int rc = ix_ ? SN_OK : sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 	if (!rc) {
 		decompose(&m, "i", &root->shape, ix_);
+		m.rix = ix_, m.rshape = &root->shape, m.rlin = "i";
 		rc = value(&m, gr->root, ix_, v, sizeof v);
 	}
 	free(ix_);
@@ -631,6 +653,7 @@ int cg_make_prologue(const ir_graph *g, const fu_plan *fp, uint32_t gid, cg_epil
 	int rc = ix_ ? SN_OK : sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 	if (!rc) {
 		decompose(&m, "i", &xn->shape, ix_);
+		m.rix = ix_, m.rshape = &xn->shape, m.rlin = "i";
 		rc = value(&m, in, ix_, v, sizeof v);
 	}
 	free(ix_);
