@@ -89,23 +89,129 @@ int cg_conv_tc_check(const cg_conv *cv, const cg_target *tg, cg_conv_tc *c, sn_e
 	return SN_OK;
 }
 
+/* Measured on the H100 over ResNet-50's convs (docs/PERF.md): 128-byte
+ * slices (tile_k 64, 32 for tf32) in 3 stages beat 64-byte ones in 4;
+ * 128x128 tiles of 8 warps beat smaller ones down to about 0.6 blocks per
+ * SM (fewer idle SMs do not pay for the smaller tiles' lower reuse), below
+ * that 128x64 of 4 warps, then 64x64. */
 cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32)
 {
 	int es = tf32 ? 4 : 2, sms = tg->sm >= 90 ? 132 : 108;
 	static const int cand[][3] = {{128, 128, 8}, {128, 64, 4}, {64, 64, 4}};
 	cg_conv_tc c = {0};
 	for (size_t i = 0; i < SN_COUNT(cand); i++) {
-		c = (cg_conv_tc){.tm = cand[i][0], .tn = cand[i][1], .tk = 64 / es, .warps = cand[i][2], .stages = 4,
+		c = (cg_conv_tc){.tm = cand[i][0], .tn = cand[i][1], .tk = 128 / es, .warps = cand[i][2], .stages = 3,
 				 .tf32 = tf32};
-		if (cv->og <= 64 && c.tn > 64)
-			continue;
 		int64_t blocks = (cv->m + c.tm - 1) / c.tm * ((cv->og + c.tn - 1) / c.tn) * cv->groups;
-		if (blocks >= sms)
+		if (blocks * 10 >= sms * 6)
 			break;
 	}
+	if (tg->sm != 80 && tg->sm != 87 && tg->sm < 90)
+		c.stages = 2; /* 99 KB of shared memory on sm_86/89 */
 	sn_err e = {0};
 	(void)cg_conv_tc_check(cv, tg, &c, &e); /* valid by construction: fills wm, wn */
 	return c;
+}
+
+/* The epilogue of the tensor-core kernel. Accumulator fragments: c0,c1 at
+ * (row gid, channels 2*tig, 2*tig + 1), c2,c3 at row gid + 8. Staged
+ * (when TM x (TN + 4) floats fit the pipeline's shared memory): the tile
+ * goes through shared memory as fp32, then out row-major by consecutive
+ * threads: VO channels (16 bytes) per thread and store without an
+ * epilogue when the channel counts allow, else one element per thread,
+ * still coalesced. Otherwise straight from the fragments, a pair of
+ * channels per store where aligned. */
+static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c, int fm, int fn,
+			  int nt)
+{
+	const char *tn = ir_dtype_name(cv->t);
+	int es = c->tf32 ? 4 : 2;
+	if ((unsigned)(c->tm * (c->tn + 4) * 4) <= cg_conv_tc_smem(c, es)) {
+		int vo = 16 / (int)ir_dtype_size(cv->t);
+		bool v16 = !epi && cv->og % vo == 0 && cv->o % vo == 0;
+		sn_buf_printf(b, "\tasm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
+				 "\t__syncthreads();\n"
+				 "\tfloat *cs = (float *)smem;\n"
+				 "#pragma unroll\n\tfor (int i = 0; i < %d; i++)\n"
+				 "#pragma unroll\n\t\tfor (int j = 0; j < %d; j++)\n"
+				 "#pragma unroll\n\t\t\tfor (int h = 0; h < 2; h++)\n"
+				 "\t\t\t\t*(float2 *)&cs[(wm0 + i * 16 + (lane >> 2) + h * 8) * (TN + 4) + wn0 + j * 8 + (lane & 3) * 2] =\n"
+				 "\t\t\t\t\tmake_float2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);\n"
+				 "\t__syncthreads();\n",
+			      fm, fn);
+		if (v16) {
+			sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * (TN / %d); q += %d) {\n"
+					 "\t\tint row = q / (TN / %d), col = q %% (TN / %d) * %d;\n"
+					 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
+					 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
+					 "\t\to += g * OG;\n"
+					 "\t\tfloat4 f[%d];\n"
+					 "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n"
+					 "\t\t\tf[e] = *(const float4 *)&cs[row * (TN + 4) + col + 4 * e];\n"
+					 "\t\tfloat *v = (float *)f;\n",
+				      vo, nt, vo, vo, vo, vo / 4, vo / 4);
+			if (cv->bias)
+				sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n\t\t\tv[e] += ld_%s(bias, o + e);\n",
+					      vo, tn);
+			if (cv->t == IR_F32)
+				sn_buf_puts(b, "\t\t*(float4 *)(y + y_off(m, o)) = f[0];\n");
+			else
+				sn_buf_printf(b, "\t\tunsigned u[4];\n"
+						 "#pragma unroll\n\t\tfor (int e = 0; e < 4; e++) {\n"
+						 "\t\t\tunsigned short h0, h1;\n"
+						 "\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h0) : \"f\"(v[2 * e]));\n"
+						 "\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h1) : \"f\"(v[2 * e + 1]));\n"
+						 "\t\t\tu[e] = (unsigned)h0 | (unsigned)h1 << 16;\n"
+						 "\t\t}\n"
+						 "\t\t*(uint4 *)(y + y_off(m, o)) = make_uint4(u[0], u[1], u[2], u[3]);\n",
+					      cv->t == IR_BF16 ? "bf16" : "f16", cv->t == IR_BF16 ? "bf16" : "f16");
+			sn_buf_puts(b, "\t}\n}\n");
+		} else {
+			sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * TN; q += %d) {\n"
+					 "\t\tint row = q / TN, col = q %% TN;\n"
+					 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
+					 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
+					 "\t\to += g * OG;\n"
+					 "\t\tfloat v = cs[row * (TN + 4) + col];\n",
+				      nt);
+			if (cv->bias)
+				sn_buf_printf(b, "\t\tv += ld_%s(bias, o);\n", tn);
+			cg_conv_store(b, cv, epi, "\t\t", "y_off(m, o)", "v");
+			sn_buf_puts(b, "\t}\n}\n");
+		}
+		return;
+	}
+	bool pair = !epi && cv->og % 2 == 0 && cv->o % 2 == 0 && (cv->t == IR_BF16 || cv->t == IR_F16 || cv->t == IR_F32);
+	sn_buf_printf(b, "#pragma unroll\n\tfor (int j = 0; j < %d; j++) {\n"
+			 "\t\tint o = n0 + wn0 + j * 8 + (lane & 3) * 2;\n"
+			 "\t\tif (o >= OG)\n\t\t\tcontinue;\n"
+			 "\t\to += g * OG;\n",
+		      fn);
+	if (cv->bias)
+		sn_buf_printf(b, "\t\tfloat bv0 = ld_%s(bias, o), bv1 = o + 1 < (g + 1) * OG ? ld_%s(bias, o + 1) : 0.0f;\n", tn,
+			      tn);
+	else
+		sn_buf_puts(b, "\t\tconst float bv0 = 0.0f, bv1 = 0.0f;\n");
+	sn_buf_printf(b, "#pragma unroll\n\t\tfor (int i = 0; i < %d; i++)\n"
+			 "#pragma unroll\n\t\t\tfor (int h = 0; h < 2; h++) {\n"
+			 "\t\t\t\tix m = m0 + wm0 + i * 16 + (lane >> 2) + h * 8;\n"
+			 "\t\t\t\tif (m >= MM)\n\t\t\t\t\tcontinue;\n"
+			 "\t\t\t\tfloat v0 = acc[i][j][h * 2] + bv0, v1 = acc[i][j][h * 2 + 1] + bv1;\n",
+		      fm);
+	if (pair && cv->t == IR_F32)
+		sn_buf_puts(b, "\t\t\t\t*(float2 *)(y + y_off(m, o)) = make_float2(v0, v1);\n");
+	else if (pair)
+		sn_buf_printf(b, "\t\t\t\tunsigned short h0, h1;\n"
+				 "\t\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h0) : \"f\"(v0));\n"
+				 "\t\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h1) : \"f\"(v1));\n"
+				 "\t\t\t\t*(unsigned *)(y + y_off(m, o)) = (unsigned)h0 | (unsigned)h1 << 16;\n",
+			      cv->t == IR_BF16 ? "bf16" : "f16", cv->t == IR_BF16 ? "bf16" : "f16");
+	else {
+		cg_conv_store(b, cv, epi, "\t\t\t\t", "y_off(m, o)", "v0");
+		sn_buf_puts(b, "\t\t\t\tif (o + 1 < (g + 1) * OG)\n");
+		cg_conv_store(b, cv, epi, "\t\t\t\t\t", "y_off(m, o + 1)", "v1");
+	}
+	sn_buf_puts(b, "\t\t\t}\n\t}\n}\n");
 }
 
 void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c)
@@ -114,7 +220,6 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 	int nt = 32 * c->warps, ra = nt / ch; /* chunk rows per pass */
 	int ai = (c->tm + ra - 1) / ra, bi = (c->tn + ra - 1) / ra;
 	int wtm = c->tm / c->wm, wtn = c->tn / c->wn, fm = wtm / 16, fn = wtn / 8, ks = c->tk * es / 32;
-	const char *tn = ir_dtype_name(cv->t);
 	sn_buf_printf(b, "#define TM %d\n#define TN %d\n#define TK %d\n#define ST %d\n#define RS %d\n#define KCH %d\n"
 			 "#define RA %d\n#define SB %d\n\n",
 		      c->tm, c->tn, c->tk, c->stages, rs, ch, ra, (c->tm + c->tn) * rs);
@@ -181,6 +286,27 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "#pragma unroll\n\tfor (int i = 0; i < %d; i++)\n"
 			 "#pragma unroll\n\t\tfor (int j = 0; j < %d; j++)\n"
 			 "#pragma unroll\n\t\t\tfor (int q = 0; q < 4; q++)\n\t\t\t\tacc[i][j][q] = 0.0f;\n"
+			 "\tunsigned af[2][%d][4], bf[2][%d][2];\n",
+		      c->wn, wtm, c->wn, wtn, fm, fn, fm, fn, fm, fn);
+	/* the fragments of k-step kq of the slice at sa/sb into buffer u
+	 * (fragments of the next k-step load while this one multiplies) */
+	sn_buf_printf(b, "#define FRAG(u, kq) do { \\\n"
+			 "\t\t_Pragma(\"unroll\") for (int i = 0; i < %d; i++) \\\n"
+			 "\t\t\tldsm4(af[u][i], sa + (wm0 + i * 16 + (lane & 15)) * RS + (kq) * 32 + (lane >> 4) * 16); \\\n"
+			 "\t\t_Pragma(\"unroll\") for (int j = 0; j < %d; j++) { \\\n"
+			 "\t\t\tunsigned r[4]; \\\n"
+			 "\t\t\tldsm4(r, sb + (wn0 + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * RS + (kq) * 32 + ((lane >> 3) & 1) * 16); \\\n"
+			 "\t\t\tbf[u][2 * j][0] = r[0]; \\\n\t\t\tbf[u][2 * j][1] = r[1]; \\\n"
+			 "\t\t\tbf[u][2 * j + 1][0] = r[2]; \\\n\t\t\tbf[u][2 * j + 1][1] = r[3]; \\\n"
+			 "\t\t} \\\n",
+		      fm, fn / 2);
+	if (c->tf32)
+		sn_buf_printf(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < %d; i++) \\\n"
+				 "\t\t\t_Pragma(\"unroll\") for (int q = 0; q < 4; q++) \\\n\t\t\t\taf[u][i][q] = tf32(af[u][i][q]); \\\n"
+				 "\t\t_Pragma(\"unroll\") for (int j = 0; j < %d; j++) \\\n"
+				 "\t\t\t_Pragma(\"unroll\") for (int q = 0; q < 2; q++) \\\n\t\t\t\tbf[u][j][q] = tf32(bf[u][j][q]); \\\n",
+			      fm, fn);
+	sn_buf_printf(b, "\t} while (0)\n"
 			 "\tconst int tiles = (KK + TK - 1) / TK;\n"
 			 "#pragma unroll\n\tfor (int s = 0; s < ST - 1; s++) {\n"
 			 "\t\tif (s < tiles)\n\t\t\tLOAD(s, s);\n"
@@ -192,64 +318,16 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "\t\tif (nx < tiles)\n\t\t\tLOAD(nx %% ST, nx);\n"
 			 "\t\tasm volatile(\"cp.async.commit_group;\");\n"
 			 "\t\tunsigned sa = sbase + (t %% ST) * SB, sb = sa + TM * RS;\n"
+			 "\t\tFRAG(0, 0);\n"
 			 "#pragma unroll\n\t\tfor (int kq = 0; kq < %d; kq++) {\n"
-			 "\t\t\tunsigned af[%d][4], bf[%d][2];\n"
+			 "\t\t\tif (kq + 1 < %d)\n\t\t\t\tFRAG((kq + 1) & 1, kq + 1);\n"
 			 "#pragma unroll\n\t\t\tfor (int i = 0; i < %d; i++)\n"
-			 "\t\t\t\tldsm4(af[i], sa + (wm0 + i * 16 + (lane & 15)) * RS + kq * 32 + (lane >> 4) * 16);\n"
-			 "#pragma unroll\n\t\t\tfor (int j = 0; j < %d; j++) {\n"
-			 "\t\t\t\tunsigned r[4];\n"
-			 "\t\t\t\tldsm4(r, sb + (wn0 + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * RS + kq * 32 + ((lane >> 3) & 1) * 16);\n"
-			 "\t\t\t\tbf[2 * j][0] = r[0];\n\t\t\t\tbf[2 * j][1] = r[1];\n"
-			 "\t\t\t\tbf[2 * j + 1][0] = r[2];\n\t\t\t\tbf[2 * j + 1][1] = r[3];\n"
-			 "\t\t\t}\n",
-		      c->wn, wtm, c->wn, wtn, fm, fn, fm, fn, ks, fm, fn, fm, fn / 2);
-	if (c->tf32)
-		sn_buf_printf(b, "#pragma unroll\n\t\t\tfor (int i = 0; i < %d; i++)\n"
-				 "#pragma unroll\n\t\t\t\tfor (int q = 0; q < 4; q++)\n\t\t\t\t\taf[i][q] = tf32(af[i][q]);\n"
-				 "#pragma unroll\n\t\t\tfor (int j = 0; j < %d; j++)\n"
-				 "#pragma unroll\n\t\t\t\tfor (int q = 0; q < 2; q++)\n\t\t\t\t\tbf[j][q] = tf32(bf[j][q]);\n",
-			      fm, fn);
-	sn_buf_printf(b, "#pragma unroll\n\t\t\tfor (int i = 0; i < %d; i++)\n"
 			 "#pragma unroll\n\t\t\t\tfor (int j = 0; j < %d; j++)\n"
-			 "\t\t\t\t\tmma(acc[i][j], af[i], bf[j]);\n"
+			 "\t\t\t\t\tmma(acc[i][j], af[kq & 1][i], bf[kq & 1][j]);\n"
 			 "\t\t}\n\t}\n"
-			 "\tasm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
-			 "#undef LOAD\n",
-		      fm, fn);
-	/* accumulators: c0,c1 at (row gid, channels 2*tig, 2*tig + 1), c2,c3
-	 * at row gid + 8. Without an epilogue, the pair goes out in one store
-	 * when both channels exist and the pair is aligned (NHWC, CO even). */
-	bool pair = !epi && cv->og % 2 == 0 && cv->o % 2 == 0 && (cv->t == IR_BF16 || cv->t == IR_F16 || cv->t == IR_F32);
-	sn_buf_printf(b, "#pragma unroll\n\tfor (int j = 0; j < %d; j++) {\n"
-			 "\t\tint o = n0 + wn0 + j * 8 + (lane & 3) * 2;\n"
-			 "\t\tif (o >= OG)\n\t\t\tcontinue;\n"
-			 "\t\to += g * OG;\n",
-		      fn);
-	if (cv->bias)
-		sn_buf_printf(b, "\t\tfloat bv0 = ld_%s(bias, o), bv1 = o + 1 < (g + 1) * OG ? ld_%s(bias, o + 1) : 0.0f;\n", tn,
-			      tn);
-	else
-		sn_buf_puts(b, "\t\tconst float bv0 = 0.0f, bv1 = 0.0f;\n");
-	sn_buf_printf(b, "#pragma unroll\n\t\tfor (int i = 0; i < %d; i++)\n"
-			 "#pragma unroll\n\t\t\tfor (int h = 0; h < 2; h++) {\n"
-			 "\t\t\t\tix m = m0 + wm0 + i * 16 + (lane >> 2) + h * 8;\n"
-			 "\t\t\t\tif (m >= MM)\n\t\t\t\t\tcontinue;\n"
-			 "\t\t\t\tfloat v0 = acc[i][j][h * 2] + bv0, v1 = acc[i][j][h * 2 + 1] + bv1;\n",
-		      fm);
-	if (pair && cv->t == IR_F32)
-		sn_buf_puts(b, "\t\t\t\t*(float2 *)(y + y_off(m, o)) = make_float2(v0, v1);\n");
-	else if (pair)
-		sn_buf_printf(b, "\t\t\t\tunsigned short h0, h1;\n"
-				 "\t\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h0) : \"f\"(v0));\n"
-				 "\t\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h1) : \"f\"(v1));\n"
-				 "\t\t\t\t*(unsigned *)(y + y_off(m, o)) = (unsigned)h0 | (unsigned)h1 << 16;\n",
-			      cv->t == IR_BF16 ? "bf16" : "f16", cv->t == IR_BF16 ? "bf16" : "f16");
-	else {
-		cg_conv_store(b, cv, epi, "\t\t\t\t", "y_off(m, o)", "v0");
-		sn_buf_puts(b, "\t\t\t\tif (o + 1 < (g + 1) * OG)\n");
-		cg_conv_store(b, cv, epi, "\t\t\t\t\t", "y_off(m, o + 1)", "v1");
-	}
-	sn_buf_puts(b, "\t\t\t}\n\t}\n}\n");
+			 "#undef LOAD\n#undef FRAG\n",
+		      ks, ks, fm, fn);
+	emit_tc_store(b, cv, epi, c, fm, fn, nt);
 }
 
 void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec)

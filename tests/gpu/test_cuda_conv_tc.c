@@ -58,6 +58,7 @@ static int rerender(const ir_graph *g, cg_plan *p, sn_err *e)
 	sn_buf fn = {0};
 	cg_epilogue epi = {0};
 	cg_step st = {.node = conv};
+	char params[128];
 	if (hook.fuse) {
 		if (add == IR_NONE || relu == IR_NONE)
 			return sn_errf(e, SN_EINTERNAL, "test: no add and relu to fuse");
@@ -65,7 +66,6 @@ static int rerender(const ir_graph *g, cg_plan *p, sn_err *e)
 		sn_buf_printf(&fn, "__device__ __forceinline__ float sn_epi(float v, long i, const %s *__restrict__ e0)\n"
 				   "{\n\treturn fmaxf(v + ld_%s(e0, i), 0.0f);\n}\n",
 			      cg_ctype(t), ir_dtype_name(t));
-		char params[128];
 		snprintf(params, sizeof params, ", const %s *__restrict__ e0", cg_ctype(t));
 		epi = (cg_epilogue){.fn = fn.s, .params = params, .args = ", e0", .nex = 1, .out = relu, .dtype = t};
 		epi.ex[0] = res;

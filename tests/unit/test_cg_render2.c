@@ -668,24 +668,24 @@ static void test_conv(void)
 				step_free(&st);
 			}
 	/* the 3x3 case by default: M = 784 pixels, too few 128x128 tiles to
-	 * fill 132 SMs, so 64x64: 13 x 2 blocks of 4 warps, 4 stages of
-	 * (64 + 64) rows x 80 bytes */
+	 * fill 132 SMs, so 64x64: 13 x 2 blocks of 4 warps, 3 stages of
+	 * (64 + 64) rows x (128 + 16) bytes */
 	fresh();
 	ir_ref r = conv_node(&cases[2], IR_F16, IR_NHWC);
 	if (render(cg_render_conv, r, &st, "conv tc")) {
 		CHECK(st.k.grid[0] == 13 && st.k.grid[1] == 2 && st.k.grid[2] == 1 && st.k.block[0] == 128);
-		CHECK(st.k.smem == 4 * 128 * 80 && st.k.cfg.variant == 4);
+		CHECK(st.k.smem == 3 * 128 * 144 && st.k.cfg.variant == 4 && st.k.cfg.tile_k == 64);
 		CHECK(strstr(st.k.src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL);
 		CHECK(strstr(st.k.src, "#define KK 1152") != NULL); /* K = 128 * 3 * 3 */
 		CHECK(st.k.nbufs == 3 && st.k.bufs[2] == r);
 	}
 	step_free(&st);
-	/* ResNet-50's 1x1 expand at batch 32: M = 100352, N = 256 -> 784 x 2 tiles of 128x128, 8 warps */
+	/* ResNet-50's 1x1 expand at batch 32: M = 100352, N = 256 -> 784 x 2 tiles of 128x128, 8 warps, 3 stages of 256 rows x 144 bytes */
 	cspec big = cases[1];
 	big.n = 32;
 	r = conv_node(&big, IR_BF16, IR_NHWC);
 	if (render(cg_render_conv, r, &st, "conv tc big"))
-		CHECK(st.k.grid[0] == 784 && st.k.grid[1] == 2 && st.k.block[0] == 256 && st.k.smem == 4 * 256 * 80);
+		CHECK(st.k.grid[0] == 784 && st.k.grid[1] == 2 && st.k.block[0] == 256 && st.k.smem == 3 * 256 * 144);
 	step_free(&st);
 	/* NCHW: the register-double-buffered mma kernel, 16-byte B loads */
 	r = conv_node(&cases[2], IR_BF16, IR_NCHW);
@@ -706,7 +706,7 @@ static void test_conv(void)
 	step_free(&st);
 	r = conv_node(&cases[2], IR_F32, IR_NHWC);
 	if (render_with(cg_render_conv, r, &t90, NULL, NULL, &st, "conv tf32"))
-		CHECK(strstr(st.k.src, "cvt.rna.tf32.f32") && strstr(st.k.src, "m16n8k8") && st.k.cfg.tile_k == 16);
+		CHECK(strstr(st.k.src, "cvt.rna.tf32.f32") && strstr(st.k.src, "m16n8k8") && st.k.cfg.tile_k == 32);
 	step_free(&st);
 	if (render(cg_render_conv, r, &st, "conv f32 no tf32"))
 		CHECK(!strstr(st.k.src, "mma.sync"));
