@@ -89,21 +89,25 @@ int cg_conv_tc_check(const cg_conv *cv, const cg_target *tg, cg_conv_tc *c, sn_e
 	return SN_OK;
 }
 
-/* Measured on the H100 over ResNet-50's convs (docs/PERF.md): 128-byte
- * slices (tile_k 64, 32 for tf32) in 3 stages beat 64-byte ones in 4;
- * 128x128 tiles of 8 warps beat smaller ones down to about 0.6 blocks per
- * SM (fewer idle SMs do not pay for the smaller tiles' lower reuse), below
- * that 128x64 of 4 warps, then 64x64. */
+/* Measured on the H100 over ResNet-50's convs (docs/PERF.md): 1x1 convs
+ * run best on 64-byte slices (tile_k 32, 16 for tf32) in 4 stages, wider
+ * windows on 128-byte slices in 3; 128x128 tiles of 8 warps win while the
+ * grid holds about 5 warps per SM (fewer idle SMs do not pay for smaller
+ * tiles' lower reuse), then 128x64 of 4 warps, then 64x64; a group of at
+ * most 64 channels skips the 128-wide tile. */
 cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32)
 {
 	int es = tf32 ? 4 : 2, sms = tg->sm >= 90 ? 132 : 108;
+	bool one = cv->kh == 1 && cv->kw == 1;
 	static const int cand[][3] = {{128, 128, 8}, {128, 64, 4}, {64, 64, 4}};
 	cg_conv_tc c = {0};
 	for (size_t i = 0; i < SN_COUNT(cand); i++) {
-		c = (cg_conv_tc){.tm = cand[i][0], .tn = cand[i][1], .tk = 128 / es, .warps = cand[i][2], .stages = 3,
-				 .tf32 = tf32};
+		c = (cg_conv_tc){.tm = cand[i][0], .tn = cand[i][1], .tk = (one ? 64 : 128) / es, .warps = cand[i][2],
+				 .stages = one ? 4 : 3, .tf32 = tf32};
+		if (cv->og <= 64 && c.tn > 64)
+			continue;
 		int64_t blocks = (cv->m + c.tm - 1) / c.tm * ((cv->og + c.tn - 1) / c.tn) * cv->groups;
-		if (blocks * 10 >= sms * 6)
+		if (blocks * c.warps >= 5 * sms)
 			break;
 	}
 	if (tg->sm != 80 && tg->sm != 87 && tg->sm < 90)
