@@ -414,7 +414,7 @@ static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
 	bool isf = ir_dtype_is_float(cv->t), half = cv->t == IR_F16 || cv->t == IR_BF16;
 	switch (v) {
 	case V_DIRECT: return NULL;
-	case V_SIMT: return isf && cv->t != IR_F8E4M3 && cv->t != IR_F8E5M2 ? NULL : "it takes f32, f16 and bf16";
+	case V_SIMT: return isf ? NULL : "it takes floats";
 	case V_MMA: return !half ? "it takes f16 and bf16" : tg->sm < 80 ? "it needs sm_80" : NULL;
 	case V_TC:
 		if (!half && !(cv->t == IR_F32 && tg->tf32))
@@ -427,7 +427,7 @@ static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
 			return "its 16-byte loads need channels per group that are a multiple of 8 (4 for f32)";
 		return NULL;
 	case V_DW:
-		if (!isf || cv->t == IR_F8E4M3 || cv->t == IR_F8E5M2)
+		if (cv->t != IR_F32 && !half)
 			return "it takes f32, f16 and bf16";
 		return cv->cg == 1 && cv->groups > 1 ? NULL : "it needs one input channel per group";
 	default: return "there is no such variant";
