@@ -7,33 +7,32 @@
  *   so that B[k][o] = w[(g*Og + o)*K + k] is contiguous in k for both;
  *   A[m][k] = x[n][g*Cg + c][ho*sh - pt + r*dh][wo*sw - pl + s*dw] or 0 in
  *   the padding (gathered on the fly, never materialized).
- * Kernels (each block computes a 64x64 tile of Y for one group):
- *  - f16/bf16 on sm_80+: tensor cores, mma.sync m16n8k16 (fp32 accumulate),
- *    64x64x32 tiles, 4 warps of 32x32; 16-byte loads where channels allow;
- *  - other floats: SIMT, 64x64x16 tiles, 256 threads of 4x4 outputs, exact
- *    fp32 FMA (no TF32); loads converted to fp32 on the way to shared memory;
- *  - integers, and groups too narrow for a tile (depthwise): a direct
- *    kernel, one thread per output element.
- * Both tiled kernels stage the next K slice in registers while the current
+ * Kernels (cg_config.variant; the default is the first that applies):
+ *  4 the tensor-core pipeline (cg_conv_tc.c): NHWC, f16/bf16, or f32 under
+ *    --precision tf32 (m16n8k8 on operands rounded to TF32), channels per
+ *    group a multiple of 8 (4 for f32); cp.async stages, ldmatrix, tiles
+ *    and warps from cg_config (tile_m/n/k, warps, stages), default by shape;
+ *  5 depthwise (cg_conv_tc.c): one input channel per group, floats;
+ *  3 f16/bf16 on sm_80+ elsewhere (NCHW, odd channel counts): mma.sync
+ *    m16n8k16 (fp32 accumulate), 64x64x32 tiles, 4 warps of 32x32, 16-byte
+ *    loads where channels allow;
+ *  2 other floats: SIMT, 64x64x16 tiles, 256 threads of 4x4 outputs, exact
+ *    fp32 FMA; loads converted to fp32 on the way to shared memory;
+ *  1 integers, and groups too narrow for a tile: a direct kernel, one
+ *    thread per output element.
+ * Kernels 3 and 2 stage the next K slice in registers while the current
  * one is multiplied from shared memory (double-buffered, one barrier per
- * slice). Buffers must be 16-byte aligned (the arena guarantees it). */
-#include "codegen/cg_render.h"
+ * slice). Every float kernel honours a fusion epilogue (cg_render.h): its
+ * store becomes sn_epi(acc + bias, i) into the epilogue's output. Buffers
+ * must be 16-byte aligned (the arena guarantees it). */
+#include "codegen/cg_conv.h"
 
 #include <stdio.h>
 #include <string.h>
 
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /* cg_common.c */
 
-typedef struct conv {
-	bool nhwc;
-	int64_t n, c, h, w, o, ho, wo, kh, kw, groups, cg, og;
-	int64_t sh, sw, pt, pl, dh, dw;
-	int64_t m, k; /* GEMM dims per group */
-	bool bias;
-	ir_dtype t;
-} conv;
-
-static int conv_dims(const ir_graph *g, const ir_node *nd, conv *cv, sn_err *e)
+static int conv_dims(const ir_graph *g, const ir_node *nd, cg_conv *cv, sn_err *e)
 {
 	const ir_node *x = &g->nodes[nd->in[0]], *w = &g->nodes[nd->in[1]];
 	const ir_attrs *at = nd->attrs;
@@ -41,7 +40,7 @@ static int conv_dims(const ir_graph *g, const ir_node *nd, conv *cv, sn_err *e)
 		return sn_errf(e, SN_EINPUT, "conv2d: needs rank-4 x and weight, 2 strides, 2 dilations, 4 pads");
 	bool nhwc = at->layout == IR_NHWC;
 	const int64_t *xd = x->shape.d, *wd = w->shape.d, *yd = nd->shape.d;
-	*cv = (conv){
+	*cv = (cg_conv){
 		.nhwc = nhwc, .n = xd[0], .c = xd[nhwc ? 3 : 1], .h = xd[nhwc ? 1 : 2], .w = xd[nhwc ? 2 : 3],
 		.o = yd[nhwc ? 3 : 1], .ho = yd[nhwc ? 1 : 2], .wo = yd[nhwc ? 2 : 3],
 		.kh = wd[nhwc ? 1 : 2], .kw = wd[nhwc ? 2 : 3], .groups = at->groups, .cg = wd[nhwc ? 3 : 1],
@@ -58,7 +57,7 @@ static int conv_dims(const ir_graph *g, const ir_node *nd, conv *cv, sn_err *e)
 
 /* The compile-time constants every conv kernel uses, and the index type:
  * int when every buffer has fewer than 2^31 elements. */
-static void emit_consts(sn_buf *b, const conv *cv)
+void cg_conv_consts(sn_buf *b, const cg_conv *cv)
 {
 	int64_t big = cv->n * cv->c * cv->h * cv->w;
 	if (cv->m * cv->o > big)
@@ -80,7 +79,7 @@ static void emit_consts(sn_buf *b, const conv *cv)
  *     invalid m gets a window that is all padding);
  *   a_off(p, k, &ok): the offset of A[m][k], ok false in the padding;
  *   y_off(m, o): the offset of Y[m][o] (o a channel of the whole tensor). */
-static void emit_index_fns(sn_buf *b, bool nhwc)
+void cg_conv_index_fns(sn_buf *b, bool nhwc)
 {
 	sn_buf_puts(b, "struct pix {\n\tix base;\n\tint hi0, wi0;\n};\n\n"
 		       "static __device__ __forceinline__ pix pixel(ix m, int g)\n{\n"
@@ -112,7 +111,7 @@ static void emit_index_fns(sn_buf *b, bool nhwc)
 		sn_buf_puts(b, "\treturn (m / (HO * WO) * CO + o) * ((ix)HO * WO) + m % (HO * WO);\n}\n\n");
 }
 
-static void kernel_head(sn_buf *b, const conv *cv, int threads)
+void cg_conv_head(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads)
 {
 	const char *ct = cg_ctype(cv->t);
 	sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
@@ -120,14 +119,26 @@ static void kernel_head(sn_buf *b, const conv *cv, int threads)
 		      threads, CG_NAME, ct, ct);
 	if (cv->bias)
 		sn_buf_printf(b, "const %s *__restrict__ bias, ", ct);
-	sn_buf_printf(b, "%s *__restrict__ y)\n{\n", ct);
+	if (epi)
+		sn_buf_printf(b, "%s%s", epi->params[0] == ',' ? epi->params + 1 : epi->params, epi->params[0] ? ", " : "");
+	sn_buf_printf(b, "%s *__restrict__ y)\n{\n", cg_ctype(epi ? epi->dtype : cv->t));
+}
+
+void cg_conv_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const char *ind, const char *idx,
+		   const char *val)
+{
+	if (!epi)
+		sn_buf_printf(b, "%sst_%s(y, %s, %s);\n", ind, ir_dtype_name(cv->t), idx, val);
+	else
+		sn_buf_printf(b, "%s{\n%s\tix i_ = %s;\n%s\tst_%s(y, i_, sn_epi(%s, (long)i_%s));\n%s}\n", ind, ind, idx,
+			      ind, ir_dtype_name(epi->dtype), val, epi->args, ind);
 }
 
 /* ---- SIMT fp32 kernel ---- */
-static void emit_simt(sn_buf *b, const conv *cv)
+static void emit_simt(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi)
 {
 	const char *tn = ir_dtype_name(cv->t);
-	kernel_head(b, cv, 256);
+	cg_conv_head(b, cv, epi, 256);
 	sn_buf_puts(b, "\t__shared__ __align__(16) float As[2][16][68], Bs[2][16][68];\n"
 		       "\tint tid = threadIdx.x, g = blockIdx.z;\n"
 		       "\tix m0 = (ix)blockIdx.x * 64;\n\tint n0 = blockIdx.y * 64;\n"
@@ -193,18 +204,18 @@ static void emit_simt(sn_buf *b, const conv *cv)
 		       "\t\to += g * OG;\n");
 	if (cv->bias)
 		sn_buf_printf(b, "\t\tfloat bv = ld_%s(bias, o);\n", tn);
-	sn_buf_printf(b, "#pragma unroll\n\t\tfor (int i = 0; i < 4; i++) {\n"
-			 "\t\t\tix m = m0 + tm + i;\n"
-			 "\t\t\tif (m < MM)\n\t\t\t\tst_%s(y, y_off(m, o), acc[i][j]%s);\n"
-			 "\t\t}\n\t}\n}\n",
-		      tn, cv->bias ? " + bv" : "");
+	sn_buf_puts(b, "#pragma unroll\n\t\tfor (int i = 0; i < 4; i++) {\n"
+		       "\t\t\tix m = m0 + tm + i;\n"
+		       "\t\t\tif (m < MM)\n");
+	cg_conv_store(b, cv, epi, "\t\t\t\t", "y_off(m, o)", cv->bias ? "acc[i][j] + bv" : "acc[i][j]");
+	sn_buf_puts(b, "\t\t}\n\t}\n}\n");
 }
 
 /* ---- tensor-core f16/bf16 kernel ---- */
 
 /* vec_a: A in 16-byte vectors of 8 channels (NHWC with CG % 8 == 0);
  * vec_b: weights in 16-byte vectors (K % 8 == 0). */
-static void emit_mma(sn_buf *b, const conv *cv, bool vec_a, bool vec_b)
+static void emit_mma(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, bool vec_a, bool vec_b)
 {
 	const char *tn = ir_dtype_name(cv->t);
 	const char *mt = cv->t == IR_BF16 ? "bf16" : "f16";
@@ -214,7 +225,7 @@ static void emit_mma(sn_buf *b, const conv *cv, bool vec_a, bool vec_b)
 			 "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
 			 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
 		      mt, mt);
-	kernel_head(b, cv, 128);
+	cg_conv_head(b, cv, epi, 128);
 	/* rows of 32 k values padded to 40 halves (80 bytes): the fragment
 	 * reads of a warp hit 32 distinct banks */
 	sn_buf_puts(b, "\t__shared__ __align__(16) unsigned short As[2][64][40], Bs[2][64][40];\n"
@@ -326,16 +337,17 @@ static void emit_mma(sn_buf *b, const conv *cv, bool vec_a, bool vec_b)
 		       "\t\t\to += g * OG;\n");
 	if (cv->bias)
 		sn_buf_printf(b, "\t\t\tfloat bv = ld_%s(bias, o);\n", tn);
-	sn_buf_printf(b, "#pragma unroll\n\t\t\tfor (int i = 0; i < 2; i++)\n"
-			 "#pragma unroll\n\t\t\t\tfor (int h = 0; h < 2; h++) {\n"
-			 "\t\t\t\t\tix m = m0 + wm + i * 16 + gid + h * 8;\n"
-			 "\t\t\t\t\tif (m < MM)\n\t\t\t\t\t\tst_%s(y, y_off(m, o), acc[i][j][h * 2 + q]%s);\n"
-			 "\t\t\t\t}\n\t\t}\n}\n",
-		      tn, cv->bias ? " + bv" : "");
+	sn_buf_puts(b, "#pragma unroll\n\t\t\tfor (int i = 0; i < 2; i++)\n"
+		       "#pragma unroll\n\t\t\t\tfor (int h = 0; h < 2; h++) {\n"
+		       "\t\t\t\t\tix m = m0 + wm + i * 16 + gid + h * 8;\n"
+		       "\t\t\t\t\tif (m < MM)\n");
+	cg_conv_store(b, cv, epi, "\t\t\t\t\t\t", "y_off(m, o)",
+		      cv->bias ? "acc[i][j][h * 2 + q] + bv" : "acc[i][j][h * 2 + q]");
+	sn_buf_puts(b, "\t\t\t\t}\n\t\t}\n}\n");
 }
 
 /* ---- direct kernel: a thread per output ---- */
-static void emit_direct(sn_buf *b, const conv *cv)
+static void emit_direct(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi)
 {
 	const char *tn = ir_dtype_name(cv->t);
 	bool isf = ir_dtype_is_float(cv->t);
@@ -351,7 +363,7 @@ static void emit_direct(sn_buf *b, const conv *cv)
 		sn_buf_printf(b, "static __device__ __forceinline__ long long sat(long long v)\n{\n"
 				 "\treturn v < %s ? %s : v > %s ? %s : v;\n}\n\n", lo, lo, hi, hi);
 	}
-	kernel_head(b, cv, 256);
+	cg_conv_head(b, cv, epi, 256);
 	sn_buf_printf(b, "\ttypedef %s acc_t;\n", isf ? "float" : "long long");
 	sn_buf_puts(b, "\tfor (ix i = (ix)blockIdx.x * 256 + threadIdx.x; i < (ix)MM * CO; i += (ix)gridDim.x * 256) {\n");
 	if (cv->nhwc)
@@ -384,66 +396,200 @@ static void emit_direct(sn_buf *b, const conv *cv)
 	sn_buf_puts(b, "\t\t\t\t}\n\t\t\t}\n\t\t}\n");
 	if (cv->bias)
 		sn_buf_printf(b, "\t\tacc += (acc_t)ld_%s(bias, o);\n", tn);
-	sn_buf_printf(b, "\t\tst_%s(y, i, %s);\n\t}\n}\n", tn, isf ? "acc" : "sat(acc)");
+	if (isf)
+		cg_conv_store(b, cv, epi, "\t\t", "i", "acc");
+	else
+		sn_buf_printf(b, "\t\tst_%s(y, i, sat(acc));\n", tn);
+	sn_buf_puts(b, "\t}\n}\n");
+}
+
+/* variants (cg_config.variant) */
+enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_COUNT };
+static const char *const vnames[V_COUNT] = {"default", "direct", "SIMT", "mma.sync (register double buffer)",
+					    "tensor-core pipeline", "depthwise"};
+
+/* Why variant v cannot compute cv on tg, or NULL when it can. */
+static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
+{
+	bool isf = ir_dtype_is_float(cv->t), half = cv->t == IR_F16 || cv->t == IR_BF16;
+	switch (v) {
+	case V_DIRECT: return NULL;
+	case V_SIMT: return isf ? NULL : "it takes floats";
+	case V_MMA: return !half ? "it takes f16 and bf16" : tg->sm < 80 ? "it needs sm_80" : NULL;
+	case V_TC:
+		if (!half && !(cv->t == IR_F32 && tg->tf32))
+			return "it takes f16, bf16, and f32 under --precision tf32";
+		if (tg->sm < 80)
+			return "it needs sm_80";
+		if (!cv->nhwc)
+			return "it takes NHWC";
+		if (cv->cg % (half ? 8 : 4) || cv->c % (half ? 8 : 4))
+			return "its 16-byte loads need channels per group that are a multiple of 8 (4 for f32)";
+		return NULL;
+	case V_DW:
+		if (cv->t != IR_F32 && !half)
+			return "it takes f32, f16 and bf16";
+		return cv->cg == 1 && cv->groups > 1 ? NULL : "it needs one input channel per group";
+	default: return "there is no such variant";
+	}
 }
 
 int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
-	if (want)
-		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	const ir_node *nd = &g->nodes[r];
-	conv cv = {0};
+	cg_conv cv = {0};
 	if (conv_dims(g, nd, &cv, e) != SN_OK)
 		return e->code;
+	const cg_epilogue *epi = st->epi;
 	bool isf = ir_dtype_is_float(cv.t);
 	bool half = cv.t == IR_F16 || cv.t == IR_BF16;
-	enum { DIRECT, SIMT, MMA } kind = !isf || cv.og < 16 ? DIRECT : half && tg->sm >= 80 ? MMA : SIMT;
-	bool vec_a = kind == MMA && cv.nhwc && cv.cg % 8 == 0 && cv.c % 8 == 0;
-	bool vec_b = kind == MMA && cv.k % 8 == 0;
-	int64_t mt = (cv.m + 63) / 64, nt = (cv.og + 63) / 64;
-	if (kind != DIRECT && (mt > 0x7fffffff || nt > 65535 || cv.groups > 65535))
+	if (epi && !isf)
+		return sn_errf(e, SN_EINTERNAL, "conv2d: an epilogue on an integer conv");
+	/* the default: the pipelined tensor-core kernel wherever it applies,
+	 * depthwise for one channel per group, then the older kernels */
+	int kind = !cannot(V_TC, &cv, tg) ? V_TC
+		 : !cannot(V_DW, &cv, tg) ? V_DW
+		 : !isf || cv.og < 16   ? V_DIRECT
+		 : half && tg->sm >= 80 ? V_MMA
+					: V_SIMT;
+	cg_conv_tc tc = {0};
+	if (want) {
+		static const char *const other[] = {"block", "vec", "rows", "split_k"};
+		const int32_t vals[] = {want->block, want->vec, want->rows, want->split_k};
+		for (size_t i = 0; i < SN_COUNT(other); i++)
+			if (vals[i])
+				return sn_errf(e, SN_EUSAGE,
+					       "conv2d: %s is not a conv2d config field (variant, tile_m, tile_n, tile_k, warps, stages)",
+					       other[i]);
+		if (want->variant) {
+			const char *why = cannot(want->variant, &cv, tg);
+			if (why)
+				return sn_errf(e, SN_EUSAGE, "conv2d: variant %d (%s) cannot run this conv: %s", (int)want->variant,
+					       want->variant > 0 && want->variant < V_COUNT ? vnames[want->variant] : "?", why);
+			kind = want->variant;
+		}
+		bool tiles = want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages;
+		if (tiles && kind != V_TC)
+			return sn_errf(e, SN_EUSAGE, "conv2d: %s applies to variant %d (%s) only, not to %s",
+				       want->tile_m ? "tile_m" : want->tile_n ? "tile_n" : want->tile_k ? "tile_k"
+				       : want->warps ? "warps" : "stages",
+				       V_TC, vnames[V_TC], vnames[kind]);
+	}
+	if (kind == V_TC) {
+		tc = cg_conv_tc_default(&cv, tg, !half);
+		if (want && (want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages)) {
+			if (want->tile_m)
+				tc.tm = want->tile_m;
+			if (want->tile_n)
+				tc.tn = want->tile_n;
+			if (want->tile_k)
+				tc.tk = want->tile_k;
+			if (want->warps)
+				tc.warps = want->warps;
+			if (want->stages)
+				tc.stages = want->stages;
+			if (cg_conv_tc_check(&cv, tg, &tc, e) != SN_OK)
+				return e->code;
+		}
+	}
+	bool vec_a = kind == V_MMA && cv.nhwc && cv.cg % 8 == 0 && cv.c % 8 == 0;
+	bool vec_b = kind == V_MMA && cv.k % 8 == 0;
+	int tm = kind == V_TC ? tc.tm : 64, tn = kind == V_TC ? tc.tn : 64;
+	int dwv = 1; /* depthwise: channels per thread */
+	if (kind == V_DW && cv.nhwc) {
+		int v16 = (int)(16 / ir_dtype_size(cv.t));
+		dwv = cv.og == 1 && cv.c % v16 == 0 ? v16 : 1;
+	}
+	int64_t mt = (cv.m + tm - 1) / tm, nt = (cv.og + tn - 1) / tn;
+	bool tiled = kind == V_SIMT || kind == V_MMA || kind == V_TC;
+	if (tiled && (mt > 0x7fffffff || nt > 65535 || cv.groups > 65535))
 		return sn_errf(e, SN_EINPUT, "conv2d: too large for one launch");
 	if (cv.k > 0x7fffffff / 2 || cv.og > 0x7fffffff / 2)
 		return sn_errf(e, SN_EINPUT, "conv2d: reduction too large");
 	char cfg[256];
-	if (kind == DIRECT)
+	switch (kind) {
+	case V_DIRECT:
 		snprintf(cfg, sizeof cfg, "direct: a thread per output, %s accumulation", isf ? "fp32" : "64-bit integer");
-	else
+		break;
+	case V_DW:
+		snprintf(cfg, sizeof cfg, "depthwise: a thread per output pixel and %d channel%s, fp32 accumulation", dwv,
+			 dwv > 1 ? "s" : "");
+		break;
+	case V_TC:
+		snprintf(cfg, sizeof cfg,
+			 "implicit GEMM per group: M=%lld N=%lld K=%lld; %s, %dx%dx%d tiles, %d warps (%dx%d), %d stages, "
+			 "cp.async + ldmatrix",
+			 (long long)cv.m, (long long)cv.og, (long long)cv.k,
+			 tc.tf32 ? "mma.sync m16n8k8 tf32" : "mma.sync m16n8k16", tc.tm, tc.tn, tc.tk, tc.warps, tc.wm, tc.wn,
+			 tc.stages);
+		break;
+	default:
 		snprintf(cfg, sizeof cfg, "implicit GEMM per group: M=%lld N=%lld K=%lld; %s%s%s",
 			 (long long)cv.m, (long long)cv.og, (long long)cv.k,
-			 kind == MMA ? "mma.sync m16n8k16, 64x64x32 tiles, 4 warps" : "SIMT fp32 FMA, 64x64x16 tiles, 4x4 per thread",
+			 kind == V_MMA ? "mma.sync m16n8k16, 64x64x32 tiles, 4 warps" : "SIMT fp32 FMA, 64x64x16 tiles, 4x4 per thread",
 			 vec_a ? ", 16-byte A loads" : "", vec_b ? ", 16-byte B loads" : "");
+	}
 	sn_buf b = {0};
 	cg_emit_spec(&b, g, r, cfg);
 	sn_buf_puts(&b, "\n");
+	/* the epilogue's function first: it carries its own dtype helpers,
+	 * which then are not emitted twice */
+	if (epi) {
+		sn_buf_puts(&b, epi->fn);
+		sn_buf_puts(&b, "\n");
+	}
 	cg_emit_dtype_helpers(&b, cv.t);
+	if (epi)
+		cg_emit_dtype_helpers(&b, epi->dtype);
 	sn_buf_puts(&b, "\n");
-	emit_consts(&b, &cv);
+	cg_conv_consts(&b, &cv);
 	cg_kernel *k = &st->k;
 	memset(k->grid, 0, sizeof k->grid);
-	if (kind == DIRECT) {
-		emit_direct(&b, &cv);
-		int64_t blocks = (cv.m * cv.o + 255) / 256;
+	k->smem = 0;
+	if (kind == V_DIRECT || kind == V_DW) {
+		int64_t work = kind == V_DW && cv.nhwc ? cv.m * (cv.o / dwv) : cv.m * cv.o;
+		if (kind == V_DIRECT)
+			emit_direct(&b, &cv, epi);
+		else
+			cg_conv_emit_depthwise(&b, &cv, epi, dwv);
+		int64_t blocks = (work + 255) / 256;
 		k->grid[0] = (unsigned)(blocks < 1 ? 1 : blocks < (1 << 20) ? blocks : (1 << 20));
 		k->grid[1] = k->grid[2] = 1;
 		k->block[0] = 256;
+		k->cfg = (cg_config){.variant = kind, .block = 256};
 	} else {
-		emit_index_fns(&b, cv.nhwc);
-		if (kind == MMA)
-			emit_mma(&b, &cv, vec_a, vec_b);
-		else
-			emit_simt(&b, &cv);
+		cg_conv_index_fns(&b, cv.nhwc);
+		if (kind == V_TC) {
+			cg_conv_emit_tc(&b, &cv, epi, &tc);
+			k->smem = cg_conv_tc_smem(&tc, tc.tf32 ? 4 : 2);
+			k->block[0] = (unsigned)(32 * tc.warps);
+			k->cfg = (cg_config){.variant = V_TC, .block = 32 * tc.warps, .tile_m = tc.tm, .tile_n = tc.tn,
+					     .tile_k = tc.tk, .warps = tc.warps, .stages = tc.stages};
+		} else if (kind == V_MMA) {
+			emit_mma(&b, &cv, epi, vec_a, vec_b);
+			k->block[0] = 128;
+			k->cfg = (cg_config){.variant = V_MMA, .block = 128, .tile_m = 64, .tile_n = 64, .tile_k = 32, .warps = 4,
+					     .stages = 2};
+		} else {
+			emit_simt(&b, &cv, epi);
+			k->block[0] = 256;
+			k->cfg = (cg_config){.variant = V_SIMT, .block = 256, .tile_m = 64, .tile_n = 64, .tile_k = 16, .stages = 2};
+		}
 		k->grid[0] = (unsigned)(mt > 0 ? mt : 1);
 		k->grid[1] = (unsigned)(nt > 0 ? nt : 1);
 		k->grid[2] = (unsigned)cv.groups;
-		k->block[0] = kind == MMA ? 128 : 256;
 	}
 	k->block[1] = k->block[2] = 1;
-	k->smem = 0;
 	k->nbufs = 0;
 	for (uint32_t i = 0; i < nd->nin; i++)
 		k->bufs[k->nbufs++] = nd->in[i];
-	k->bufs[k->nbufs++] = r;
+	if (epi) {
+		for (uint32_t i = 0; i < epi->nex; i++)
+			k->bufs[k->nbufs++] = epi->ex[i];
+		k->bufs[k->nbufs++] = epi->out;
+	} else {
+		k->bufs[k->nbufs++] = r;
+	}
 	st->kind = CG_STEP_KERNEL;
 	return cg_finish(k, "conv2d", &b, e);
 }

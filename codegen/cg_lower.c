@@ -45,6 +45,7 @@ unsigned cg_caps(const ir_graph *g, ir_ref r, const cg_target *t)
 	switch (ir_ops[n->op].kind) {
 	/* one line per family as it learns layouts or epilogues */
 	case IR_K_NORM: return cg_norm_caps(g, r);
+	case IR_K_CONV: return ir_dtype_is_float(g->nodes[r].dtype) ? CG_CAN_EPILOGUE : 0;
 	default: return 0;
 	}
 }

@@ -14,3 +14,9 @@ if(CUDAToolkit_FOUND)
     set_tests_properties(gpu.${short} PROPERTIES LABELS gpu TIMEOUT 600)
   endforeach()
 endif()
+# benchmarks/conv_bench.c: the conv kernels alone on ResNet-50's shapes
+# (benchmarks/conv_bench.py runs it beside cuDNN).
+if(CUDAToolkit_FOUND)
+  add_executable(conv_bench ${CMAKE_SOURCE_DIR}/benchmarks/conv_bench.c)
+  target_link_libraries(conv_bench PRIVATE sinter)
+endif()

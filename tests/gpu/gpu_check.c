@@ -14,6 +14,8 @@
 static rt_cuda *dev;
 static int opened, failures, passes;
 static uint64_t rng;
+bool gpu_tf32;
+int (*gpu_plan_hook)(const ir_graph *g, struct cg_plan *p, sn_err *e);
 
 int gpu_build_run(struct rt_cuda *dv, const ir_graph *g, const ir_tensor *vals, const ir_tensor *ins, bool tf32,
 		  ir_tensor *outs, sn_err *e)
@@ -26,6 +28,8 @@ int gpu_build_run(struct rt_cuda *dv, const ir_graph *g, const ir_tensor *vals, 
 	const void **in = calloc(g->ninputs + 1, sizeof *in);
 	void **out = calloc(g->noutputs + 1, sizeof *out);
 	int rc = in && out ? cg_lower(g, vals, &t, &p, e) : sn_errf(e, SN_EINTERNAL, "out of memory");
+	if (!rc && gpu_plan_hook)
+		rc = gpu_plan_hook(g, p, e);
 	if (!rc && !(jobs = calloc(p->nkerns + 1, sizeof *jobs)))
 		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
 	for (uint32_t i = 0; !rc && i < p->nkerns; i++)
@@ -166,7 +170,7 @@ bool gpu_compare(ir_graph *g, double tol, const char *label)
 		ins[i] = vals[g->inputs[i]];
 	if (ref_run(g, vals, ref, &e) != SN_OK)
 		goto done;
-	if (gpu_build_run(dev, g, vals, ins, false, got, &e) != SN_OK)
+	if (gpu_build_run(dev, g, vals, ins, gpu_tf32, got, &e) != SN_OK)
 		goto done;
 	double worst = 0;
 	for (uint32_t k = 0; k < g->noutputs; k++) {

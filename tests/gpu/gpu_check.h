@@ -21,6 +21,14 @@ double gpu_tol(ir_dtype t);
 struct rt_cuda;
 int gpu_build_run(struct rt_cuda *dev, const ir_graph *g, const ir_tensor *vals, const ir_tensor *ins, bool tf32,
 		  ir_tensor *outs, sn_err *e);
+/* Set by a test, read by gpu_compare and gpu_build_run: the target's tf32
+ * flag (fp32 contractions may round operands to TF32), and a hook called
+ * on every plan after lowering and before NVRTC (NULL: none), where a test
+ * may re-render steps with a config or a fusion epilogue. Buffer i of a
+ * plan is node i's. */
+struct cg_plan;
+extern bool gpu_tf32;
+extern int (*gpu_plan_hook)(const ir_graph *g, struct cg_plan *p, sn_err *e);
 /* Exit code of a GPU test: 0 when everything passed or no device. */
 int gpu_done(void);
 

@@ -204,15 +204,18 @@ static ir_attrs attrs(ir_op o)
 
 /* Renders node r with fn into *st, checks the result is sane and, for a
  * kernel, that it compiles for sm_80 and sm_90. */
-static bool render(cg_render_fn *fn, ir_ref r, cg_step *st, const char *label)
+/* Renders node r for target t with config want (NULL: the default) and
+ * epilogue epi (NULL: none), checks the kernel's shape and queues it. */
+static bool render_with(cg_render_fn *fn, ir_ref r, const cg_target *t, const cg_config *want, const cg_epilogue *epi,
+			cg_step *st, const char *label)
 {
 	memset(st, 0, sizeof *st);
 	st->node = r;
+	st->epi = epi;
 	if (r == IR_NONE)
 		return false;
-	cg_target t = {.sm = 90};
 	sn_err e = {0};
-	int rc = fn(G, r, &t, NULL, st, &e);
+	int rc = fn(G, r, t, want, st, &e);
 	if (rc != SN_OK)
 		fprintf(stderr, "%s: render failed: %s\n", label, e.msg);
 	CHECK(rc == SN_OK);
@@ -224,8 +227,8 @@ static bool render(cg_render_fn *fn, ir_ref r, cg_step *st, const char *label)
 	CHECK(k->src && k->name[0]);
 	CHECK(k->grid[0] >= 1 && k->grid[1] >= 1 && k->grid[2] >= 1);
 	CHECK(k->block[0] * k->block[1] * k->block[2] >= 32 && k->block[0] * k->block[1] * k->block[2] <= 1024);
-	CHECK(k->nbufs >= 2 && k->nbufs <= CG_MAX_BUFS && k->bufs[k->nbufs - 1] == r);
-	CHECK(k->smem <= 48 * 1024);
+	CHECK(k->nbufs >= 2 && k->nbufs <= CG_MAX_BUFS && k->bufs[k->nbufs - 1] == (epi ? epi->out : r));
+	CHECK(k->smem <= (t->sm >= 90 ? 227 : 163) * 1024);
 	CHECK(strstr(k->src, k->name) != NULL);
 	CHECK(strstr(k->src, "#include") == NULL);
 	if (!k->src)
@@ -233,6 +236,12 @@ static bool render(cg_render_fn *fn, ir_ref r, cg_step *st, const char *label)
 	dump(k);
 	queue(k, label);
 	return true;
+}
+
+static bool render(cg_render_fn *fn, ir_ref r, cg_step *st, const char *label)
+{
+	cg_target t = {.sm = 90};
+	return render_with(fn, r, &t, NULL, NULL, st, label);
 }
 
 static void step_free(cg_step *st)
@@ -564,6 +573,44 @@ static ir_ref conv_node(const cspec *c, ir_dtype t, ir_layout lay)
 	return op(IR_OP_conv2d, ins, c->bias ? 3 : 2, &a);
 }
 
+/* A conv's render refused with SN_EUSAGE whose message names `field`. */
+static void refused(ir_ref r, const cg_target *t, cg_config want, const char *field)
+{
+	cg_step st;
+	memset(&st, 0, sizeof st);
+	st.node = r;
+	sn_err e = {0};
+	int rc = cg_render_conv(G, r, t, &want, &st, &e);
+	if (rc != SN_EUSAGE || !strstr(e.msg, field))
+		fprintf(stderr, "conv config refusal: wanted SN_EUSAGE naming %s, got %d \"%s\"\n", field, rc, e.msg);
+	CHECK(rc == SN_EUSAGE && strstr(e.msg, field) != NULL);
+	step_free(&st);
+}
+
+/* The hand-written fusion epilogue of the tests: relu(v) + e0[i], e0 of
+ * dtype t, stored as t. */
+static cg_epilogue relu_add_epi(ir_dtype t, ir_ref e0, ir_ref out)
+{
+	sn_buf fn = {0};
+	cg_emit_dtype_helpers(&fn, t);
+	sn_buf_printf(&fn, "__device__ __forceinline__ float sn_epi(float v, long i, const %s *__restrict__ e0)\n"
+			   "{\n\treturn fmaxf(v, 0.0f) + ld_%s(e0, i);\n}\n",
+		      cg_ctype(t), ir_dtype_name(t));
+	char params[128];
+	snprintf(params, sizeof params, ", const %s *__restrict__ e0", cg_ctype(t));
+	cg_epilogue epi = {.fn = fn.s, .params = strdup(params), .args = strdup(", e0"), .nex = 1, .out = out,
+			   .dtype = t};
+	epi.ex[0] = e0;
+	return epi;
+}
+
+static void epi_free(cg_epilogue *epi)
+{
+	free(epi->fn);
+	free(epi->params);
+	free(epi->args);
+}
+
 static void test_conv(void)
 {
 	static const cspec cases[] = {
@@ -572,10 +619,14 @@ static void test_conv(void)
 		{1, 128, 28, 28, 128, 3, 1, 1, 1, 1, false}, /* 3x3 */
 		{1, 256, 56, 56, 512, 1, 2, 0, 1, 1, false}, /* 1x1 stride-2 downsample */
 		{2, 20, 9, 11, 36, 3, 2, 1, 2, 2, true},     /* groups, dilation, bias, odd sizes */
-		{1, 16, 10, 10, 16, 3, 1, 1, 1, 16, true},   /* depthwise: direct */
+		{1, 16, 10, 10, 16, 3, 1, 1, 1, 16, true},   /* depthwise */
 		{1, 1, 5, 5, 70, 2, 1, 0, 1, 1, true},       /* C = 1, edge tiles in N */
+		{3, 128, 9, 7, 200, 3, 2, 2, 2, 4, true},    /* 4 groups of 32 -> 50, dilated, odd sizes */
+		{1, 24, 13, 13, 40, 5, 1, 2, 1, 1, true},    /* C = 24 (no multiple of the 32-wide k slice), 5x5 */
+		{2, 20, 11, 9, 30, 3, 1, 1, 1, 1, true},     /* C = 20: no multiple of 8 */
 	};
-	char label[96];
+	char label[128];
+	cg_target h90 = {.sm = 90}, h80 = {.sm = 80}, t90 = {.sm = 90, .tf32 = true};
 	for (size_t c = 0; c < SN_COUNT(cases); c++)
 		for (size_t d = 0; d < SN_COUNT(fdt); d++)
 			for (int l = 0; l < 2; l++) {
@@ -586,22 +637,65 @@ static void test_conv(void)
 				build(cg_render_conv, conv_node(&cases[c], fdt[d], lay), label);
 			}
 	cg_step st;
-	/* the 3x3 case: M = 28*28 = 784 pixels -> 13 tiles, 128 channels -> 2 */
+	/* the tensor-core pipeline, every config shape the heuristics and
+	 * the autotuner may ask for, f16/bf16 and tf32, sm_80 and sm_90 */
+	static const cg_config tcs[] = {
+		{.variant = 4, .tile_m = 128, .tile_n = 128, .tile_k = 32, .warps = 8, .stages = 4},
+		{.variant = 4, .tile_m = 128, .tile_n = 64, .tile_k = 64, .warps = 4, .stages = 3},
+		{.variant = 4, .tile_m = 256, .tile_n = 128, .tile_k = 32, .warps = 8, .stages = 3},
+		{.variant = 4, .tile_m = 64, .tile_n = 32, .tile_k = 32, .warps = 2, .stages = 2},
+		{.variant = 4, .tile_m = 32, .tile_n = 256, .tile_k = 64, .warps = 8, .stages = 2},
+	};
+	static const size_t tc_cases[] = {1, 2, 3, 7, 8};
+	for (size_t ci = 0; ci < SN_COUNT(tc_cases); ci++)
+		for (size_t d = 0; d < SN_COUNT(fdt); d++)
+			for (size_t k = 0; k < SN_COUNT(tcs); k++) {
+				fresh();
+				ir_ref r = conv_node(&cases[tc_cases[ci]], fdt[d], IR_NHWC);
+				cg_config want = tcs[k];
+				if (fdt[d] == IR_F32)
+					want.tile_k /= 2; /* the same bytes per row */
+				snprintf(label, sizeof label, "conv2d tc case %zu %s %dx%dx%d w%d s%d", tc_cases[ci],
+					 fdt[d] == IR_F32 ? "tf32" : ir_dtype_name(fdt[d]), want.tile_m, want.tile_n, want.tile_k,
+					 want.warps, want.stages);
+				if (render_with(cg_render_conv, r, fdt[d] == IR_F32 ? &t90 : k % 2 ? &h80 : &h90, &want, NULL,
+						&st, label)) {
+					CHECK(strstr(st.k.src, "cp.async.cg.shared.global") && strstr(st.k.src, "ldmatrix"));
+					CHECK(strstr(st.k.src, fdt[d] == IR_F32 ? "m16n8k8.row.col.f32.tf32" : "m16n8k16") != NULL);
+					CHECK(st.k.cfg.tile_m == want.tile_m && st.k.cfg.stages == want.stages &&
+					      st.k.block[0] == 32u * (unsigned)want.warps);
+				}
+				step_free(&st);
+			}
+	/* the 3x3 case by default: M = 784 pixels, too few 128x128 tiles to
+	 * fill 132 SMs, so 64x64: 13 x 2 blocks of 4 warps, 3 stages of
+	 * (64 + 64) rows x (128 + 16) bytes */
 	fresh();
 	ir_ref r = conv_node(&cases[2], IR_F16, IR_NHWC);
-	if (render(cg_render_conv, r, &st, "conv mma")) {
+	if (render(cg_render_conv, r, &st, "conv tc")) {
 		CHECK(st.k.grid[0] == 13 && st.k.grid[1] == 2 && st.k.grid[2] == 1 && st.k.block[0] == 128);
+		CHECK(st.k.smem == 3 * 128 * 144 && st.k.cfg.variant == 4 && st.k.cfg.tile_k == 64);
 		CHECK(strstr(st.k.src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL);
-		CHECK(strstr(st.k.src, "uint4") != NULL); /* 128 channels: 16-byte loads */
 		CHECK(strstr(st.k.src, "#define KK 1152") != NULL); /* K = 128 * 3 * 3 */
 		CHECK(st.k.nbufs == 3 && st.k.bufs[2] == r);
 	}
 	step_free(&st);
-	r = conv_node(&cases[2], IR_BF16, IR_NCHW);
-	if (render(cg_render_conv, r, &st, "conv mma bf16"))
-		CHECK(strstr(st.k.src, "m16n8k16.row.col.f32.bf16.bf16.f32") != NULL);
+	/* ResNet-50's 1x1 expand at batch 32: M = 100352, N = 256 -> 784 x 2 tiles of 128x128, 8 warps; a 1x1 conv: 4 stages of 256 rows x (64 + 16) bytes */
+	cspec big = cases[1];
+	big.n = 32;
+	r = conv_node(&big, IR_BF16, IR_NHWC);
+	if (render(cg_render_conv, r, &st, "conv tc big"))
+		CHECK(st.k.grid[0] == 784 && st.k.grid[1] == 2 && st.k.block[0] == 256 && st.k.smem == 4 * 256 * 80);
 	step_free(&st);
-	/* f32: SIMT, exact FMA; grouped: grid z = groups, tiles per group */
+	/* NCHW: the register-double-buffered mma kernel, 16-byte B loads */
+	r = conv_node(&cases[2], IR_BF16, IR_NCHW);
+	if (render(cg_render_conv, r, &st, "conv mma bf16")) {
+		CHECK(strstr(st.k.src, "m16n8k16.row.col.f32.bf16.bf16.f32") != NULL && !strstr(st.k.src, "cp.async"));
+		CHECK(strstr(st.k.src, "uint4") != NULL && st.k.cfg.variant == 3);
+	}
+	step_free(&st);
+	/* f32: SIMT, exact FMA, unless the target says tf32 (then the
+	 * pipeline in NHWC); grouped: grid z = groups, tiles per group */
 	r = conv_node(&cases[4], IR_F32, IR_NCHW);
 	if (render(cg_render_conv, r, &st, "conv simt")) {
 		/* Ho = (9 + 2 - 5) / 2 + 1 = 4, Wo = (11 + 2 - 5) / 2 + 1 = 5: M = 40 -> 1 tile; 18 channels per group -> 1 tile; 2 groups */
@@ -610,6 +704,28 @@ static void test_conv(void)
 		CHECK(st.k.nbufs == 4 && strstr(st.k.src, "#define KK 90") != NULL); /* 10 * 3 * 3 */
 	}
 	step_free(&st);
+	r = conv_node(&cases[2], IR_F32, IR_NHWC);
+	if (render_with(cg_render_conv, r, &t90, NULL, NULL, &st, "conv tf32"))
+		CHECK(strstr(st.k.src, "cvt.rna.tf32.f32") && strstr(st.k.src, "m16n8k8") && st.k.cfg.tile_k == 32);
+	step_free(&st);
+	if (render(cg_render_conv, r, &st, "conv f32 no tf32"))
+		CHECK(!strstr(st.k.src, "mma.sync"));
+	step_free(&st);
+	/* depthwise: NHWC with 16-byte loads of 8 channels; multiplier 2 and
+	 * NCHW a channel per thread */
+	r = conv_node(&cases[5], IR_BF16, IR_NHWC);
+	if (render(cg_render_conv, r, &st, "conv depthwise")) {
+		CHECK(strstr(st.k.src, "depthwise") && strstr(st.k.src, "#define VC 8") && st.k.cfg.variant == 5);
+		CHECK(st.k.grid[0] == (100 * 2 + 255) / 256); /* 100 pixels x 16 / 8 */
+	}
+	step_free(&st);
+	cspec dm2 = {2, 24, 10, 10, 48, 3, 2, 1, 1, 24, false};
+	for (int l = 0; l < 2; l++) {
+		r = conv_node(&dm2, IR_F32, l ? IR_NHWC : IR_NCHW);
+		if (render(cg_render_conv, r, &st, "conv depthwise x2"))
+			CHECK(strstr(st.k.src, "depthwise") && strstr(st.k.src, "#define VC 1"));
+		step_free(&st);
+	}
 	/* integers: the direct kernel, one thread per output */
 	static const ir_dtype idt[] = {IR_I32, IR_I8, IR_I64};
 	for (size_t d = 0; d < SN_COUNT(idt); d++) {
@@ -625,6 +741,65 @@ static void test_conv(void)
 	sn_err e = {0};
 	CHECK(cg_render_conv(G, r, &old, NULL, &st, &e) == SN_OK && st.k.src && !strstr(st.k.src, "mma.sync"));
 	step_free(&st);
+	/* configs that cannot be honoured are refused, naming the field */
+	fresh();
+	r = conv_node(&cases[2], IR_BF16, IR_NHWC);
+	refused(r, &h90, (cg_config){.variant = 4, .tile_k = 48}, "tile_k");
+	refused(r, &h90, (cg_config){.tile_m = 96}, "tile_m");
+	refused(r, &h90, (cg_config){.tile_n = 512}, "tile_n");
+	refused(r, &h90, (cg_config){.warps = 3}, "warps");
+	refused(r, &h90, (cg_config){.tile_m = 32, .tile_n = 32, .warps = 16}, "warps");
+	refused(r, &h90, (cg_config){.stages = 9}, "stages");
+	refused(r, &h90, (cg_config){.tile_m = 256, .tile_n = 256, .tile_k = 64, .warps = 16, .stages = 8}, "stages");
+	refused(r, &h80, (cg_config){.tile_m = 256, .tile_n = 128, .tile_k = 64, .warps = 8, .stages = 4}, "stages");
+	refused(r, &h90, (cg_config){.block = 256}, "block");
+	refused(r, &h90, (cg_config){.split_k = 2}, "split_k");
+	refused(r, &h90, (cg_config){.variant = 5}, "variant 5");
+	refused(r, &h90, (cg_config){.variant = 9}, "variant 9");
+	refused(r, &h90, (cg_config){.variant = 1, .tile_m = 64}, "tile_m");
+	refused(conv_node(&cases[2], IR_BF16, IR_NCHW), &h90, (cg_config){.variant = 4}, "variant 4");
+	refused(conv_node(&cases[9], IR_BF16, IR_NHWC), &h90, (cg_config){.variant = 4}, "multiple of 8");
+	refused(conv_node(&cases[2], IR_F32, IR_NHWC), &h90, (cg_config){.variant = 4}, "tf32");
+	/* every older variant still renders when asked for */
+	for (int v = 1; v <= 3; v++) {
+		cg_config want = {.variant = v};
+		snprintf(label, sizeof label, "conv2d variant %d", v);
+		if (render_with(cg_render_conv, r, &h90, &want, NULL, &st, label))
+			CHECK(st.k.cfg.variant == v);
+		step_free(&st);
+	}
+	/* the fusion epilogue, relu(v) + e0[i], on every kernel: the
+	 * epilogue's buffers follow the operands, its output replaces the
+	 * conv's, its function appears once */
+	static const struct {
+		size_t c;
+		ir_dtype t;
+		ir_layout lay;
+		int variant;
+	} ep[] = {
+		{2, IR_BF16, IR_NHWC, 4}, {7, IR_F16, IR_NHWC, 4}, {2, IR_F32, IR_NHWC, 4}, {2, IR_BF16, IR_NCHW, 3},
+		{4, IR_F32, IR_NCHW, 2},  {6, IR_BF16, IR_NHWC, 1}, {5, IR_BF16, IR_NHWC, 5}, {5, IR_F32, IR_NCHW, 5},
+	};
+	for (size_t i = 0; i < SN_COUNT(ep); i++) {
+		fresh();
+		r = conv_node(&cases[ep[i].c], ep[i].t, ep[i].lay);
+		ir_ref res = in(ep[i].t, G->nodes[r].shape);
+		ir_ref sum = op(IR_OP_add, (ir_ref[]){r, res}, 2, NULL);
+		cg_epilogue epi = relu_add_epi(ep[i].t, res, sum);
+		cg_config want = {.variant = ep[i].variant};
+		snprintf(label, sizeof label, "conv2d epilogue case %zu %s %s variant %d", ep[i].c, ir_dtype_name(ep[i].t),
+			 ir_layout_name(ep[i].lay), ep[i].variant);
+		if (render_with(cg_render_conv, r, ep[i].t == IR_F32 ? &t90 : &h90, &want, &epi, &st, label)) {
+			uint32_t nin = G->nodes[r].nin;
+			CHECK(st.k.nbufs == nin + 2 && st.k.bufs[nin] == res && st.k.bufs[nin + 1] == sum);
+			const char *fn = strstr(st.k.src, "float sn_epi(");
+			CHECK(fn && !strstr(fn + 1, "float sn_epi(") && strstr(st.k.src, "sn_epi(v0, (long)i_, e0)") ==
+									 (ep[i].variant == 4 ? strstr(st.k.src, "sn_epi(v0") : NULL));
+			CHECK(strstr(st.k.src, ", e0));") != NULL);
+		}
+		step_free(&st);
+		epi_free(&epi);
+	}
 }
 
 /* ---- attention ---- */

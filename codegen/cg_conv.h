@@ -1,0 +1,50 @@
+/* cg_conv.h: inside codegen, shared by the conv2d renderers (cg_conv.c, the
+ * dispatcher and the fallback kernels; cg_conv_tc.c, the pipelined
+ * tensor-core kernel and the depthwise kernel). */
+#ifndef SINTER_CG_CONV_H
+#define SINTER_CG_CONV_H
+
+#include "codegen/cg_render.h"
+
+typedef struct cg_conv {
+	bool nhwc;
+	int64_t n, c, h, w, o, ho, wo, kh, kw, groups, cg, og;
+	int64_t sh, sw, pt, pl, dh, dw;
+	int64_t m, k; /* GEMM dims per group */
+	bool bias;
+	ir_dtype t;
+} cg_conv;
+
+/* The pipelined tensor-core kernel's shape: tk in elements of the operand
+ * type; wm x wn warps, each of (tm / wm) x (tn / wn) outputs. */
+typedef struct cg_conv_tc {
+	int tm, tn, tk, warps, stages, wm, wn;
+	bool tf32; /* f32 operands rounded to TF32, m16n8k8 */
+} cg_conv_tc;
+
+/* Compile-time constants of every conv kernel, and the index type. */
+void cg_conv_consts(sn_buf *b, const cg_conv *cv);
+/* pixel(), a_off(), y_off() of the tiled kernels. */
+void cg_conv_index_fns(sn_buf *b, bool nhwc);
+/* The kernel's signature: x, wt[, bias], the epilogue's params, y (the
+ * epilogue's output when epi is set). */
+void cg_conv_head(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads);
+/* One store of float expression val at linear output element idx (an ix
+ * expression): st_<t>(y, ...) or the epilogue's st_<dtype>(y, i,
+ * sn_epi(val, i args)). ind: the indentation. */
+void cg_conv_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const char *ind, const char *idx,
+		   const char *val);
+
+/* cg_conv_tc.c. Shared memory bytes of config c for element size esize. */
+unsigned cg_conv_tc_smem(const cg_conv_tc *c, int esize);
+/* Fills c's warp grid (wm, wn) and checks c against cv and the target:
+ * SN_EUSAGE naming the field that does not fit. */
+int cg_conv_tc_check(const cg_conv *cv, const cg_target *tg, cg_conv_tc *c, sn_err *e);
+/* The default config for cv (valid by cg_conv_tc_check). */
+cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32);
+void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c);
+/* Depthwise (one input channel per group): threads over output pixels x
+ * channel vectors; vec channels per thread (NHWC), 1 for NCHW. */
+void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec);
+
+#endif

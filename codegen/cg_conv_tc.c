@@ -1,0 +1,387 @@
+/* cg_conv_tc.c: the pipelined tensor-core implicit-GEMM conv2d (NHWC,
+ * bf16/f16 with fp32 accumulation, or f32 operands rounded to TF32), and
+ * the depthwise kernel.
+ *
+ * Tensor-core kernel. Each block computes a tm x tn tile of Y for one group
+ * (the GEMM of cg_conv.c: M output pixels, N = the group's output channels,
+ * K = (r, s, c) with c fastest). Operand slices of tk k-values move from
+ * global to shared memory with cp.async in 16-byte chunks (a chunk is 8
+ * halves or 4 floats of one (r, s) tap, so CG and C must be multiples of
+ * it; the padding and the tails are zero-filled by cp.async's source size
+ * 0), `stages` slices deep: slice t + stages - 1 is in flight while slice t
+ * is multiplied, one barrier per slice. Shared rows are tk elements plus 16
+ * bytes of padding, so that the 8 row addresses of an ldmatrix phase fall
+ * in distinct banks. Warps are a wm x wn grid; each warp's tile is
+ * fragments of 16 x 8, loaded with ldmatrix.x4 (A: one 16x16-byte-pair per
+ * m16, B: two n8 per instruction) and multiplied with mma.sync m16n8k16
+ * (bf16/f16) or m16n8k8 (tf32). In bytes, the fragment layouts of both
+ * shapes are the same, so one address scheme serves both: a k-step is 32
+ * bytes of a row. The epilogue adds the bias and stores (or applies the
+ * fusion epilogue) straight from the accumulators, two channels at a time
+ * where the output allows.
+ *
+ * Depthwise kernel (one input channel per group): a thread computes `vec`
+ * consecutive output channels of one output pixel (NHWC; 16-byte input
+ * loads when the channel multiplier is 1), fp32 accumulation over the
+ * window with the taps unrolled. */
+#include "codegen/cg_conv.h"
+
+#include <stdio.h>
+
+unsigned cg_conv_tc_smem(const cg_conv_tc *c, int esize)
+{
+	return (unsigned)(c->stages * (c->tm + c->tn) * (c->tk * esize + 16));
+}
+
+static unsigned smem_limit(int sm)
+{
+	if (sm >= 90)
+		return 227 * 1024;
+	if (sm == 80 || sm == 87)
+		return 163 * 1024;
+	return 99 * 1024;
+}
+
+static bool pow2_in(int v, int lo, int hi)
+{
+	return v >= lo && v <= hi && (v & (v - 1)) == 0;
+}
+
+int cg_conv_tc_check(const cg_conv *cv, const cg_target *tg, cg_conv_tc *c, sn_err *e)
+{
+	int es = c->tf32 ? 4 : 2;
+	(void)cv;
+	if (c->tk * es != 64 && c->tk * es != 128)
+		return sn_errf(e, SN_EUSAGE, "conv2d: tile_k %d: the tensor-core kernel takes tile_k %d or %d for %s", c->tk,
+			       64 / es, 128 / es, c->tf32 ? "tf32" : "f16/bf16");
+	if (!pow2_in(c->tm, 32, 256))
+		return sn_errf(e, SN_EUSAGE, "conv2d: tile_m %d is not a power of two in [32, 256]", c->tm);
+	if (!pow2_in(c->tn, 32, 256))
+		return sn_errf(e, SN_EUSAGE, "conv2d: tile_n %d is not a power of two in [32, 256]", c->tn);
+	if (!pow2_in(c->warps, 1, 16))
+		return sn_errf(e, SN_EUSAGE, "conv2d: warps %d is not a power of two in [1, 16]", c->warps);
+	/* the warp grid: warp tiles of 16 x 16 multiples, at most 4096
+	 * accumulators per warp (128 registers a thread), closest to square
+	 * with the longer side along m */
+	int best = -1;
+	for (int wm = 1; wm <= c->warps; wm *= 2) {
+		int wn = c->warps / wm, wtm = c->tm / wm, wtn = c->tn / wn;
+		if (c->tm % wm || c->tn % wn || wtm % 16 || wtn % 16 || wtm * wtn > 4096)
+			continue;
+		int score = (wtm >= wtn ? wtm / wtn : 4 * wtn / wtm);
+		if (best < 0 || score < best) {
+			best = score;
+			c->wm = wm;
+			c->wn = wn;
+		}
+	}
+	if (best < 0)
+		return sn_errf(e, SN_EUSAGE,
+			       "conv2d: warps %d cannot split a %dx%d tile (warp tiles must be multiples of 16x16, "
+			       "at most 4096 outputs each)",
+			       c->warps, c->tm, c->tn);
+	if (c->stages < 2 || c->stages > 8)
+		return sn_errf(e, SN_EUSAGE, "conv2d: stages %d is not in [2, 8]", c->stages);
+	unsigned smem = cg_conv_tc_smem(c, es), lim = smem_limit(tg->sm);
+	if (smem > lim)
+		return sn_errf(e, SN_EUSAGE, "conv2d: stages %d of a %dx%dx%d tile need %u bytes of shared memory, over sm_%d's %u",
+			       c->stages, c->tm, c->tn, c->tk, smem, tg->sm, lim);
+	return SN_OK;
+}
+
+/* Measured on the H100 over ResNet-50's convs (docs/PERF.md): 1x1 convs
+ * run best on 64-byte slices (tile_k 32, 16 for tf32) in 4 stages, wider
+ * windows on 128-byte slices in 3; 128x128 tiles of 8 warps win while the
+ * grid holds about 5 warps per SM (fewer idle SMs do not pay for smaller
+ * tiles' lower reuse), then 128x64 of 4 warps, then 64x64; a group of at
+ * most 64 channels skips the 128-wide tile. */
+cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32)
+{
+	int es = tf32 ? 4 : 2, sms = tg->sm >= 90 ? 132 : 108;
+	bool one = cv->kh == 1 && cv->kw == 1;
+	static const int cand[][3] = {{128, 128, 8}, {128, 64, 4}, {64, 64, 4}};
+	cg_conv_tc c = {0};
+	for (size_t i = 0; i < SN_COUNT(cand); i++) {
+		c = (cg_conv_tc){.tm = cand[i][0], .tn = cand[i][1], .tk = (one ? 64 : 128) / es, .warps = cand[i][2],
+				 .stages = one ? 4 : 3, .tf32 = tf32};
+		if (cv->og <= 64 && c.tn > 64)
+			continue;
+		int64_t blocks = (cv->m + c.tm - 1) / c.tm * ((cv->og + c.tn - 1) / c.tn) * cv->groups;
+		if (blocks * c.warps >= 5 * sms)
+			break;
+	}
+	if (tg->sm != 80 && tg->sm != 87 && tg->sm < 90)
+		c.stages = 2; /* 99 KB of shared memory on sm_86/89 */
+	sn_err e = {0};
+	(void)cg_conv_tc_check(cv, tg, &c, &e); /* valid by construction: fills wm, wn */
+	return c;
+}
+
+/* The epilogue of the tensor-core kernel. Accumulator fragments: c0,c1 at
+ * (row gid, channels 2*tig, 2*tig + 1), c2,c3 at row gid + 8. Staged
+ * (when TM x (TN + 4) floats fit the pipeline's shared memory): the tile
+ * goes through shared memory as fp32, then out row-major by consecutive
+ * threads: VO channels (16 bytes) per thread and store without an
+ * epilogue when the channel counts allow, else one element per thread,
+ * still coalesced. Otherwise straight from the fragments, a pair of
+ * channels per store where aligned. */
+static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c, int fm, int fn,
+			  int nt)
+{
+	const char *tn = ir_dtype_name(cv->t);
+	int es = c->tf32 ? 4 : 2;
+	if ((unsigned)(c->tm * (c->tn + 4) * 4) <= cg_conv_tc_smem(c, es)) {
+		int vo = 16 / (int)ir_dtype_size(cv->t);
+		bool v16 = !epi && cv->og % vo == 0 && cv->o % vo == 0;
+		sn_buf_printf(b, "\tasm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
+				 "\t__syncthreads();\n"
+				 "\tfloat *cs = (float *)smem;\n"
+				 "#pragma unroll\n\tfor (int i = 0; i < %d; i++)\n"
+				 "#pragma unroll\n\t\tfor (int j = 0; j < %d; j++)\n"
+				 "#pragma unroll\n\t\t\tfor (int h = 0; h < 2; h++)\n"
+				 "\t\t\t\t*(float2 *)&cs[(wm0 + i * 16 + (lane >> 2) + h * 8) * (TN + 4) + wn0 + j * 8 + (lane & 3) * 2] =\n"
+				 "\t\t\t\t\tmake_float2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);\n"
+				 "\t__syncthreads();\n",
+			      fm, fn);
+		if (v16) {
+			sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * (TN / %d); q += %d) {\n"
+					 "\t\tint row = q / (TN / %d), col = q %% (TN / %d) * %d;\n"
+					 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
+					 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
+					 "\t\to += g * OG;\n"
+					 "\t\tfloat4 f[%d];\n"
+					 "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n"
+					 "\t\t\tf[e] = *(const float4 *)&cs[row * (TN + 4) + col + 4 * e];\n"
+					 "\t\tfloat *v = (float *)f;\n",
+				      vo, nt, vo, vo, vo, vo / 4, vo / 4);
+			if (cv->bias)
+				sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n\t\t\tv[e] += ld_%s(bias, o + e);\n",
+					      vo, tn);
+			if (cv->t == IR_F32)
+				sn_buf_puts(b, "\t\t*(float4 *)(y + y_off(m, o)) = f[0];\n");
+			else
+				sn_buf_printf(b, "\t\tunsigned u[4];\n"
+						 "#pragma unroll\n\t\tfor (int e = 0; e < 4; e++) {\n"
+						 "\t\t\tunsigned short h0, h1;\n"
+						 "\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h0) : \"f\"(v[2 * e]));\n"
+						 "\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h1) : \"f\"(v[2 * e + 1]));\n"
+						 "\t\t\tu[e] = (unsigned)h0 | (unsigned)h1 << 16;\n"
+						 "\t\t}\n"
+						 "\t\t*(uint4 *)(y + y_off(m, o)) = make_uint4(u[0], u[1], u[2], u[3]);\n",
+					      cv->t == IR_BF16 ? "bf16" : "f16", cv->t == IR_BF16 ? "bf16" : "f16");
+			sn_buf_puts(b, "\t}\n}\n");
+		} else {
+			sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * TN; q += %d) {\n"
+					 "\t\tint row = q / TN, col = q %% TN;\n"
+					 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
+					 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
+					 "\t\to += g * OG;\n"
+					 "\t\tfloat v = cs[row * (TN + 4) + col];\n",
+				      nt);
+			if (cv->bias)
+				sn_buf_printf(b, "\t\tv += ld_%s(bias, o);\n", tn);
+			cg_conv_store(b, cv, epi, "\t\t", "y_off(m, o)", "v");
+			sn_buf_puts(b, "\t}\n}\n");
+		}
+		return;
+	}
+	bool pair = !epi && cv->og % 2 == 0 && cv->o % 2 == 0 && (cv->t == IR_BF16 || cv->t == IR_F16 || cv->t == IR_F32);
+	sn_buf_printf(b, "#pragma unroll\n\tfor (int j = 0; j < %d; j++) {\n"
+			 "\t\tint o = n0 + wn0 + j * 8 + (lane & 3) * 2;\n"
+			 "\t\tif (o >= OG)\n\t\t\tcontinue;\n"
+			 "\t\to += g * OG;\n",
+		      fn);
+	if (cv->bias)
+		sn_buf_printf(b, "\t\tfloat bv0 = ld_%s(bias, o), bv1 = o + 1 < (g + 1) * OG ? ld_%s(bias, o + 1) : 0.0f;\n", tn,
+			      tn);
+	else
+		sn_buf_puts(b, "\t\tconst float bv0 = 0.0f, bv1 = 0.0f;\n");
+	sn_buf_printf(b, "#pragma unroll\n\t\tfor (int i = 0; i < %d; i++)\n"
+			 "#pragma unroll\n\t\t\tfor (int h = 0; h < 2; h++) {\n"
+			 "\t\t\t\tix m = m0 + wm0 + i * 16 + (lane >> 2) + h * 8;\n"
+			 "\t\t\t\tif (m >= MM)\n\t\t\t\t\tcontinue;\n"
+			 "\t\t\t\tfloat v0 = acc[i][j][h * 2] + bv0, v1 = acc[i][j][h * 2 + 1] + bv1;\n",
+		      fm);
+	if (pair && cv->t == IR_F32)
+		sn_buf_puts(b, "\t\t\t\t*(float2 *)(y + y_off(m, o)) = make_float2(v0, v1);\n");
+	else if (pair)
+		sn_buf_printf(b, "\t\t\t\tunsigned short h0, h1;\n"
+				 "\t\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h0) : \"f\"(v0));\n"
+				 "\t\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h1) : \"f\"(v1));\n"
+				 "\t\t\t\t*(unsigned *)(y + y_off(m, o)) = (unsigned)h0 | (unsigned)h1 << 16;\n",
+			      cv->t == IR_BF16 ? "bf16" : "f16", cv->t == IR_BF16 ? "bf16" : "f16");
+	else {
+		cg_conv_store(b, cv, epi, "\t\t\t\t", "y_off(m, o)", "v0");
+		sn_buf_puts(b, "\t\t\t\tif (o + 1 < (g + 1) * OG)\n");
+		cg_conv_store(b, cv, epi, "\t\t\t\t\t", "y_off(m, o + 1)", "v1");
+	}
+	sn_buf_puts(b, "\t\t\t}\n\t}\n}\n");
+}
+
+void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c)
+{
+	int es = c->tf32 ? 4 : 2, ve = 16 / es, ch = c->tk * es / 16, rs = c->tk * es + 16;
+	int nt = 32 * c->warps, ra = nt / ch; /* chunk rows per pass */
+	int ai = (c->tm + ra - 1) / ra, bi = (c->tn + ra - 1) / ra;
+	int wtm = c->tm / c->wm, wtn = c->tn / c->wn, fm = wtm / 16, fn = wtn / 8, ks = c->tk * es / 32;
+	sn_buf_printf(b, "#define TM %d\n#define TN %d\n#define TK %d\n#define ST %d\n#define RS %d\n#define KCH %d\n"
+			 "#define RA %d\n#define SB %d\n\n",
+		      c->tm, c->tn, c->tk, c->stages, rs, ch, ra, (c->tm + c->tn) * rs);
+	sn_buf_puts(b, "static __device__ __forceinline__ unsigned smem_u32(const void *p)\n{\n"
+		       "\tunsigned s;\n"
+		       "\tasm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(s) : \"l\"(p));\n"
+		       "\treturn s;\n}\n\n"
+		       "static __device__ __forceinline__ void cp16(unsigned s, const void *g, bool ok)\n{\n"
+		       "\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(s), \"l\"(g), \"r\"(ok ? 16 : 0));\n"
+		       "}\n\n"
+		       "static __device__ __forceinline__ void ldsm4(unsigned *r, unsigned a)\n{\n"
+		       "\tasm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\"\n"
+		       "\t\t     : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n\n");
+	if (c->tf32)
+		sn_buf_puts(b, "static __device__ __forceinline__ unsigned tf32(unsigned v)\n{\n"
+			       "\tunsigned r;\n\tasm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(__uint_as_float(v)));\n"
+			       "\treturn r;\n}\n\n"
+			       "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
+			       "\tasm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+			       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+			       "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+			       "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n");
+	else {
+		const char *mt = cv->t == IR_BF16 ? "bf16" : "f16";
+		sn_buf_printf(b, "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
+				 "\tasm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 "
+				 "{%%0,%%1,%%2,%%3}, {%%4,%%5,%%6,%%7}, {%%8,%%9}, {%%0,%%1,%%2,%%3};\"\n"
+				 "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+				 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
+			      mt, mt);
+	}
+	cg_conv_head(b, cv, epi, nt);
+	sn_buf_printf(b, "\textern __shared__ __align__(128) unsigned char smem[];\n"
+			 "\tconst unsigned sbase = smem_u32(smem);\n"
+			 "\tint tid = threadIdx.x, g = blockIdx.z, lane = tid & 31, warp = tid >> 5;\n"
+			 "\tix m0 = (ix)blockIdx.x * TM;\n\tint n0 = blockIdx.y * TN;\n"
+			 "\tconst int ch = tid %% KCH, r0 = tid / KCH;\n"
+			 "\tpix px[%d];\n"
+			 "#pragma unroll\n\tfor (int i = 0; i < %d; i++)\n\t\tpx[i] = pixel(m0 + r0 + i * RA, g);\n"
+			 "\tconst %s *bp[%d];\n\tbool bok[%d];\n"
+			 "#pragma unroll\n\tfor (int j = 0; j < %d; j++) {\n"
+			 "\t\tint o = n0 + r0 + j * RA;\n"
+			 "\t\tbok[j] = o < OG;\n"
+			 "\t\tbp[j] = wt + ((ix)g * OG + (bok[j] ? o : 0)) * KK + ch * %d;\n\t}\n",
+		      ai, ai, cg_ctype(cv->t), bi, bi, bi, ve);
+	/* a slice: rows beyond the tile (when a pass covers more rows than
+	 * the tile has) are skipped */
+	sn_buf_printf(b, "#define LOAD(slot, kt) do { \\\n"
+			 "\t\tunsigned sa_ = sbase + (slot) * SB, sb_ = sa_ + TM * RS; \\\n"
+			 "\t\tint k_ = (kt) * TK + ch * %d; \\\n"
+			 "\t\t_Pragma(\"unroll\") for (int i = 0; i < %d; i++) { \\\n"
+			 "\t\t\tbool ok; \\\n"
+			 "\t\t\tix off = a_off(px[i], k_, &ok); \\\n"
+			 "\t\t\t%scp16(sa_ + (r0 + i * RA) * RS + ch * 16, x + (ok ? off : 0), ok); \\\n"
+			 "\t\t} \\\n"
+			 "\t\t_Pragma(\"unroll\") for (int j = 0; j < %d; j++) { \\\n"
+			 "\t\t\tbool ok = bok[j] && k_ < KK; \\\n"
+			 "\t\t\t%scp16(sb_ + (r0 + j * RA) * RS + ch * 16, bp[j] + (ok ? (ix)(kt) * TK : 0), ok); \\\n"
+			 "\t\t} \\\n"
+			 "\t} while (0)\n",
+		      ve, ai, c->tm % ra ? "if (r0 + i * RA < TM) " : "", bi, c->tn % ra ? "if (r0 + j * RA < TN) " : "");
+	sn_buf_printf(b, "\tconst int wm0 = (warp / %d) * %d, wn0 = (warp %% %d) * %d;\n"
+			 "\tfloat acc[%d][%d][4];\n"
+			 "#pragma unroll\n\tfor (int i = 0; i < %d; i++)\n"
+			 "#pragma unroll\n\t\tfor (int j = 0; j < %d; j++)\n"
+			 "#pragma unroll\n\t\t\tfor (int q = 0; q < 4; q++)\n\t\t\t\tacc[i][j][q] = 0.0f;\n"
+			 "\tunsigned af[2][%d][4], bf[2][%d][2];\n",
+		      c->wn, wtm, c->wn, wtn, fm, fn, fm, fn, fm, fn);
+	/* the fragments of k-step kq of the slice at sa/sb into buffer u
+	 * (fragments of the next k-step load while this one multiplies) */
+	sn_buf_printf(b, "#define FRAG(u, kq) do { \\\n"
+			 "\t\t_Pragma(\"unroll\") for (int i = 0; i < %d; i++) \\\n"
+			 "\t\t\tldsm4(af[u][i], sa + (wm0 + i * 16 + (lane & 15)) * RS + (kq) * 32 + (lane >> 4) * 16); \\\n"
+			 "\t\t_Pragma(\"unroll\") for (int j = 0; j < %d; j++) { \\\n"
+			 "\t\t\tunsigned r[4]; \\\n"
+			 "\t\t\tldsm4(r, sb + (wn0 + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * RS + (kq) * 32 + ((lane >> 3) & 1) * 16); \\\n"
+			 "\t\t\tbf[u][2 * j][0] = r[0]; \\\n\t\t\tbf[u][2 * j][1] = r[1]; \\\n"
+			 "\t\t\tbf[u][2 * j + 1][0] = r[2]; \\\n\t\t\tbf[u][2 * j + 1][1] = r[3]; \\\n"
+			 "\t\t} \\\n",
+		      fm, fn / 2);
+	if (c->tf32)
+		sn_buf_printf(b, "\t\t_Pragma(\"unroll\") for (int i = 0; i < %d; i++) \\\n"
+				 "\t\t\t_Pragma(\"unroll\") for (int q = 0; q < 4; q++) \\\n\t\t\t\taf[u][i][q] = tf32(af[u][i][q]); \\\n"
+				 "\t\t_Pragma(\"unroll\") for (int j = 0; j < %d; j++) \\\n"
+				 "\t\t\t_Pragma(\"unroll\") for (int q = 0; q < 2; q++) \\\n\t\t\t\tbf[u][j][q] = tf32(bf[u][j][q]); \\\n",
+			      fm, fn);
+	sn_buf_printf(b, "\t} while (0)\n"
+			 "\tconst int tiles = (KK + TK - 1) / TK;\n"
+			 "#pragma unroll\n\tfor (int s = 0; s < ST - 1; s++) {\n"
+			 "\t\tif (s < tiles)\n\t\t\tLOAD(s, s);\n"
+			 "\t\tasm volatile(\"cp.async.commit_group;\");\n\t}\n"
+			 "\tfor (int t = 0; t < tiles; t++) {\n"
+			 "\t\tasm volatile(\"cp.async.wait_group %%0;\" :: \"n\"(ST - 2) : \"memory\");\n"
+			 "\t\t__syncthreads();\n"
+			 "\t\tint nx = t + ST - 1;\n"
+			 "\t\tif (nx < tiles)\n\t\t\tLOAD(nx %% ST, nx);\n"
+			 "\t\tasm volatile(\"cp.async.commit_group;\");\n"
+			 "\t\tunsigned sa = sbase + (t %% ST) * SB, sb = sa + TM * RS;\n"
+			 "\t\tFRAG(0, 0);\n"
+			 "#pragma unroll\n\t\tfor (int kq = 0; kq < %d; kq++) {\n"
+			 "\t\t\tif (kq + 1 < %d)\n\t\t\t\tFRAG((kq + 1) & 1, kq + 1);\n"
+			 "#pragma unroll\n\t\t\tfor (int i = 0; i < %d; i++)\n"
+			 "#pragma unroll\n\t\t\t\tfor (int j = 0; j < %d; j++)\n"
+			 "\t\t\t\t\tmma(acc[i][j], af[kq & 1][i], bf[kq & 1][j]);\n"
+			 "\t\t}\n\t}\n"
+			 "#undef LOAD\n#undef FRAG\n",
+		      ks, ks, fm, fn);
+	emit_tc_store(b, cv, epi, c, fm, fn, nt);
+}
+
+void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec)
+{
+	const char *tn = ir_dtype_name(cv->t), *ct = cg_ctype(cv->t);
+	bool vload = cv->nhwc && cv->og == 1 && vec > 1;
+	sn_buf_printf(b, "#define VC %d\n", vec);
+	cg_conv_head(b, cv, epi, 256);
+	/* thread i: output pixel m, channels o .. o + VC - 1 (NHWC), or one
+	 * output element (NCHW, VC = 1) */
+	if (cv->nhwc)
+		sn_buf_puts(b, "\tfor (ix i = (ix)blockIdx.x * 256 + threadIdx.x; i < (ix)MM * (CO / VC); i += (ix)gridDim.x * 256) {\n"
+			       "\t\tint o = (int)(i % (CO / VC)) * VC;\n\t\tix m = i / (CO / VC);\n");
+	else
+		sn_buf_puts(b, "\tfor (ix i = (ix)blockIdx.x * 256 + threadIdx.x; i < (ix)MM * CO; i += (ix)gridDim.x * 256) {\n"
+			       "\t\tix q = i % ((ix)HO * WO), nn = i / ((ix)HO * WO * CO);\n"
+			       "\t\tint o = (int)(i / ((ix)HO * WO) % CO);\n\t\tix m = nn * HO * WO + q;\n");
+	sn_buf_puts(b, "\t\tix n = m / (HO * WO);\n"
+		       "\t\tint p = (int)(m % (HO * WO)), hi0 = p / WO * SH - PT, wi0 = p % WO * SW - PL;\n"
+		       "\t\tfloat acc[VC];\n"
+		       "#pragma unroll\n\t\tfor (int v = 0; v < VC; v++)\n\t\t\tacc[v] = 0.0f;\n"
+		       "#pragma unroll\n\t\tfor (int r = 0; r < KH; r++) {\n"
+		       "\t\t\tint h = hi0 + r * DH;\n"
+		       "\t\t\tif ((unsigned)h >= (unsigned)CH)\n\t\t\t\tcontinue;\n"
+		       "#pragma unroll\n\t\t\tfor (int s = 0; s < KW; s++) {\n"
+		       "\t\t\t\tint w = wi0 + s * DW;\n"
+		       "\t\t\t\tif ((unsigned)w >= (unsigned)CW)\n\t\t\t\t\tcontinue;\n");
+	if (cv->nhwc)
+		sn_buf_puts(b, "\t\t\t\tix xo = ((n * CH + h) * CW + w) * CC;\n");
+	else
+		sn_buf_puts(b, "\t\t\t\tix xo = ((n * CC + o / OG) * CH + h) * CW + w;\n");
+	if (vload) {
+		sn_buf_printf(b, "\t\t\t\tuint4 raw = *(const uint4 *)(x + xo + o);\n"
+				 "\t\t\t\tconst %s *xv = (const %s *)&raw;\n"
+				 "#pragma unroll\n\t\t\t\tfor (int v = 0; v < VC; v++)\n"
+				 "\t\t\t\t\tacc[v] = fmaf(ld_%s(xv, v), ld_%s(wt, ((ix)(o + v) * KH + r) * KW + s), acc[v]);\n",
+			      ct, ct, tn, tn);
+	} else if (cv->nhwc) {
+		sn_buf_printf(b, "#pragma unroll\n\t\t\t\tfor (int v = 0; v < VC; v++)\n"
+				 "\t\t\t\t\tacc[v] = fmaf(ld_%s(x, xo + (o + v) / OG), ld_%s(wt, ((ix)(o + v) * KH + r) * KW + s), acc[v]);\n",
+			      tn, tn);
+	} else {
+		sn_buf_printf(b, "\t\t\t\tacc[0] = fmaf(ld_%s(x, xo), ld_%s(wt, ((ix)o * KH + r) * KW + s), acc[0]);\n", tn, tn);
+	}
+	sn_buf_puts(b, "\t\t\t}\n\t\t}\n"
+		       "#pragma unroll\n\t\tfor (int v = 0; v < VC; v++) {\n");
+	if (cv->bias)
+		sn_buf_printf(b, "\t\t\tfloat val = acc[v] + ld_%s(bias, o + v);\n", tn);
+	else
+		sn_buf_puts(b, "\t\t\tfloat val = acc[v];\n");
+	cg_conv_store(b, cv, epi, "\t\t\t", cv->nhwc ? "m * CO + o + v" : "i", "val");
+	sn_buf_puts(b, "\t\t}\n\t}\n}\n");
+}

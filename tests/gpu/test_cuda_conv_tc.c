@@ -1,0 +1,208 @@
+/* test_cuda_conv_tc.c: the pipelined tensor-core conv2d (variant 4), the
+ * depthwise kernel (variant 5) and the fusion epilogue of every conv
+ * kernel, on CUDA against the reference interpreter, with fresh random
+ * inputs and the arena poisoned (gpu_check.c).
+ *  - variant 4 over a grid of shapes (odd sizes, channels that are no
+ *    multiple of the tile, batch 1, strides 1 and 2, 1x1 / 3x3 / 5x5 /
+ *    7x7, asymmetric padding, dilation, groups) in bf16 with its default
+ *    config and four asked-for configs (tiles 32 to 256 wide, 2 to 8
+ *    warps, 2 to 4 stages, both slice depths), f16 and f32 under TF32
+ *    (tolerance 2e-3: operands keep 10 mantissa bits) with the default and
+ *    one other;
+ *  - depthwise: multiplier 1 and 2, stride 2, 5x5, NHWC and NCHW, three
+ *    dtypes;
+ *  - the fusion contract: conv, add of a residual, relu in the graph (as
+ *    the reference runs them); on the GPU the conv's kernel alone, rendered
+ *    with a hand-written epilogue relu(v + e0[i]) storing into the relu's
+ *    buffer, the add and relu steps dropped. */
+#include "gpu_check.h"
+
+#include "codegen/cg_render.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sn_err err;
+static int build_failures;
+
+typedef struct cspec {
+	int64_t n, c, h, w, o, kh, kw, sh, sw, pad[4], dil, groups;
+	bool bias;
+} cspec;
+
+/* What the plan hook re-renders the graph's conv with. */
+static struct {
+	const cg_config *want;
+	bool fuse; /* the conv is followed by add(conv, residual) and relu: fuse them */
+} hook;
+
+/* Re-renders plan p's conv step (the first step) with hook.want and, when
+ * hook.fuse, the epilogue relu(v + e0[i]) into the relu's buffer. */
+static int rerender(const ir_graph *g, cg_plan *p, sn_err *e)
+{
+	ir_ref conv = IR_NONE, add = IR_NONE, relu = IR_NONE, res = IR_NONE;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		if (n->op == IR_OP_conv2d)
+			conv = i;
+		else if (n->op == IR_OP_add) {
+			add = i;
+			res = n->in[1];
+		} else if (n->op == IR_OP_relu)
+			relu = i;
+	}
+	if (conv == IR_NONE || p->nsteps < 1 || p->steps[0].kind != CG_LAUNCH)
+		return sn_errf(e, SN_EINTERNAL, "test: the plan's first step is not the conv");
+	ir_dtype t = g->nodes[conv].dtype;
+	sn_buf fn = {0};
+	cg_epilogue epi = {0};
+	cg_step st = {.node = conv};
+	char params[128];
+	if (hook.fuse) {
+		if (add == IR_NONE || relu == IR_NONE)
+			return sn_errf(e, SN_EINTERNAL, "test: no add and relu to fuse");
+		cg_emit_dtype_helpers(&fn, t);
+		sn_buf_printf(&fn, "__device__ __forceinline__ float sn_epi(float v, long i, const %s *__restrict__ e0)\n"
+				   "{\n\treturn fmaxf(v + ld_%s(e0, i), 0.0f);\n}\n",
+			      cg_ctype(t), ir_dtype_name(t));
+		snprintf(params, sizeof params, ", const %s *__restrict__ e0", cg_ctype(t));
+		epi = (cg_epilogue){.fn = fn.s, .params = params, .args = ", e0", .nex = 1, .out = relu, .dtype = t};
+		epi.ex[0] = res;
+		st.epi = &epi;
+	}
+	cg_target tg = {.sm = p->sm, .tf32 = gpu_tf32};
+	int rc = cg_render_conv(g, conv, &tg, hook.want, &st, e);
+	sn_buf_free(&fn);
+	if (rc)
+		return rc;
+	cg_pstep *ps = &p->steps[0];
+	cg_kern *k = &p->kerns[ps->kern];
+	free(k->src);
+	k->src = st.k.src;
+	memcpy(k->name, st.k.name, sizeof k->name);
+	k->cfg = st.k.cfg;
+	memcpy(ps->grid, st.k.grid, sizeof ps->grid);
+	memcpy(ps->block, st.k.block, sizeof ps->block);
+	ps->smem = st.k.smem;
+	ps->nargs = st.k.nbufs;
+	for (uint32_t a = 0; a < st.k.nbufs; a++)
+		ps->args[a] = st.k.bufs[a]; /* buffer i is node i's */
+	if (hook.fuse)
+		p->nsteps = 1; /* the add and the relu are in the conv's store */
+	return SN_OK;
+}
+
+/* conv2d(x, w[, b]) of c in dtype t and layout lay (then + residual, relu
+ * when fuse), run with config want (NULL: the default). */
+static void conv(const cspec *c, ir_dtype t, ir_layout lay, bool tf32, const cg_config *want, bool fuse,
+		 const char *what)
+{
+	bool nhwc = lay == IR_NHWC;
+	ir_graph *g = ir_graph_new();
+	int64_t cg = c->c / c->groups;
+	ir_shape xs = nhwc ? (ir_shape){4, {c->n, c->h, c->w, c->c}} : (ir_shape){4, {c->n, c->c, c->h, c->w}};
+	ir_shape ws = nhwc ? (ir_shape){4, {c->o, c->kh, c->kw, cg}} : (ir_shape){4, {c->o, cg, c->kh, c->kw}};
+	ir_shape bs = {1, {c->o}};
+	ir_ref ins[3] = {ir_add_input(g, "x", t, &xs, &err), ir_add_input(g, "w", t, &ws, &err),
+			 ir_add_input(g, "b", t, &bs, &err)};
+	ir_attrs a;
+	ir_attrs_init(IR_OP_conv2d, &a);
+	a.layout = lay;
+	a.stride = (ir_ints){2, {c->sh, c->sw}};
+	a.pad = (ir_ints){4, {c->pad[0], c->pad[1], c->pad[2], c->pad[3]}};
+	a.dilation = (ir_ints){2, {c->dil, c->dil}};
+	a.groups = c->groups;
+	ir_ref r = ir_add(g, IR_OP_conv2d, ins, c->bias ? 3 : 2, &a, &err);
+	if (fuse && r != IR_NONE) {
+		ir_ref res = ir_add_input(g, "res", t, &g->nodes[r].shape, &err);
+		ir_ref s = ir_add(g, IR_OP_add, (ir_ref[]){r, res}, 2, NULL, &err);
+		r = s == IR_NONE ? IR_NONE : ir_add(g, IR_OP_relu, &s, 1, NULL, &err);
+	}
+	char label[192], cfg[64] = "default";
+	if (want)
+		cg_config_str(want, cfg, sizeof cfg);
+	snprintf(label, sizeof label, "%s %s %s n%lld c%lld %lldx%lld o%lld k%lldx%lld s%lld d%lld g%lld%s [%s]", what,
+		 tf32 ? "f32-tf32" : ir_dtype_name(t), ir_layout_name(lay), (long long)c->n, (long long)c->c,
+		 (long long)c->h, (long long)c->w, (long long)c->o, (long long)c->kh, (long long)c->kw, (long long)c->sh,
+		 (long long)c->dil, (long long)c->groups, c->bias ? " bias" : "", cfg);
+	if (r == IR_NONE || err.code) {
+		printf("%-72s FAIL: builder: %s\n", label, err.msg);
+		err = (sn_err){0};
+		ir_graph_free(g);
+		build_failures++;
+		return;
+	}
+	ir_add_output(g, r);
+	hook.want = want;
+	hook.fuse = fuse;
+	gpu_tf32 = tf32;
+	gpu_plan_hook = want || fuse ? rerender : NULL;
+	gpu_compare(g, tf32 ? 2e-3 : gpu_tol(t), label);
+	gpu_plan_hook = NULL;
+	gpu_tf32 = false;
+}
+
+#define P4(p) {p, p, p, p}
+static const cspec grid[] = {
+	{1, 64, 14, 14, 64, 3, 3, 1, 1, P4(1), 1, 1, true},        /* batch 1, 3x3 */
+	{3, 24, 13, 11, 40, 5, 5, 1, 1, P4(2), 1, 1, true},        /* C = 24: k slices straddle taps, odd sizes */
+	{2, 32, 17, 15, 72, 1, 1, 2, 2, P4(0), 1, 1, false},       /* 1x1 stride 2, N not a tile multiple */
+	{1, 16, 23, 23, 200, 7, 7, 2, 2, P4(3), 1, 1, true},       /* 7x7 stride 2 */
+	{2, 64, 9, 9, 96, 3, 3, 1, 1, P4(2), 2, 1, true},          /* dilation 2 */
+	{2, 128, 7, 9, 204, 3, 3, 2, 2, P4(1), 1, 4, true},        /* 4 groups of 32 -> 51 (odd: no paired stores) */
+	{1, 8, 5, 5, 8, 3, 3, 1, 1, P4(1), 1, 1, false},           /* C = 8, a single partial tile */
+	{1, 256, 14, 14, 512, 1, 1, 1, 1, P4(0), 1, 1, true},      /* ResNet-50 layer3 1x1 at batch 1 */
+	{2, 40, 15, 15, 100, 3, 3, 2, 2, {1, 0, 2, 1}, 1, 1, true}, /* asymmetric padding */
+	{4, 64, 28, 28, 128, 3, 3, 1, 1, P4(1), 1, 1, true},       /* several 128-row tiles and K slices */
+};
+
+static const cspec depthwise[] = {
+	{1, 32, 12, 12, 32, 3, 3, 1, 1, P4(1), 1, 32, true},
+	{2, 24, 10, 10, 48, 3, 3, 2, 2, P4(1), 1, 24, false}, /* multiplier 2 */
+	{2, 64, 15, 13, 64, 5, 5, 2, 2, P4(2), 1, 64, true},  /* 5x5 stride 2 */
+	{1, 8, 9, 9, 8, 3, 3, 1, 1, P4(2), 2, 8, true},       /* dilation 2 */
+};
+
+int main(void)
+{
+	if (!gpu_available())
+		return gpu_done();
+	/* 16-bit configs; f32 halves tile_k (the same bytes per row) */
+	static const cg_config cfgs[] = {
+		{.variant = 4, .tile_m = 128, .tile_n = 128, .tile_k = 32, .warps = 8, .stages = 4},
+		{.variant = 4, .tile_m = 128, .tile_n = 64, .tile_k = 64, .warps = 4, .stages = 3},
+		{.variant = 4, .tile_m = 64, .tile_n = 32, .tile_k = 32, .warps = 2, .stages = 2},
+		{.variant = 4, .tile_m = 32, .tile_n = 256, .tile_k = 64, .warps = 8, .stages = 2},
+	};
+	for (size_t i = 0; i < SN_COUNT(grid); i++) {
+		conv(&grid[i], IR_BF16, IR_NHWC, false, NULL, false, "tc");
+		for (size_t k = 0; k < SN_COUNT(cfgs); k++)
+			conv(&grid[i], IR_BF16, IR_NHWC, false, &cfgs[k], false, "tc");
+		conv(&grid[i], IR_F16, IR_NHWC, false, NULL, false, "tc");
+		conv(&grid[i], IR_F16, IR_NHWC, false, &cfgs[i % SN_COUNT(cfgs)], false, "tc");
+		cg_config f = cfgs[(i + 1) % SN_COUNT(cfgs)];
+		f.tile_k /= 2;
+		conv(&grid[i], IR_F32, IR_NHWC, true, NULL, false, "tc");
+		conv(&grid[i], IR_F32, IR_NHWC, true, &f, false, "tc");
+	}
+	static const ir_dtype fdt[] = {IR_F32, IR_F16, IR_BF16};
+	for (size_t i = 0; i < SN_COUNT(depthwise); i++)
+		for (size_t d = 0; d < SN_COUNT(fdt); d++)
+			for (int l = 0; l < 2; l++)
+				conv(&depthwise[i], fdt[d], l ? IR_NHWC : IR_NCHW, false, NULL, false, "depthwise");
+	/* the epilogue on every kernel */
+	static const cg_config v1 = {.variant = 1}, v2 = {.variant = 2}, v3 = {.variant = 3};
+	conv(&grid[0], IR_BF16, IR_NHWC, false, NULL, true, "fused");
+	conv(&grid[5], IR_BF16, IR_NHWC, false, NULL, true, "fused");
+	conv(&grid[1], IR_F16, IR_NHWC, false, &cfgs[0], true, "fused");
+	conv(&grid[3], IR_F32, IR_NHWC, true, NULL, true, "fused");
+	conv(&grid[4], IR_BF16, IR_NCHW, false, &v3, true, "fused");
+	conv(&grid[8], IR_F32, IR_NCHW, false, &v2, true, "fused");
+	conv(&grid[6], IR_F16, IR_NHWC, false, &v1, true, "fused");
+	conv(&depthwise[2], IR_BF16, IR_NHWC, false, NULL, true, "fused");
+	conv(&depthwise[1], IR_F32, IR_NCHW, false, NULL, true, "fused");
+	if (build_failures)
+		printf("%d graphs could not be built\n", build_failures);
+	return build_failures ? 1 : gpu_done();
+}
