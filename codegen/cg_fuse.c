@@ -20,6 +20,7 @@
 #include "passes/fuse.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,19 @@ static void round_to(em *m, ir_dtype t, const char *var)
 }
 
 static int value(em *m, ir_ref r, const ix *x, char *out, size_t cap);
+
+/* An index expression into dst (IXCAP bytes); an error when it does not fit. */
+static int ixf(em *m, char *dst, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int ixf(em *m, char *dst, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(dst, IXCAP, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= IXCAP)
+		return sn_errf(m->e, SN_EINPUT, "fusion: an index expression is too long for a fused kernel");
+	return SN_OK;
+}
 
 /* The index of reshape-like node n's operand for n's index x. */
 static int view_ix(em *m, const ir_node *n, const ix *x, ix *o)
@@ -388,7 +402,7 @@ static int value(em *m, ir_ref r, const ix *x, char *out, size_t cap)
 		for (int64_t i = 0; i < at->index && i < at->sizes.n; i++)
 			start += at->sizes.v[i];
 		if (a >= 0 && start)
-			snprintf(ox->d[a], IXCAP, "(%s + %" PRId64 "L)", x->d[a], start);
+			rc = ixf(m, ox->d[a], "(%s + %" PRId64 "L)", x->d[a], start);
 		break;
 	}
 	case IR_OP_slice:
@@ -400,8 +414,9 @@ static int value(em *m, ir_ref r, const ix *x, char *out, size_t cap)
 				goto done;
 			}
 			ir_slice_axis(is->d[a], at->starts.v[i], at->ends.v[i], step, &first);
-			if (step != 1 || first)
-				snprintf(ox->d[a], IXCAP, "(%s * %" PRId64 "L + %" PRId64 "L)", x->d[a], step, first);
+			if ((step != 1 || first) &&
+			    (rc = ixf(m, ox->d[a], "(%s * %" PRId64 "L + %" PRId64 "L)", x->d[a], step, first)))
+				goto done;
 		}
 		break;
 	default:

@@ -280,7 +280,7 @@ static bool one(uint64_t seed)
 			for (int d = 0; d < si.rank; d++)
 				if (i && rnd(&s, 3) == 0)
 					si.d[d] = 1; /* broadcasts */
-			char name[8];
+			char name[16];
 			snprintf(name, sizeof name, "x%d", i);
 			push(&s, ir_add_input(s.g, name, s.t, &si, &err));
 		}
