@@ -5,7 +5,10 @@
  * stored -> runtime load. */
 #include "api/model.h"
 
+#include "autotune/at_tune.h"
+
 #include "codegen/cg.h"
+#include "ir/file.h"
 #include "passes/pass.h"
 #include "runtime/cuda_blas.h"
 #include "runtime/cuda_exec.h"
@@ -66,8 +69,19 @@ typedef struct resolved {
 	sinter_precision prec;
 	bool graphs;
 	bool unfused;
+	bool tune; /* max-autotune */
 	const char *mode;
+	const char *remote; /* the remote tuning store, or NULL */
 } resolved;
+
+/* max-autotune's state while one plan is built: the device, the record
+ * store, and what the tuner did. */
+typedef struct tune_ctx {
+	rt_cuda *dev;
+	at_store *st;
+	at_tune_opts o;
+	at_tune_stats s;
+} tune_ctx;
 
 static double now(void)
 {
@@ -104,12 +118,20 @@ static sinter_status resolve(const sinter_compile_options *o, resolved *r, sinte
 	const char *mode = o && o->mode ? o->mode : "default";
 	memset(r, 0, sizeof *r);
 	r->mode = mode;
-	if (!strcmp(mode, "max-autotune"))
-		return api_failf(err, SINTER_E_USAGE,
-				 "mode max-autotune is not built yet (it would tune nothing); use default or reduce-overhead");
-	if (strcmp(mode, "default") && strcmp(mode, "reduce-overhead"))
-		return api_failf(err, SINTER_E_USAGE, "unknown mode '%s' (default or reduce-overhead)", mode);
-	r->graphs = !strcmp(mode, "reduce-overhead");
+	if (strcmp(mode, "default") && strcmp(mode, "reduce-overhead") && strcmp(mode, "max-autotune"))
+		return api_failf(err, SINTER_E_USAGE, "unknown mode '%s' (default, reduce-overhead or max-autotune)",
+				 mode);
+	r->tune = !strcmp(mode, "max-autotune");
+	r->graphs = r->tune || !strcmp(mode, "reduce-overhead");
+	/* the environment's one say in tuning: where shared records live */
+	r->remote = o && o->cache_remote ? (o->cache_remote[0] ? o->cache_remote : NULL) : getenv("SINTER_CACHE_REMOTE");
+	if (r->remote && !r->remote[0])
+		r->remote = NULL;
+	if (o && (o->tune_budget_s < 0 || o->tune_kernel_s < 0 || o->tune_budget_s != o->tune_budget_s ||
+		  o->tune_kernel_s != o->tune_kernel_s))
+		return api_failf(err, SINTER_E_USAGE, "the tuning budget must be a number of seconds >= 0");
+	if (o && (o->tune_progress < SINTER_TUNE_AUTO || o->tune_progress > SINTER_TUNE_QUIET))
+		return api_failf(err, SINTER_E_USAGE, "unknown tune_progress %d", o->tune_progress);
 	r->pipeline = o && o->passes ? o->passes : pass_pipeline(mode);
 	r->prec = o ? o->precision : SINTER_PREC_FP32;
 	r->unfused = o && o->no_fusion;
@@ -144,7 +166,7 @@ bool sinter_cuda_available(char *why, size_t cap)
 /* Passes on a copy of m, then lowering: the plan, with its weight image
  * when m's weights are loaded. */
 static sinter_status build_plan(const sinter_model *mc, const resolved *r, int sm, cg_plan **out,
-				sinter_compile_stats *s, sinter_error *err)
+				sinter_compile_stats *s, tune_ctx *tc, sinter_error *err)
 {
 	sinter_model *m = (sinter_model *)mc; /* values are read on first use; m does not change */
 	*out = NULL;
@@ -180,6 +202,11 @@ static sinter_status build_plan(const sinter_model *mc, const resolved *r, int s
 	s->codegen_s = now() - t0;
 	if (rc)
 		goto fail;
+	if (tc && at_tune_plan(g, &t, *out, tc->dev, tc->st, &tc->o, &tc->s, &e) != SN_OK) {
+		cg_plan_free(*out);
+		*out = NULL;
+		goto fail;
+	}
 	ir_graph_free(g);
 	ir_ws_free(ws);
 	s->steps = (*out)->nsteps;
@@ -479,6 +506,106 @@ static sinter_status add_slot(sinter_compiled *c, cg_plan *p, const int64_t *val
 	return SINTER_OK;
 }
 
+/* ---- max-autotune and the plan cache ----
+ * A tuned plan depends on the tuning records it used, so its key is the
+ * plain key extended with a digest of those records. Which records a
+ * model uses is only known after its passes and lowering, so the list of
+ * their specs is kept beside the plan cache under the plain key
+ * (plans/XX/<30 hex>.tune: "sinter tuning specs 1", then one spec in hex
+ * per line); a warm start reads it, asks the store for each record
+ * (at_digest) and looks the plan up under the extended key. A list that
+ * is missing, malformed, or names a spec without a record is a miss. */
+#define TUNE_LIST_HEAD "sinter tuning specs 1\n"
+
+static void tune_list_path(const char *plan_path, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s", plan_path);
+	size_t n = strlen(out);
+	if (n > 5 && !strcmp(out + n - 5, ".plan"))
+		memcpy(out + n - 5, ".tune", 5);
+}
+
+static void extend_key(const uint8_t key0[16], const uint8_t digest[16], uint8_t key[16])
+{
+	uint8_t both[32];
+	memcpy(both, key0, 16);
+	memcpy(both + 16, digest, 16);
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(both, 32));
+	memcpy(key, c.digest, 16);
+}
+
+static int unhex_nibble(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The extended key for the plain key0 from the stored list, or false. */
+static bool tuned_key(const char *plan_path, at_store *st, const rt_cuda *dev, const uint8_t key0[16], uint8_t key[16])
+{
+	char path[4300];
+	tune_list_path(plan_path, path, sizeof path);
+	if (access(path, F_OK) != 0)
+		return false;
+	void *buf = NULL;
+	size_t len = 0;
+	sn_err e = {0};
+	if (sn_read_file(path, SN_F_NOFOLLOW | SN_F_ENV, 1 << 22, NULL, &buf, &len, &e) != SN_OK)
+		return false;
+	size_t hl = strlen(TUNE_LIST_HEAD);
+	bool ok = len >= hl && !memcmp(buf, TUNE_LIST_HEAD, hl) && (len - hl) % 33 == 0;
+	size_t n = ok ? (len - hl) / 33 : 0;
+	uint8_t (*specs)[16] = ok ? malloc((n ? n : 1) * sizeof *specs) : NULL;
+	const char *t = (const char *)buf + hl;
+	for (size_t i = 0; specs && ok && i < n; i++) {
+		ok = t[33 * i + 32] == '\n';
+		for (int k = 0; ok && k < 16; k++) {
+			int hi = unhex_nibble(t[33 * i + 2 * k]), lo = unhex_nibble(t[33 * i + 2 * k + 1]);
+			ok = hi >= 0 && lo >= 0;
+			specs[i][k] = (uint8_t)(hi * 16 + lo);
+		}
+	}
+	free(buf);
+	bool complete = false;
+	uint8_t digest[16];
+	at_device d;
+	at_device_of(dev, &d);
+	if (specs && ok && at_digest(st, &d, (const uint8_t (*)[16])specs, n, digest, &complete) == SN_OK && complete)
+		extend_key(key0, digest, key);
+	free(specs);
+	return specs && ok && complete;
+}
+
+static void tune_list_write(const char *plan_path, const at_tune_stats *ts, const sinter_compile_options *o)
+{
+	char path[4300];
+	tune_list_path(plan_path, path, sizeof path);
+	sn_buf b = {0};
+	sn_buf_puts(&b, TUNE_LIST_HEAD);
+	for (size_t i = 0; i < ts->nspecs; i++) {
+		for (int k = 0; k < 16; k++)
+			sn_buf_printf(&b, "%02x", ts->specs[i][k]);
+		sn_buf_puts(&b, "\n");
+	}
+	sn_err e = {0};
+	if (b.oom || sn_write_file(path, b.s, b.len, 0600, &e) != SN_OK)
+		warn(o, "plan cache: tuning list not stored: %s", b.oom ? "out of memory" : e.msg);
+	sn_buf_free(&b);
+}
+
+static void tune_stats_out(const at_tune_stats *ts, sinter_compile_stats *s)
+{
+	s->tune_kernels = ts->tunable;
+	s->tune_from_records = ts->from_records;
+	s->tune_tuned = ts->tuned;
+	s->tune_candidates = ts->candidates;
+	s->tune_timings = ts->timings;
+	s->tune_failed = ts->failed;
+	s->tune_rejected = ts->rejected;
+	s->tune_s = ts->seconds;
+	s->tune_speedup = ts->tuned_ms > 0 ? ts->default_ms / ts->tuned_ms : 1.0;
+}
+
 /* The plan of a fully shaped model: from the plan cache, or built (and
  * stored); then loaded into a new slot. */
 static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, const int64_t *vals,
@@ -501,16 +628,34 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 	weights_id(m, wid, sizeof wid, &info);
 	sn_err e = {0};
 	cg_plan *p = NULL;
+	tune_ctx tc = {.dev = c->dev};
+	uint8_t key0[16];
+	char path0[4200] = "";
+	if (r.tune) {
+		char kbuf[4096];
+		const char *kdir = c->o.cache_dir ? (c->o.cache_dir[0] ? c->o.cache_dir : NULL)
+						  : kc_default_dir(kbuf, sizeof kbuf) == SN_OK ? kbuf : NULL;
+		if (at_store_open(kdir, r.remote, c->o.warn, c->o.warn_ctx, &tc.st, &e) != SN_OK)
+			return api_fail(err, &e);
+		tc.o = (at_tune_opts){.budget_s = c->o.tune_budget_s, .kernel_cap_s = c->o.tune_kernel_s,
+				      .progress = c->o.tune_progress, .cache_dir = kdir,
+				      .warn = c->o.warn ? c->o.warn : warn_stderr, .ctx = c->o.warn_ctx};
+	}
 	if (dir) {
 		uint8_t key[16];
-		plan_key(m, &r, c->dev, wid, key);
+		plan_key(m, &r, c->dev, wid, key0);
+		memcpy(key, key0, 16);
+		bool have_key = true;
+		if (r.tune && kc_plan_path(dir, key0, false, path0, sizeof path0, &e) == SN_OK)
+			have_key = tuned_key(path0, tc.st, c->dev, key0, key);
 		s->key_s = now() - t0;
 		if (kc_plan_path(dir, key, false, path, sizeof path, &e) != SN_OK)
 			path[0] = 0;
-		if (path[0])
+		if (path[0] && have_key)
 			p = cache_lookup(path, m, &info, &c->o);
 	}
 	if (p) {
+		at_store_close(tc.st);
 		s->plan_hit = true;
 		s->plan_s = now() - t0;
 		s->steps = p->nsteps;
@@ -519,9 +664,38 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 		s->kernels = p->nkerns;
 		return add_slot(c, p, vals, r.graphs, s, out, err);
 	}
-	if ((st = build_plan(m, &r, c->dev->sm, &p, s, err)) || (st = compile_kernels(p, c->dev->sm, &c->o, s, err))) {
+	if ((st = build_plan(m, &r, c->dev->sm, &p, s, r.tune ? &tc : NULL, err)) ||
+	    (st = compile_kernels(p, c->dev->sm, &c->o, s, err))) {
 		cg_plan_free(p);
+		at_tune_stats_free(&tc.s);
+		at_store_close(tc.st);
 		return st;
+	}
+	if (r.tune) {
+		tune_stats_out(&tc.s, s);
+		/* the key covers the records now stored; a plan some of whose
+		 * kernels the budget left untuned is not stored (the next
+		 * compile tunes them) */
+		bool complete = false;
+		uint8_t digest[16];
+		at_device d;
+		at_device_of(c->dev, &d);
+		if (path0[0] && tc.s.untuned == 0 &&
+		    at_digest(tc.st, &d, (const uint8_t (*)[16])tc.s.specs, tc.s.nspecs, digest, &complete) == SN_OK &&
+		    complete) {
+			uint8_t key[16];
+			extend_key(key0, digest, key);
+			if (kc_plan_path(dir, key, true, path, sizeof path, &e) != SN_OK ||
+			    kc_plan_path(dir, key0, true, path0, sizeof path0, &e) != SN_OK)
+				path[0] = 0;
+			else
+				tune_list_write(path0, &tc.s, &c->o);
+		} else {
+			path[0] = 0;
+		}
+		at_tune_stats_free(&tc.s);
+		at_store_close(tc.st);
+		tc.st = NULL;
 	}
 	if ((st = add_slot(c, p, vals, r.graphs, s, out, err)))
 		return st;
@@ -535,7 +709,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 			file_hash(file, info.w_hash);
 		uint8_t key[16];
 		plan_key(m, &r, c->dev, wid, key);
-		if (kc_plan_path(dir, key, true, path, sizeof path, &e) != SN_OK ||
+		if ((!r.tune && kc_plan_path(dir, key, true, path, sizeof path, &e) != SN_OK) ||
 		    cg_plan_write(path, (*out)->plan, &info, &e) != SN_OK)
 			warn(&c->o, "plan cache: not stored: %s", e.msg);
 		s->plan_s = now() - t0;
@@ -616,7 +790,10 @@ sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile
 		return api_failf(err, SINTER_E_USAGE, "a package carries the weights: they are not loaded");
 	int sm = o && o->target_sm ? o->target_sm : 90;
 	cg_plan *p = NULL;
-	if (!(st = build_plan(m, &r, sm, &p, &s, err)))
+	if (r.tune)
+		return api_failf(err, SINTER_E_USAGE, "max-autotune times kernels on the GPU: it runs in sinter_compile "
+						      "(sinter run or bench), not in a compile without loading");
+	if (!(st = build_plan(m, &r, sm, &p, &s, NULL, err)))
 		st = compile_kernels(p, sm, o, &s, err);
 	if (!st && package) {
 		cg_plan_info info = {0};

@@ -259,6 +259,11 @@ def sinter_measure(args, name, cfg, mode, files, logs):
     elif "arena_bytes" in b and "weight_bytes" in b:
         res["mem_bytes"] = b["arena_bytes"] + b["weight_bytes"]
     res["device"] = b.get("device")
+    if b.get("tune_kernels"):
+        log("  sinter %s %s: tuning %.1f s, %d kernels, %d candidates, %d timing runs, %.3fx on the tuned "
+            "steps; warm start: %s timing runs" % (name, mode, b.get("tune_s", 0), b["tune_kernels"],
+                                                     b.get("tune_candidates", 0), b.get("tune_timings", 0),
+                                                     b.get("tune_speedup", 1), b.get("warm_tune_timings")))
     return res
 
 

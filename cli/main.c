@@ -41,7 +41,7 @@ static const char *const main_help =
 	"  run   FILE.sir     run the model and summarize its outputs\n"
 	"  compile FILE.sir   generate and compile the model's kernels\n"
 	"  bench FILE.sir     compile times, warm start, memory and latency on the GPU\n"
-	"  cache stats|clear  inspect or empty the kernel and plan caches\n"
+	"  cache stats|clear|export|import|merge  inspect, empty or share the caches\n"
 	"  import FILE.onnx -o FILE.sir   ONNX to sinter IR plus its weights\n"
 	"\n"
 	"'sinter COMMAND --help' describes a command's options.\n"
@@ -86,6 +86,7 @@ static const char *const run_help =
 	"  --weights FILE     read params from FILE instead of the model's weights line\n"
 	"  -o FILE            write the outputs to a .safetensors file, named by output\n"
 	"  --cache-dir DIR    kernel and plan caches' folder instead of the default\n"
+	"%s"
 	"FILE may be an AOT package (sinter compile -o FILE.sinterpkg): it runs on\n"
 	"cuda with no NVRTC, inputs from --inputs or random (--seed).\n";
 
@@ -115,7 +116,14 @@ static const char *const bench_help =
 	"  --json             one JSON object instead of text\n"
 	"  --profile          also time each kernel alone and list the top ones\n"
 	"  -o FILE            write the outputs of the first run to a .safetensors file\n"
-	"  --inputs, --weights, --seed: as for run\n";
+	"  --inputs, --weights, --seed: as for run\n"
+	"%s";
+static const char *const tune_help =
+	"  --tune-budget S    max-autotune: seconds of tuning for the whole model (default 20)\n"
+	"  --tune-progress P  max-autotune progress on stderr: bar, summary, json or quiet\n"
+	"                     (default: a bar on a terminal, else one summary line)\n"
+	"  --cache-remote URL tuning records also in Redis (redis://HOST:PORT; default\n"
+	"                     $SINTER_CACHE_REMOTE)\n";
 static const char *const import_help =
 	"usage: sinter import MODEL.onnx -o MODEL.sir [--shape SYM=VALUE]...\n"
 	"\n"
@@ -124,6 +132,9 @@ static const char *const import_help =
 	"Every command that takes a .sir also takes a .onnx directly.\n";
 static const char *const cache_help =
 	"usage: sinter cache stats|clear [--dir DIR]\n"
+	"       sinter cache export FILE [--dir DIR]    tuning records into FILE\n"
+	"       sinter cache import FILE [--dir DIR]    tuning records from FILE (faster wins)\n"
+	"       sinter cache merge A B -o C             one record per kernel and device: the faster\n"
 	"\n"
 	"The kernel and plan caches live in $SINTER_CACHE_DIR, else $XDG_CACHE_HOME/sinter,\n"
 	"else ~/.cache/sinter (docs/CACHE.md).\n";
@@ -138,6 +149,9 @@ typedef struct opts {
 	size_t nshapes;
 	char *shape_text[16];
 	const char *device, *inputs, *init, *weights, *out, *cache_dir;
+	double tune_budget;
+	int tune_progress;
+	const char *cache_remote;
 	uint64_t seed;
 	bool help;
 	double child_t0; /* bench's warm-start child: the parent's clock at spawn */
@@ -259,6 +273,25 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 		} else if ((run || is_compile) && !strcmp(a, "--cache-dir")) {
 			VALUE();
 			o->cache_dir = val;
+		} else if (run && !strcmp(a, "--tune-budget")) {
+			VALUE();
+			char *end;
+			double v = strtod(val, &end);
+			if (!*val || *end || !(v > 0) || v > 1e6)
+				return usage_error(cmd, "--tune-budget wants seconds > 0, got '%s'", val);
+			o->tune_budget = v;
+		} else if (run && !strcmp(a, "--tune-progress")) {
+			VALUE();
+			static const char *const names[] = {"auto", "bar", "summary", "json", "quiet"};
+			int k = 0;
+			while (k < 5 && strcmp(names[k], val))
+				k++;
+			if (k == 5)
+				return usage_error(cmd, "--tune-progress takes bar, summary, json or quiet, got '%s'", val);
+			o->tune_progress = k;
+		} else if (run && !strcmp(a, "--cache-remote")) {
+			VALUE();
+			o->cache_remote = val;
 		} else if (run && !strcmp(a, "--warm-start-child")) {
 			VALUE();
 			o->child_t0 = strtod(val, NULL);
@@ -594,6 +627,9 @@ static void compile_opts(const opts *o, sinter_compile_options *co)
 	co->cache_dir = o->no_cache ? "" : o->cache_dir;
 	co->dump_dir = o->dump_dir;
 	co->no_fusion = o->no_fusion;
+	co->tune_budget_s = o->tune_budget;
+	co->tune_progress = o->tune_progress;
+	co->cache_remote = o->cache_remote;
 }
 
 /* Random inputs for a compiled model (packages carry no model). */
@@ -677,7 +713,7 @@ static int cmd_run(opts *o)
 	sinter_error err;
 	sinter_tensor *outs = NULL;
 	sinter_compiled *c = NULL;
-	double t1 = now(), t2;
+	double t1 = now(), t2, t0c = t1;
 	sinter_compile_stats cs = {0};
 	if (!cuda && (rc = optimize(o, p.m, false, 0))) {
 		prepared_free(&p);
@@ -701,9 +737,11 @@ static int cmd_run(opts *o)
 		/* bench's warm-start child: one line for the parent, nothing else */
 		printf("{\"first_output_s\": %.6f, \"context_s\": %.6f, \"parse_s\": %.6f, \"weights_s\": %.6f, "
 		       "\"key_s\": %.6f, \"plan_s\": %.6f, \"load_s\": %.6f, \"blas_s\": %.6f, \"upload_s\": %.6f, "
-		       "\"capture_s\": %.6f, \"run_s\": %.6f, \"plan_hit\": %s}\n",
+		       "\"capture_s\": %.6f, \"run_s\": %.6f, \"plan_hit\": %s, \"tune_timings\": %zu, "
+		       "\"tune_candidates\": %zu, \"compile_s\": %.6f}\n",
 		       wall() - o->child_t0, cs.context_s, p.parse_s, p.load_s, cs.key_s, cs.plan_s, cs.load_s, cs.blas_s,
-		       cs.upload_s, cs.capture_s, t2 - t1, cs.plan_hit ? "true" : "false");
+		       cs.upload_s, cs.capture_s, t2 - t1, cs.plan_hit ? "true" : "false", cs.tune_timings,
+		       cs.tune_candidates, t1 - t0c);
 	} else {
 		for (size_t i = 0; i < nout; i++)
 			summarize(&outs[i]);
@@ -857,7 +895,7 @@ static int warm_start_child(const opts *o, const char *dir, const char *inputs, 
 	}
 	/* the inputs ready in a file, as a user's would be */
 	const char *pairs[][2] = {{"--mode", o->mode}, {"--passes", o->passes}, {"--precision", o->precision},
-				  {"--weights", o->weights}, {"--inputs", inputs}};
+				  {"--weights", o->weights}, {"--inputs", inputs}, {"--cache-remote", o->cache_remote}};
 	for (size_t i = 0; i < SN_COUNT_CLI(pairs); i++)
 		if (pairs[i][1]) {
 			av[n++] = pairs[i][0];
@@ -913,9 +951,10 @@ static void remove_tree(const char *dir)
 {
 	size_t removed;
 	sinter_cache_clear(dir, &removed, NULL);
+	sinter_tuning_clear(dir, &removed, NULL);
 	char sub[128];
-	static const char *const kinds[] = {"kernels", "plans"};
-	for (int k = 0; k < 2; k++) {
+	static const char *const kinds[] = {"kernels", "plans", "tuning"};
+	for (int k = 0; k < 3; k++) {
 		for (int i = 0; i < 256; i++) {
 			snprintf(sub, sizeof sub, "%s/%s/%02x", dir, kinds[k], i);
 			rmdir(sub);
@@ -992,11 +1031,15 @@ static int cmd_bench(opts *o)
 		       "\"warm_start_s\": %.4f, \"warm_context_s\": %.4f, \"warm_after_context_s\": %.4f, \"warm_plan_hit\": %s, "
 		       "\"steps\": %zu, \"kernels\": %zu, \"unique_kernels\": %zu, "
 		       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"median_ms\": %.4f, \"min_ms\": %.4f, "
-		       "\"iters\": %d}\n",
+		       "\"iters\": %d, \"tune_s\": %.4f, \"tune_kernels\": %zu, \"tune_from_records\": %zu, "
+		       "\"tune_tuned\": %zu, \"tune_candidates\": %zu, \"tune_timings\": %zu, \"tune_failed\": %zu, "
+		       "\"tune_rejected\": %zu, \"tune_speedup\": %.4f, \"warm_tune_timings\": %.0f}\n",
 		       o->file, why, cold_s, p.parse_s, cold.passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s,
 		       cold.upload_s, cold.context_s, cold.plan_s, warm_s, ctx_s, warm_ok ? warm_s - ctx_s : -1,
 		       warm_hit ? "true" : "false", cold.steps, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes,
-		       med, ms[0], o->iters);
+		       med, ms[0], o->iters, cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned,
+		       cold.tune_candidates, cold.tune_timings, cold.tune_failed, cold.tune_rejected, cold.tune_speedup,
+		       warm_ok ? json_num(line, "tune_timings") : -1);
 	} else {
 		printf("%s on %s\n", o->file, why);
 		if (pkg)
@@ -1008,6 +1051,11 @@ static int cmd_bench(opts *o)
 			       cold_s, p.parse_s, cold.passes_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.upload_s,
 			       cold.plan_s, cold.steps, cold.kernels, cold.steps - cold.kernels, cold.unique_kernels,
 			       (double)cold.arena_bytes / 1048576.0);
+		if (cold.tune_kernels)
+			printf("tuning:       %.3f s: %zu tunable kernels (%zu from records, %zu tuned), %zu candidates timed, "
+			       "%zu timing runs, %zu scored out, %zu records rejected; %.2fx on the tuned steps\n",
+			       cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned, cold.tune_candidates,
+			       cold.tune_timings, cold.tune_failed, cold.tune_rejected, cold.tune_speedup);
 		if (warm_ok)
 			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n"
 			       "              after the context: plan key %.3f, plan read %.3f, modules %.3f, cuBLASLt %.3f, upload %.3f, graph %.3f, first run %.3f\n",
@@ -1059,12 +1107,17 @@ static int cmd_import(const opts *o)
 	return 0;
 }
 
+/* cli/cache_records.c: sinter cache export|import|merge */
+int cli_cache_records(int argc, char **argv);
+
 static int cmd_cache(int argc, char **argv)
 {
 	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
 		fputs(cache_help, argc < 1 ? stderr : stdout);
 		return argc < 1 ? EXIT_USAGE : 0;
 	}
+	if (!strcmp(argv[0], "export") || !strcmp(argv[0], "import") || !strcmp(argv[0], "merge"))
+		return cli_cache_records(argc, argv);
 	const char *dir = NULL;
 	if (argc == 3 && !strcmp(argv[1], "--dir"))
 		dir = argv[2];
@@ -1086,13 +1139,19 @@ static int cmd_cache(int argc, char **argv)
 		if (sinter_plan_cache_stats(dir, &n, &bytes, &err))
 			return report(&err);
 		printf("plan cache %s: %zu entries, %.1f MiB\n", dir, n, (double)bytes / 1048576.0);
+		size_t rej;
+		if (sinter_tuning_stats(dir, &n, &rej, &err))
+			return report(&err);
+		printf("tuning records %s: %zu valid, %zu rejected (malformed, checksum or key mismatch)\n", dir, n, rej);
 		return 0;
 	}
 	if (!strcmp(argv[0], "clear")) {
 		size_t n;
-		if (sinter_cache_clear(dir, &n, &err))
+		size_t nr;
+		if (sinter_cache_clear(dir, &n, &err) || sinter_tuning_clear(dir, &nr, &err))
 			return report(&err);
-		printf("caches %s: removed %zu entries (kernels and plans)\n", dir, n);
+		n += nr;
+		printf("caches %s: removed %zu entries (kernels, plans and tuning records)\n", dir, n);
 		return 0;
 	}
 	return usage_error("cache", "unknown cache command '%s' (stats or clear)", argv[0]);
@@ -1133,7 +1192,10 @@ int main(int argc, char **argv)
 		opts o;
 		int rc = parse_args(cmd, argc - 2, argv + 2, &o, cmds[c].run);
 		if (!rc && o.help) {
-			fputs(cmds[c].help, stdout);
+			if (c == 3 || c == 5)
+				printf(cmds[c].help, tune_help);
+			else
+				fputs(cmds[c].help, stdout);
 			fputs(shape_help, stdout);
 			if (c != 0 && c != 2 && c != 6)
 				fputs(passes_help, stdout);

@@ -31,6 +31,9 @@ typedef struct cg_config {
 } cg_config;
 
 /* "block=256 vec=4" (only the fields set), into out[cap]. */
+/* A kernel source's spec key (cg_kern.spec): XXH3-128 of the renderer
+ * version and the source up to its config line. */
+void cg_spec_key(const char *src, uint8_t key[16]);
 void cg_config_str(const cg_config *c, char *out, size_t cap);
 
 typedef enum cg_where {

@@ -369,7 +369,7 @@ static uint64_t align_up(uint64_t x)
  * source with the spec comment (cg_emit_spec), whose last line states the
  * config; the key hashes the renderer version and the text before it. */
 #define CG_RENDERER_VERSION 1
-static void spec_key(const char *src, uint8_t key[16])
+void cg_spec_key(const char *src, uint8_t key[16])
 {
 	const char *end = strstr(src, "\n * config:");
 	size_t n = end ? (size_t)(end - src) : strlen(src);
@@ -724,7 +724,7 @@ static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target 
 			memcpy(ck->name, k->name, sizeof ck->name);
 			ck->src = k->src;
 			k->src = NULL; /* moved */
-			spec_key(ck->src, ck->spec);
+			cg_spec_key(ck->src, ck->spec);
 			ck->cfg = k->cfg;
 			if (!ck->cfg.block)
 				ck->cfg.block = (int32_t)k->block[0];

@@ -172,8 +172,10 @@ bool sinter_cuda_available(char *why, size_t cap);
 typedef struct sinter_compile_options {
 	const char *mode;      /* "default" (NULL): passes, heuristic kernel configs, caches;
 				* "reduce-overhead": default + the plan captured once as a CUDA
-				* graph and replayed; "max-autotune" is refused until autotuning
-				* is built */
+				* graph and replayed; "max-autotune": reduce-overhead + each
+				* tunable kernel's config and each matrix product's cuBLASLt
+				* algorithm chosen by timing candidates on the GPU within a
+				* budget, or taken from stored tuning records (docs/CACHE.md) */
 	sinter_precision precision; /* fp32 contractions use TF32 under SINTER_PREC_TF32 */
 	const char *passes;    /* NULL: the mode's pipeline; "": none (the model was optimized
 				* already); else a comma list of passes */
@@ -189,7 +191,15 @@ typedef struct sinter_compile_options {
 				* one per set of bound values (0: 8) */
 	void (*warn)(void *ctx, const char *msg); /* cache corruption reports; NULL: stderr */
 	void *warn_ctx;
+	/* max-autotune only */
+	double tune_budget_s;  /* seconds of tuning for the whole model (0: 20) */
+	double tune_kernel_s;  /* seconds for one kernel's candidates (0: 2) */
+	const char *cache_remote; /* tuning records also in Redis, "redis://HOST:PORT"; NULL:
+				* $SINTER_CACHE_REMOTE when set; "": none */
+	int tune_progress;     /* on stderr: SINTER_TUNE_AUTO (0: a bar on a terminal, else one
+				* summary line), _BAR, _SUMMARY, _JSON (a JSON object per line), _QUIET */
 } sinter_compile_options;
+enum { SINTER_TUNE_AUTO, SINTER_TUNE_BAR, SINTER_TUNE_SUMMARY, SINTER_TUNE_JSON, SINTER_TUNE_QUIET };
 
 /* Zeroes o: the defaults above. */
 void sinter_compile_options_init(sinter_compile_options *o);
@@ -203,6 +213,13 @@ typedef struct sinter_compile_stats {
 	double key_s, blas_s, capture_s; /* plan-cache key; cuBLASLt handle and algorithms;
 				* CUDA graph capture */
 	bool plan_hit;         /* the plan came from the plan cache or a package */
+	/* max-autotune: tunable kernels and products, how many a stored record
+	 * decided, how many were timed now, candidates and timing runs, those
+	 * scored out, records rejected; seconds; estimated speedup of the tuned
+	 * steps over their defaults */
+	size_t tune_kernels, tune_from_records, tune_tuned, tune_candidates, tune_timings, tune_failed,
+		tune_rejected;
+	double tune_s, tune_speedup;
 } sinter_compile_stats;
 
 /* Runs the passes o asks for on a copy of m, then renders and compiles every
@@ -267,6 +284,20 @@ sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *byt
 sinter_status sinter_plan_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err);
 /* Deletes the kernel cache's and the plan cache's entries; *removed counts them. */
 sinter_status sinter_cache_clear(const char *dir, size_t *removed, sinter_error *err);
+/* Tuning records (max-autotune's decisions; docs/CACHE.md) in dir's local
+ * store (NULL: the default dir). stats: *valid records, *rejected entries
+ * that fail a check. export: every valid record into a record file (*n).
+ * import: a record file's valid records into the store, the faster winning
+ * per kernel and device (*read, *written, *rejected lines). merge: a and b
+ * into out, one record per kernel and device, the faster (*n, *rejected).
+ * clear: deletes the records and the plan cache's tuning lists. */
+sinter_status sinter_tuning_stats(const char *dir, size_t *valid, size_t *rejected, sinter_error *err);
+sinter_status sinter_tuning_export(const char *dir, const char *file, size_t *n, sinter_error *err);
+sinter_status sinter_tuning_import(const char *dir, const char *file, size_t *read, size_t *written,
+				   size_t *rejected, sinter_error *err);
+sinter_status sinter_tuning_merge(const char *a, const char *b, const char *out, size_t *n, size_t *rejected,
+				  sinter_error *err);
+sinter_status sinter_tuning_clear(const char *dir, size_t *removed, sinter_error *err);
 /* The default cache directory into out[cap]. */
 sinter_status sinter_cache_dir(char *out, size_t cap, sinter_error *err);
 

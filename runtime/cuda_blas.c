@@ -476,3 +476,48 @@ void rt_gemm_free(rt_gemm *gm)
 		b->MatmulDescDestroy(gm->desc);
 	free(gm);
 }
+
+/* ---- candidates for the autotuner ---- */
+
+int rt_gemm_candidates(rt_blas *b, const cg_mm *g, cg_blas_algo *out, int max, int *n, sn_err *e)
+{
+	*n = 0;
+	cg_mm d = *g;
+	d.algo.valid = 0;
+	rt_gemm *gm = NULL;
+	if (rt_gemm_prepare(b, &d, &gm, NULL, e))
+		return e->code;
+	if (gm->empty || max <= 0) {
+		rt_gemm_free(gm);
+		return SN_OK;
+	}
+	/* the same preferences as rt_gemm_prepare's, asking for up to max */
+	size_t es = ir_dtype_size(g->dtype);
+	uint64_t ws = b->ws_size;
+	uint32_t al_a = batch_align(g->batch, g->stride_b, es), al_b = batch_align(g->batch, g->stride_a, es),
+		 al_c = batch_align(g->batch, g->stride_c, es);
+	cublasLtMatmulPreference_t pref = NULL;
+	cublasLtMatmulHeuristicResult_t *res = calloc((size_t)max, sizeof *res);
+	int found = 0;
+	if (!res) {
+		rt_gemm_free(gm);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	if (check(b, b->MatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", e))
+		pref = NULL;
+	else if (!set_pref(b, pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws, e) &&
+		 !set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a, e) &&
+		 !set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b, e) &&
+		 !set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c, e) &&
+		 !set_pref(b, pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c, e))
+		check(b, b->MatmulAlgoGetHeuristic(b->h, gm->desc, gm->la, gm->lb, gm->lc, gm->lc, pref, max, res, &found),
+		      "cublasLtMatmulAlgoGetHeuristic", e);
+	for (int i = 0; !e->code && i < found; i++)
+		if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= b->ws_size)
+			algo_read(b, &res[i].algo, &out[(*n)++]);
+	if (pref)
+		b->MatmulPreferenceDestroy(pref);
+	free(res);
+	rt_gemm_free(gm);
+	return e->code;
+}

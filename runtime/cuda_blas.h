@@ -51,5 +51,11 @@ int rt_gemm_run(rt_blas *b, rt_gemm *gm, CUdeviceptr a, CUdeviceptr bm, CUdevice
 		CUstream s, sn_err *e);
 void rt_gemm_free(rt_gemm *gm);
 
+/* The autotuner's candidates for g: up to max algorithms from
+ * cublasLtMatmulAlgoGetHeuristic, best first (out[0] is the one
+ * rt_gemm_prepare picks without a recorded algorithm), each as data that
+ * fits the workspace; *n of them. Run one by setting it as g->algo. */
+int rt_gemm_candidates(rt_blas *b, const cg_mm *g, cg_blas_algo *out, int max, int *n, sn_err *e);
+
 
 #endif

@@ -107,8 +107,11 @@ if ! nvidia-smi >/dev/null 2>&1; then
 fi
 expect 3 "cpu device is not built" -- "$sinter" run tiny.sir --device cpu --shape N=1 --init random
 
-# modes: the library decides what they mean; one not built yet is refused
-expect 2 "max-autotune is not built yet" -- "$sinter" run tiny.sir --device cuda --mode max-autotune --shape N=1 --init random
+# modes: the library decides what they mean; max-autotune times kernels on
+# the GPU, so a compile without one refuses it, and its options are checked
+expect 2 "max-autotune times kernels on the GPU" -- "$sinter" compile tiny.sir --target sm_90 --mode max-autotune --shape N=1 --no-cache
+expect 2 "--tune-budget wants seconds > 0" -- "$sinter" run tiny.sir --mode max-autotune --tune-budget -3 --shape N=1 --init random
+expect 2 "--tune-progress takes" -- "$sinter" run tiny.sir --mode max-autotune --tune-progress loud --shape N=1 --init random
 expect 2 "unknown mode 'turbo'" -- "$sinter" compile tiny.sir --target sm_90 --mode turbo --shape N=1 --no-cache
 
 # AOT packages: written without a GPU (NVRTC only), refused to run without one
