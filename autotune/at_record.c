@@ -62,10 +62,10 @@ void at_mm_spec(const cg_mm *g, uint8_t spec[16])
 	char buf[320];
 	int n = snprintf(buf, sizeof buf,
 			 "cublaslt matmul batch=%lld m=%lld n=%lld k=%lld strides=%lld,%lld,%lld trans_b=%d dtype=%s "
-			 "act=%d bias=%d tf32=%d",
+			 "act=%d bias=%d c=%d tf32=%d",
 			 (long long)g->batch, (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->stride_a,
 			 (long long)g->stride_b, (long long)g->stride_c, (int)g->trans_b, ir_dtype_name(g->dtype),
-			 (int)g->act, g->bias != CG_NO_BUF, (int)g->tf32);
+			 (int)g->act, g->bias != CG_NO_BUF, g->c != CG_NO_BUF, (int)g->tf32);
 	canon128(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, spec);
 }
 

@@ -1,22 +1,28 @@
 /* cuda_tune.c: the autotuner (at_tune.h).
  *
- * 1. Items: every unique elementwise kernel of the plan (by spec key) and
- *    every unique cuBLASLt product (by at_mm_spec), with how often the plan
- *    runs it and a cost estimate from its bytes and flops.
- * 2. A stored record for (spec, this device) decides an item without
+ * 1. Items: every unique kernel of the plan (by spec key) and every unique
+ *    cuBLASLt product (by at_mm_spec), with how often the plan runs it and
+ *    a cost estimate from its bytes and flops.
+ * 2. Candidates come from codegen itself: the graph is lowered again with
+ *    cg_target.pick asking every kernel for one config of the search space
+ *    (threads per block x vector width); a kernel whose renderer accepts it
+ *    yields a candidate (its source, config and launch geometry), one that
+ *    does not keeps its default. Products get the cuBLASLt heuristic's top
+ *    algorithms. Kernels without any candidate are not tunable.
+ * 3. A stored record for (spec, this device) decides an item without
  *    timing, once the renderer (or cublasLtMatmulAlgoCheck) accepts its
  *    choice and the chosen kernel's output matches the default's on random
  *    inputs; a record that fails either is rejected and counted.
- * 3. The other items, most expensive first, get candidates: elementwise
- *    block x vec configs the renderer accepts, or the cuBLASLt heuristic's
- *    top algorithms. Kernels are compiled with NVRTC on every core (through
- *    the kernel cache), a chunk of items at a time. Each candidate runs
- *    once on random inputs and must match the default's output; then it is
- *    timed (median of AT_REPS runs, the L2 flushed before each). A candidate
- *    that fails to compile, to launch, to match, or runs far slower than
- *    the default is scored out. The whole budget and each item's cap are
- *    checked before every candidate: when they run out the best so far
- *    wins (or the default). The winner goes into the plan and a record.
+ * 4. The other items, most expensive first: candidates compiled with NVRTC
+ *    on every core (through the kernel cache), a chunk of items at a time;
+ *    each runs once on random inputs and must match the default's output,
+ *    then is timed (median of AT_REPS runs, the L2 flushed before each). A
+ *    candidate that fails to compile, to launch, to match, or runs far
+ *    slower than the default is scored out. The whole budget and each
+ *    item's cap are checked before every candidate: when they run out the
+ *    best so far wins (or the default). The winner is patched into the plan
+ *    (the candidate plans share its buffers: the configs do not change the
+ *    fusion groups) and written as a record.
  * A kernel that faults on the device leaves the context unusable; that is
  * reported as an error (generated candidates are not expected to fault). */
 #include "autotune/at_tune.h"
@@ -51,8 +57,8 @@ typedef struct cand {
 	char name[64];
 	char *src;
 	unsigned grid[3], block[3], smem;
-	uint32_t nbufs;
-	ir_ref bufs[CG_MAX_BUFS];
+	uint32_t nargs;
+	uint32_t args[CG_MAX_ARGS]; /* plan buffer ids */
 	void *cubin;
 	size_t cubin_size;
 	double ms;
@@ -63,16 +69,15 @@ typedef struct item {
 	at_kind kind;
 	uint8_t spec[16];
 	uint32_t kern; /* AT_KERNEL: the plan's kernel */
-	uint32_t step; /* AT_BLAS: a plan step computing it */
-	ir_ref node;   /* AT_KERNEL: a node it renders */
+	uint32_t step; /* a plan step running it */
 	uint32_t uses;
 	double est;
 	cand *c; /* c[0]: the default */
 	size_t nc;
-	bool record; /* c[1] is a stored record's choice: check it, do not time */
+	bool record; /* c[1] (if any) is a stored record's choice: check it, do not time */
+	bool want;   /* candidates wanted (no record) */
 	at_record rec;
 	int chosen;  /* index into c, -1: none yet */
-	double default_ms;
 } item;
 
 typedef struct tuner {
@@ -269,38 +274,6 @@ static double rtol_of(ir_dtype t, bool tf32)
 
 /* ---- items ---- */
 
-static bool is_elementwise(const ir_node *n)
-{
-	ir_kind k = ir_ops[n->op].kind;
-	return k == IR_K_UNARY || k == IR_K_BINARY || k == IR_K_TERNARY;
-}
-
-/* Renders node r with want into c (NULL want: the default). */
-static int render(const tuner *tu, ir_ref r, const cg_config *want, cand *c)
-{
-	cg_step st;
-	memset(&st, 0, sizeof st);
-	st.node = r;
-	sn_err e = {0};
-	int rc = cg_render_elementwise(tu->g, r, tu->t, want, &st, &e);
-	if (rc || st.kind != CG_STEP_KERNEL || !st.k.src) {
-		free(st.k.src);
-		return rc ? rc : SN_EINTERNAL;
-	}
-	memset(c, 0, sizeof *c);
-	c->cfg = st.k.cfg;
-	if (!c->cfg.block)
-		c->cfg.block = (int32_t)st.k.block[0];
-	memcpy(c->name, st.k.name, sizeof c->name);
-	c->src = st.k.src;
-	memcpy(c->grid, st.k.grid, sizeof c->grid);
-	memcpy(c->block, st.k.block, sizeof c->block);
-	c->smem = st.k.smem;
-	c->nbufs = st.k.nbufs;
-	memcpy(c->bufs, st.k.bufs, sizeof c->bufs);
-	return SN_OK;
-}
-
 static bool same_cfg(const cg_config *a, const cg_config *b)
 {
 	return !memcmp(a, b, sizeof *a);
@@ -323,115 +296,153 @@ static int push(cand **cs, size_t *n, const cand *c)
 	return SN_OK;
 }
 
-/* The elementwise search space, most promising first: the widest vector
- * the dtypes allow and blocks near 256 before narrow vectors and extreme
- * blocks. The renderer says which of these it accepts. */
-static int kernel_space(tuner *tu, item *it)
+/* Kernel kk of plan p as a candidate: its source (copied), config and the
+ * launch of its first step. */
+static int cand_of(const cg_plan *p, uint32_t kk, cand *c)
 {
-	static const int blocks[] = {256, 128, 512, 1024, 64};
-	static const int vecs[] = {16, 8, 4, 2, 1};
-	for (size_t v = 0; v < SN_COUNT(vecs); v++)
-		for (size_t b = 0; b < SN_COUNT(blocks); b++) {
-			cg_config want = {.block = blocks[b], .vec = vecs[v]};
-			cand c;
-			if (render(tu, it->node, &want, &c) != SN_OK)
-				continue; /* outside this kernel's space */
-			bool dup = false;
-			for (size_t k = 0; k < it->nc && !dup; k++)
-				dup = !strcmp(it->c[k].name, c.name);
-			if (dup || c.nbufs != it->c[0].nbufs || memcmp(c.bufs, it->c[0].bufs, sizeof c.bufs)) {
-				cand_free(&c);
-				continue;
-			}
-			if (push(&it->c, &it->nc, &c)) {
-				cand_free(&c);
-				return SN_EINTERNAL;
-			}
+	memset(c, 0, sizeof *c);
+	uint32_t s = 0;
+	while (s < p->nsteps && !(p->steps[s].kind == CG_LAUNCH && p->steps[s].kern == kk))
+		s++;
+	if (s == p->nsteps || !p->kerns[kk].src || !(c->src = strdup(p->kerns[kk].src)))
+		return SN_EINTERNAL;
+	const cg_pstep *ps = &p->steps[s];
+	c->cfg = p->kerns[kk].cfg;
+	memcpy(c->name, p->kerns[kk].name, sizeof c->name);
+	memcpy(c->grid, ps->grid, sizeof c->grid);
+	memcpy(c->block, ps->block, sizeof c->block);
+	c->smem = ps->smem;
+	c->nargs = ps->nargs;
+	memcpy(c->args, ps->args, sizeof c->args);
+	return SN_OK;
+}
+
+static item *find(item *it, size_t n, at_kind k, const uint8_t spec[16])
+{
+	for (size_t i = 0; i < n; i++)
+		if (it[i].kind == k && !memcmp(it[i].spec, spec, 16))
+			return &it[i];
+	return NULL;
+}
+
+/* ---- lowering again with other configs ---- */
+
+typedef struct pick_ctx {
+	const item *it;
+	size_t n;
+	const cg_config *all; /* every wanted item gets this config */
+} pick_ctx;
+
+static bool pick_hook(void *ctx, const uint8_t spec[16], const cg_config *def, cg_config *want)
+{
+	(void)def;
+	pick_ctx *pc = ctx;
+	for (size_t i = 0; i < pc->n; i++) {
+		const item *x = &pc->it[i];
+		if (x->kind != AT_KERNEL || memcmp(x->spec, spec, 16))
+			continue;
+		if (pc->all) {
+			if (!x->want)
+				return false;
+			*want = *pc->all;
+			return true;
 		}
+		if (!x->record)
+			return false;
+		*want = x->rec.cfg;
+		return true;
+	}
+	return false;
+}
+
+/* Lowers the graph again (no weights) with the hook. */
+static int relower(tuner *tu, pick_ctx *pc, cg_plan **out)
+{
+	cg_target t2 = *tu->t;
+	t2.pick = pick_hook;
+	t2.pick_ctx = pc;
+	sn_err e = {0};
+	return cg_lower(tu->g, NULL, &t2, out, &e);
+}
+
+/* The search space, most promising first: blocks near 256 and the widest
+ * vectors before extremes. Renderers take what they can. */
+static const cg_config space_cfgs[] = {
+	{.block = 256, .vec = 8}, {.block = 128, .vec = 8}, {.block = 512, .vec = 8}, {.block = 256, .vec = 4},
+	{.block = 128, .vec = 4}, {.block = 512, .vec = 4}, {.block = 1024, .vec = 8}, {.block = 1024, .vec = 4},
+	{.block = 256, .vec = 2}, {.block = 128, .vec = 2}, {.block = 512, .vec = 2}, {.block = 64, .vec = 8},
+	{.block = 64, .vec = 4}, {.block = 256, .vec = 1}, {.block = 128, .vec = 1}, {.block = 512, .vec = 1},
+	{.block = 1024, .vec = 1}, {.block = 64, .vec = 1}, {.block = 1024, .vec = 2}, {.block = 64, .vec = 2},
+};
+
+/* Adds the kernels of plan q that differ from what each item has. */
+static int harvest(item *it, size_t n, const cg_plan *q, bool records)
+{
+	for (uint32_t kk = 0; kk < q->nkerns; kk++) {
+		item *x = find(it, n, AT_KERNEL, q->kerns[kk].spec);
+		if (!x || (records ? !x->record : !x->want))
+			continue;
+		bool dup = false;
+		for (size_t k = 0; k < x->nc && !dup; k++)
+			dup = !strcmp(x->c[k].name, q->kerns[kk].name);
+		if (dup)
+			continue;
+		cand c;
+		if (cand_of(q, kk, &c) != SN_OK)
+			continue;
+		/* the same buffers in the same order, or it is not comparable */
+		if (c.nargs != x->c[0].nargs || memcmp(c.args, x->c[0].args, sizeof c.args) ||
+		    (records && !same_cfg(&c.cfg, &x->rec.cfg)) || push(&x->c, &x->nc, &c)) {
+			cand_free(&c);
+			continue;
+		}
+	}
 	return SN_OK;
 }
 
 static int collect(tuner *tu, item **out, size_t *nout, sn_err *e)
 {
-	const ir_graph *g = tu->g;
 	cg_plan *p = tu->p;
 	item *it = NULL;
 	size_t n = 0, cap = 0;
-#define GROW()                                                                       \
-	do {                                                                         \
-		if (n == cap) {                                                      \
-			size_t nc_ = cap ? 2 * cap : 32;                             \
-			item *ni_ = realloc(it, nc_ * sizeof *ni_);                 \
-			if (!ni_) {                                                  \
-				items_free(it, n);                                   \
-				return sn_errf(e, SN_EINTERNAL, "out of memory");    \
-			}                                                            \
-			it = ni_;                                                    \
-			cap = nc_;                                                   \
-		}                                                                    \
-	} while (0)
-	for (ir_ref r = 0; r < g->nnodes; r++) {
-		if (!is_elementwise(&g->nodes[r]))
-			continue;
-		cand d;
-		if (render(tu, r, NULL, &d) != SN_OK)
-			continue;
-		uint8_t spec[16];
-		cg_spec_key(d.src, spec);
-		bool seen = false;
-		for (size_t i = 0; i < n && !seen; i++)
-			seen = it[i].kind == AT_KERNEL && !memcmp(it[i].spec, spec, 16);
-		uint32_t kk = 0;
-		while (kk < p->nkerns && strcmp(p->kerns[kk].name, d.name))
-			kk++;
-		if (seen || kk == p->nkerns) {
-			cand_free(&d);
-			continue;
-		}
-		GROW();
-		item *x = &it[n++];
-		memset(x, 0, sizeof *x);
-		x->kind = AT_KERNEL;
-		memcpy(x->spec, spec, 16);
-		x->kern = kk;
-		x->node = r;
-		x->chosen = -1;
-		x->c = malloc(sizeof *x->c);
-		if (!x->c) {
-			cand_free(&d);
-			items_free(it, n);
-			return sn_errf(e, SN_EINTERNAL, "out of memory");
-		}
-		x->c[0] = d;
-		x->nc = 1;
-		for (uint32_t s = 0; s < p->nsteps; s++)
-			if (p->steps[s].kind == CG_LAUNCH && p->steps[s].kern == kk) {
-				x->uses++;
-				x->est += p->steps[s].bytes / 3e12;
-			}
-	}
 	for (uint32_t s = 0; s < p->nsteps; s++) {
-		if (p->steps[s].kind != CG_MATMUL)
-			continue;
+		const cg_pstep *ps = &p->steps[s];
 		uint8_t spec[16];
-		at_mm_spec(&p->steps[s].mm, spec);
-		item *x = NULL;
-		for (size_t i = 0; i < n && !x; i++)
-			if (it[i].kind == AT_BLAS && !memcmp(it[i].spec, spec, 16))
-				x = &it[i];
+		at_kind k = ps->kind == CG_MATMUL ? AT_BLAS : AT_KERNEL;
+		if (k == AT_BLAS)
+			at_mm_spec(&ps->mm, spec);
+		else
+			memcpy(spec, p->kerns[ps->kern].spec, 16);
+		item *x = find(it, n, k, spec);
 		if (!x) {
-			GROW();
+			if (n == cap) {
+				size_t nc = cap ? 2 * cap : 32;
+				item *ni = realloc(it, nc * sizeof *ni);
+				if (!ni) {
+					items_free(it, n);
+					return sn_errf(e, SN_EINTERNAL, "out of memory");
+				}
+				it = ni;
+				cap = nc;
+			}
 			x = &it[n++];
 			memset(x, 0, sizeof *x);
-			x->kind = AT_BLAS;
+			x->kind = k;
 			memcpy(x->spec, spec, 16);
 			x->step = s;
 			x->chosen = -1;
+			if (k == AT_KERNEL) {
+				cand d;
+				x->kern = ps->kern;
+				if (cand_of(p, ps->kern, &d) != SN_OK || push(&x->c, &x->nc, &d)) {
+					items_free(it, n);
+					return sn_errf(e, SN_EINTERNAL, "out of memory");
+				}
+			}
 		}
 		x->uses++;
-		x->est += p->steps[s].bytes / 3e12 + p->steps[s].flops / 4e14;
+		x->est += ps->bytes / 3e12 + ps->flops / 4e14;
 	}
-#undef GROW
 	*out = it;
 	*nout = n;
 	return SN_OK;
@@ -439,78 +450,115 @@ static int collect(tuner *tu, item **out, size_t *nout, sn_err *e)
 
 /* ---- measuring ---- */
 
+/* Device buffers with random contents and a pristine copy of each (to
+ * restore those a run writes). */
 typedef struct bufs {
-	CUdeviceptr d[CG_MAX_BUFS];
-	ir_dtype t[CG_MAX_BUFS];
-	size_t bytes[CG_MAX_BUFS];
 	unsigned n;
+	CUdeviceptr d[CG_MAX_ARGS + 2], keep[CG_MAX_ARGS + 2];
+	ir_dtype t[CG_MAX_ARGS + 2];
+	size_t bytes[CG_MAX_ARGS + 2];
+	bool written[CG_MAX_ARGS + 2]; /* the default's run changed it */
+	void *host[CG_MAX_ARGS + 2];   /* written: the default's result */
 } bufs;
 
 static void bufs_free(tuner *tu, bufs *b)
 {
-	for (unsigned i = 0; i < b->n; i++)
+	for (unsigned i = 0; i < b->n; i++) {
 		rt_dev_free(tu->c, b->d[i]);
-	b->n = 0;
+		rt_dev_free(tu->c, b->keep[i]);
+		free(b->host[i]);
+	}
+	memset(b, 0, sizeof *b);
 }
 
-/* Device buffers of the given sizes, filled with random values. */
 static int bufs_make(tuner *tu, bufs *b, sn_err *e)
 {
-	for (unsigned i = 0; i < b->n; i++) {
-		b->d[i] = 0;
-	}
 	for (unsigned i = 0; i < b->n; i++) {
 		void *h = malloc(b->bytes[i] ? b->bytes[i] : 1);
 		if (!h)
 			return sn_errf(e, SN_EINTERNAL, "out of memory");
 		fill(h, b->bytes[i], b->t[i], &tu->seed);
-		int rc = rt_dev_alloc(tu->c, b->bytes[i], &b->d[i], e) || rt_dev_upload(tu->c, b->d[i], h, b->bytes[i], e);
-		free(h);
+		int rc = rt_dev_alloc(tu->c, b->bytes[i], &b->d[i], e) || rt_dev_alloc(tu->c, b->bytes[i], &b->keep[i], e) ||
+			 rt_dev_upload(tu->c, b->d[i], h, b->bytes[i], e) || rt_dev_upload(tu->c, b->keep[i], h, b->bytes[i], e);
+		b->host[i] = h; /* the initial contents until the default's run */
 		if (rc)
 			return e->code;
 	}
 	return SN_OK;
 }
 
+/* Puts back what a run wrote. */
+static int bufs_restore(tuner *tu, bufs *b, sn_err *e)
+{
+	for (unsigned i = 0; i < b->n; i++)
+		if (b->written[i] && rt_dev_copy(tu->c, b->d[i], b->keep[i], b->bytes[i], e))
+			return e->code;
+	return SN_OK;
+}
+
+/* After the default's run: which buffers it wrote (kept as the results
+ * to match). */
+static int bufs_mark(tuner *tu, bufs *b, sn_err *e)
+{
+	for (unsigned i = 0; i < b->n; i++) {
+		void *h = malloc(b->bytes[i] ? b->bytes[i] : 1);
+		if (!h || rt_dev_download(tu->c, h, b->d[i], b->bytes[i], e)) {
+			free(h);
+			return e->code ? e->code : sn_errf(e, SN_EINTERNAL, "out of memory");
+		}
+		b->written[i] = memcmp(h, b->host[i], b->bytes[i]) != 0;
+		free(b->host[i]);
+		b->host[i] = b->written[i] ? h : NULL;
+		if (!b->written[i])
+			free(h);
+	}
+	return SN_OK;
+}
+
+/* Whether the last run wrote what the default's did. */
+static bool bufs_match(tuner *tu, bufs *b, double rtol, bool scale, sn_err *e)
+{
+	bool ok = true;
+	for (unsigned i = 0; i < b->n && ok; i++) {
+		if (!b->written[i])
+			continue;
+		void *h = malloc(b->bytes[i] ? b->bytes[i] : 1);
+		ok = h && rt_dev_download(tu->c, h, b->d[i], b->bytes[i], e) == SN_OK &&
+		     matches(b->t[i], b->host[i], h, b->bytes[i] / ir_dtype_size(b->t[i]), rtol, scale);
+		free(h);
+	}
+	return ok;
+}
+
 typedef struct klaunch {
 	rt_kfn *k;
 	const cand *c;
-	CUdeviceptr args[CG_MAX_BUFS];
+	CUdeviceptr args[CG_MAX_ARGS];
 } klaunch;
 
 static int launch_kernel(void *ctx, sn_err *e)
 {
 	klaunch *l = ctx;
-	return rt_kfn_launch(l->k, l->c->grid, l->c->block, l->c->smem, l->args, l->c->nbufs, e);
+	return rt_kfn_launch(l->k, l->c->grid, l->c->block, l->c->smem, l->args, l->c->nargs, e);
 }
 
 typedef struct blaunch {
 	rt_blas *b;
 	rt_gemm *gm;
-	CUdeviceptr a, bm, bias, out;
+	CUdeviceptr a, bm, bias, cm, out;
 	CUstream s;
 } blaunch;
 
 static int launch_gemm(void *ctx, sn_err *e)
 {
 	blaunch *l = ctx;
-	return rt_gemm_run(l->b, l->gm, l->a, l->bm, l->bias, l->out, l->s, e);
+	return rt_gemm_run_c(l->b, l->gm, l->a, l->bm, l->bias, l->cm, l->out, l->s, e);
 }
 
 static bool over(const tuner *tu, double tk)
 {
 	double t = now();
 	return t - tu->t0 >= tu->budget || t - tk >= tu->cap;
-}
-
-/* Runs launch once with the output prefilled with 0xff bytes, downloads
- * the output into host (bytes). */
-static int run_once(tuner *tu, int (*launch)(void *, sn_err *), void *ctx, CUdeviceptr out, size_t bytes, void *host,
-		    sn_err *e)
-{
-	if (rt_dev_fill(tu->c, out, 0xff, bytes, e) || launch(ctx, e) || rt_sync(tu->c, e))
-		return e->code ? e->code : SN_EINTERNAL;
-	return rt_dev_download(tu->c, host, out, bytes, e);
 }
 
 /* A device error leaves the context unusable: only those stop the tuner. */
@@ -521,85 +569,77 @@ static bool fatal(const sn_err *e)
 	       strstr(e->msg, "CUDA_ERROR_LAUNCH_TIMEOUT");
 }
 
-/* Checks and times item x's candidates (kernels: cubins ready). */
+/* One candidate (index i of x): checked against the default's results
+ * (i = 0: the default's run records them), then timed unless x is decided
+ * by a record. */
+static int try_cand(tuner *tu, item *x, size_t i, bufs *b, int (*launch)(void *, sn_err *), void *ctx, double rtol,
+		    bool scale, sn_err *e)
+{
+	cand *c = &x->c[i];
+	sn_err le = {0};
+	bool ok = bufs_restore(tu, b, &le) == SN_OK && launch(ctx, &le) == SN_OK && rt_sync(tu->c, &le) == SN_OK;
+	if (ok && i == 0)
+		ok = bufs_mark(tu, b, &le) == SN_OK;
+	else if (ok)
+		ok = bufs_match(tu, b, rtol, scale, &le);
+	double med = 0, mx = 0;
+	if (ok && !x->record) {
+		ok = rt_time(tu->tm, launch, ctx, AT_REPS, &med, &mx, &le) == SN_OK;
+		tu->s->timings += ok;
+		tu->s->candidates += ok && i > 0;
+		if (ok && i > 0 && med > AT_TOO_SLOW * x->c[0].ms + 1.0)
+			ok = false;
+	}
+	if (le.code && fatal(&le))
+		return sn_errf(e, SN_EINTERNAL, "autotuning: %s: %s", x->kind == AT_BLAS ? "cuBLASLt" : c->name, le.msg);
+	c->ok = ok;
+	c->ms = med;
+	tu->s->failed += !ok && i > 0;
+	return SN_OK;
+}
+
 static int measure_kernel(tuner *tu, item *x, sn_err *e)
 {
-	const ir_graph *g = tu->g;
+	const cg_plan *p = tu->p;
 	cand *d = &x->c[0];
-	bufs b = {.n = d->nbufs};
+	bufs b = {.n = d->nargs};
 	for (unsigned i = 0; i < b.n; i++) {
-		const ir_node *nd = &g->nodes[d->bufs[i]];
-		b.t[i] = nd->dtype;
-		b.bytes[i] = (size_t)ir_numel(&nd->shape) * ir_dtype_size(nd->dtype);
+		const cg_buf *pb = &p->bufs[d->args[i]];
+		b.t[i] = pb->dtype;
+		b.bytes[i] = (size_t)pb->bytes;
 	}
-	unsigned o = b.n - 1;
-	void *want = malloc(b.bytes[o] ? b.bytes[o] : 1), *got = malloc(b.bytes[o] ? b.bytes[o] : 1);
-	int rc = SN_OK;
+	int rc = bufs_make(tu, &b, e);
 	double tk = now();
-	if (!want || !got) {
-		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
-		goto done;
-	}
-	if ((rc = bufs_make(tu, &b, e)))
-		goto done;
-	double rtol = rtol_of(b.t[o], false);
-	for (size_t i = 0; i < x->nc; i++) {
+	for (size_t i = 0; !rc && i < x->nc; i++) {
 		cand *c = &x->c[i];
 		if (i > 0 && !x->record && over(tu, tk)) {
 			tu->s->budget_out |= now() - tu->t0 >= tu->budget;
 			break;
 		}
-		if (!c->cubin) {
+		rt_kfn *k = NULL;
+		sn_err le = {0};
+		if (!c->cubin || rt_kfn_load(tu->c, c->cubin, c->name, c->smem, &k, &le) != SN_OK) {
+			if (le.code && fatal(&le))
+				rc = sn_errf(e, SN_EINTERNAL, "autotuning: %s", le.msg);
 			tu->s->failed += i > 0;
 			if (i == 0)
 				break; /* no default: nothing to compare with */
 			continue;
 		}
-		rt_kfn *k = NULL;
-		sn_err le = {0};
-		klaunch l = {.c = c};
-		for (unsigned a = 0; a < b.n; a++)
+		/* the same buffer in two places is one allocation */
+		klaunch l = {.k = k, .c = c};
+		for (unsigned a = 0; a < c->nargs; a++)
 			for (unsigned j = 0; j < b.n; j++)
-				if (c->bufs[a] == d->bufs[j])
+				if (c->args[a] == d->args[j]) {
 					l.args[a] = b.d[j];
-		if (rt_kfn_load(tu->c, c->cubin, c->name, c->smem, &k, &le) != SN_OK) {
-			if (fatal(&le)) {
-				rc = sn_errf(e, SN_EINTERNAL, "autotuning: %s", le.msg);
-				goto done;
-			}
-			tu->s->failed += i > 0;
-			if (i == 0)
-				break;
-			continue;
-		}
-		l.k = k;
-		int r2 = run_once(tu, launch_kernel, &l, b.d[o], b.bytes[o], i == 0 ? want : got, &le);
-		bool ok = r2 == SN_OK && (i == 0 || matches(b.t[o], want, got, b.bytes[o] / ir_dtype_size(b.t[o]), rtol, false));
-		double med = 0, mx = 0;
-		if (ok && !x->record) {
-			ok = rt_time(tu->tm, launch_kernel, &l, AT_REPS, &med, &mx, &le) == SN_OK;
-			tu->s->timings += ok;
-			tu->s->candidates += ok && i > 0;
-			if (ok && i > 0 && med > AT_TOO_SLOW * x->c[0].ms + 1.0)
-				ok = false;
-		}
+					break;
+				}
+		rc = try_cand(tu, x, i, &b, launch_kernel, &l, rtol_of(b.t[b.n - 1], false), false, e);
 		rt_kfn_free(k);
-		if (le.code && fatal(&le)) {
-			rc = sn_errf(e, SN_EINTERNAL, "autotuning: kernel %s: %s", c->name, le.msg);
-			goto done;
-		}
-		c->ok = ok;
-		c->ms = med;
-		if (!ok) {
-			tu->s->failed += i > 0;
-			if (i == 0)
-				break;
-		}
+		if (i == 0 && !c->ok)
+			break;
 	}
-done:
 	bufs_free(tu, &b);
-	free(want);
-	free(got);
 	return rc;
 }
 
@@ -608,25 +648,17 @@ static int measure_blas(tuner *tu, item *x, sn_err *e)
 	const cg_mm *g = &tu->p->steps[x->step].mm;
 	size_t es = ir_dtype_size(g->dtype);
 	int64_t nb = g->batch > 1 ? g->batch - 1 : 0;
-	bufs b = {.n = g->bias != CG_NO_BUF ? 4 : 3};
+	bufs b = {.n = 5};
 	b.bytes[0] = (size_t)(nb * g->stride_a + g->m * g->k) * es;
 	b.bytes[1] = (size_t)(nb * g->stride_b + g->k * g->n) * es;
-	b.bytes[2] = (size_t)(nb * g->stride_c + g->m * g->n) * es;
-	b.bytes[3] = (size_t)g->n * es;
-	for (int i = 0; i < 4; i++)
+	b.bytes[2] = (size_t)(nb * g->stride_c + g->m * g->n) * es; /* out */
+	b.bytes[3] = g->bias != CG_NO_BUF ? (size_t)g->n * es : 0;
+	b.bytes[4] = g->c != CG_NO_BUF ? b.bytes[2] : 0;
+	for (int i = 0; i < 5; i++)
 		b.t[i] = g->dtype;
-	size_t ob = b.bytes[2];
-	void *want = malloc(ob ? ob : 1), *got = malloc(ob ? ob : 1);
-	int rc = SN_OK;
+	int rc = bufs_make(tu, &b, e);
 	double tk = now();
-	if (!want || !got) {
-		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
-		goto done;
-	}
-	if ((rc = bufs_make(tu, &b, e)))
-		goto done;
-	double rtol = rtol_of(g->dtype, g->tf32);
-	for (size_t i = 0; i < x->nc; i++) {
+	for (size_t i = 0; !rc && i < x->nc; i++) {
 		cand *c = &x->c[i];
 		if (i > 0 && !x->record && over(tu, tk)) {
 			tu->s->budget_out |= now() - tu->t0 >= tu->budget;
@@ -645,34 +677,14 @@ static int measure_blas(tuner *tu, item *x, sn_err *e)
 			continue; /* cublasLtMatmulAlgoCheck refused it here */
 		}
 		blaunch l = {.b = tu->blas, .gm = gm, .a = b.d[0], .bm = b.d[1], .out = b.d[2],
-			     .bias = b.n > 3 ? b.d[3] : 0, .s = tu->c->stream};
-		int r2 = run_once(tu, launch_gemm, &l, b.d[2], ob, i == 0 ? want : got, &le);
-		bool ok = r2 == SN_OK && (i == 0 || matches(g->dtype, want, got, ob / es, rtol, true));
-		double med = 0, mx = 0;
-		if (ok && !x->record) {
-			ok = rt_time(tu->tm, launch_gemm, &l, AT_REPS, &med, &mx, &le) == SN_OK;
-			tu->s->timings += ok;
-			tu->s->candidates += ok && i > 0;
-			if (ok && i > 0 && med > AT_TOO_SLOW * x->c[0].ms + 1.0)
-				ok = false;
-		}
+			     .bias = g->bias != CG_NO_BUF ? b.d[3] : 0, .cm = g->c != CG_NO_BUF ? b.d[4] : 0,
+			     .s = tu->c->stream};
+		rc = try_cand(tu, x, i, &b, launch_gemm, &l, rtol_of(g->dtype, g->tf32), true, e);
 		rt_gemm_free(gm);
-		if (le.code && fatal(&le)) {
-			rc = sn_errf(e, SN_EINTERNAL, "autotuning: cuBLASLt: %s", le.msg);
-			goto done;
-		}
-		c->ok = ok;
-		c->ms = med;
-		if (!ok) {
-			tu->s->failed += i > 0;
-			if (i == 0)
-				break;
-		}
+		if (i == 0 && !c->ok)
+			break;
 	}
-done:
 	bufs_free(tu, &b);
-	free(want);
-	free(got);
 	return rc;
 }
 
@@ -718,15 +730,14 @@ static void compile(tuner *tu, item *items, size_t n)
 	free(who);
 }
 
-/* Candidates for an item that no record decides. */
-static int space(tuner *tu, item *x, sn_err *e)
+/* A product's candidates: the heuristic's top algorithms (the first is
+ * the default). */
+static int blas_space(tuner *tu, item *x, int max, sn_err *e)
 {
-	if (x->kind == AT_KERNEL)
-		return kernel_space(tu, x) ? sn_errf(e, SN_EINTERNAL, "out of memory") : SN_OK;
 	cg_blas_algo al[AT_MAX_BLAS];
 	int na = 0;
 	sn_err le = {0};
-	if (rt_gemm_candidates(tu->blas, &tu->p->steps[x->step].mm, al, AT_MAX_BLAS, &na, &le) != SN_OK)
+	if (rt_gemm_candidates(tu->blas, &tu->p->steps[x->step].mm, al, max, &na, &le) != SN_OK)
 		na = 0; /* untunable here: the load's heuristic decides */
 	for (int i = 0; i < na; i++) {
 		cand c;
@@ -741,7 +752,9 @@ static int space(tuner *tu, item *x, sn_err *e)
 	return SN_OK;
 }
 
-/* A stored record for x, when it names a choice this build can make. */
+/* A stored record for x: kept in x->rec when it is for this kind of
+ * item and plausible; a kernel's is rendered by the record relowering, a
+ * product's algorithm is checked by cuBLASLt when measured. */
 static int from_record(tuner *tu, item *x, sn_err *e)
 {
 	bool found = false;
@@ -753,53 +766,24 @@ static int from_record(tuner *tu, item *x, sn_err *e)
 		tu->s->rejected++;
 		return SN_OK;
 	}
-	cand c;
-	if (x->kind == AT_KERNEL) {
-		/* the default first, then the record's config if the
-		 * renderer takes it and gives this very config */
-		if (render(tu, x->node, &r.cfg, &c) != SN_OK) {
-			tu->s->rejected++;
-			return SN_OK;
-		}
-		if (!same_cfg(&c.cfg, &r.cfg) || c.nbufs != x->c[0].nbufs || memcmp(c.bufs, x->c[0].bufs, sizeof c.bufs)) {
-			cand_free(&c);
-			tu->s->rejected++;
-			return SN_OK;
-		}
-		if (!strcmp(c.name, x->c[0].name)) {
-			cand_free(&c); /* the record chose the default */
-			x->record = true;
-			x->rec = r;
-			return SN_OK;
-		}
-	} else {
-		memset(&c, 0, sizeof c);
-		c.algo = r.algo;
-		/* the default: the heuristic's first */
-		cg_blas_algo al[1];
-		int na = 0;
-		sn_err le = {0};
-		if (rt_gemm_candidates(tu->blas, &tu->p->steps[x->step].mm, al, 1, &na, &le) != SN_OK || na < 1) {
-			tu->s->rejected++;
-			return SN_OK;
-		}
-		cand d;
-		memset(&d, 0, sizeof d);
-		d.algo = al[0];
-		if (push(&x->c, &x->nc, &d))
-			return sn_errf(e, SN_EINTERNAL, "out of memory");
-		if (same_algo(&d.algo, &r.algo)) {
-			x->record = true;
-			x->rec = r;
-			return SN_OK;
-		}
-	}
-	if (push(&x->c, &x->nc, &c)) {
-		cand_free(&c);
-		return sn_errf(e, SN_EINTERNAL, "out of memory");
-	}
 	x->record = true;
 	x->rec = r;
+	if (x->kind == AT_BLAS) {
+		if (blas_space(tu, x, 1, e))
+			return e->code;
+		if (x->nc < 1) {
+			x->record = false;
+			tu->s->rejected++;
+			return SN_OK;
+		}
+		if (!same_algo(&x->c[0].algo, &r.algo)) {
+			cand c;
+			memset(&c, 0, sizeof c);
+			c.algo = r.algo;
+			if (push(&x->c, &x->nc, &c))
+				return sn_errf(e, SN_EINTERNAL, "out of memory");
+		}
+	}
 	return SN_OK;
 }
 
@@ -919,29 +903,74 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 	if (collect(&tu, &it, &n, e))
 		return e->code;
 	int rc = SN_OK;
-	tu.total = n;
-	s->tunable = n;
-	s->specs = malloc((n ? n : 1) * sizeof *s->specs);
-	if (!s->specs) {
-		items_free(it, n);
-		return sn_errf(e, SN_EINTERNAL, "out of memory");
-	}
-	for (size_t i = 0; i < n; i++)
-		memcpy(s->specs[i], it[i].spec, 16);
-	s->nspecs = n;
 	bool any_blas = false;
 	for (size_t i = 0; i < n; i++)
 		any_blas |= it[i].kind == AT_BLAS;
 	if ((rc = rt_nvrtc_open(&tu.nv, e)) || (rc = rt_timer_open(c, &tu.tm, e)) ||
 	    (any_blas && (rc = rt_blas_open(c, &tu.blas, e))))
 		goto done;
-	for (size_t i = 0; i < n && !rc; i++)
+	/* records: a kernel's config must render to exactly that config */
+	bool rec_kernels = false;
+	for (size_t i = 0; i < n && !rc; i++) {
 		rc = from_record(&tu, &it[i], e);
-	for (size_t i = 0; i < n && !rc; i++)
-		if (!it[i].record)
-			rc = space(&tu, &it[i], e);
+		rec_kernels |= it[i].record && it[i].kind == AT_KERNEL;
+	}
 	if (rc)
 		goto done;
+	if (rec_kernels) {
+		pick_ctx pc = {.it = it, .n = n};
+		cg_plan *q = NULL;
+		if (relower(&tu, &pc, &q) == SN_OK)
+			harvest(it, n, q, true);
+		cg_plan_free(q);
+	}
+	for (size_t i = 0; i < n; i++) {
+		item *x = &it[i];
+		if (x->record && x->kind == AT_KERNEL && x->nc == 1 && !same_cfg(&x->c[0].cfg, &x->rec.cfg)) {
+			s->rejected++; /* this build does not render that config here */
+			x->record = false;
+		}
+		x->want = !x->record;
+	}
+	/* candidates for the rest: the graph lowered once per config */
+	bool want_kernels = false;
+	for (size_t i = 0; i < n; i++)
+		want_kernels |= it[i].want && it[i].kind == AT_KERNEL;
+	for (size_t k = 0; want_kernels && k < SN_COUNT(space_cfgs); k++) {
+		pick_ctx pc = {.it = it, .n = n, .all = &space_cfgs[k]};
+		cg_plan *q = NULL;
+		if (relower(&tu, &pc, &q) == SN_OK)
+			harvest(it, n, q, false);
+		cg_plan_free(q);
+	}
+	for (size_t i = 0; i < n && !rc; i++)
+		if (it[i].want && it[i].kind == AT_BLAS)
+			rc = blas_space(&tu, &it[i], AT_MAX_BLAS, e);
+	if (rc)
+		goto done;
+	/* an item with nothing to choose from is not tunable */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool keep = it[i].record || it[i].nc > 1;
+		if (keep) {
+			it[m++] = it[i];
+		} else {
+			for (size_t k = 0; k < it[i].nc; k++)
+				cand_free(&it[i].c[k]);
+			free(it[i].c);
+		}
+	}
+	n = m;
+	tu.total = n;
+	s->tunable = n;
+	s->specs = malloc((n ? n : 1) * sizeof *s->specs);
+	if (!s->specs) {
+		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		memcpy(s->specs[i], it[i].spec, 16);
+	s->nspecs = n;
 	qsort(it, n, sizeof *it, cmp_est);
 	progress(&tu, false);
 	for (size_t i0 = 0; i0 < n && !rc; i0 += AT_CHUNK) {
@@ -957,7 +986,9 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 		}
 		compile(&tu, &it[i0], m);
 		for (size_t i = i0; i < i0 + m && !rc; i++) {
-			rc = it[i].kind == AT_KERNEL ? measure_kernel(&tu, &it[i], e) : measure_blas(&tu, &it[i], e);
+			/* a record that chose the default needs no run */
+			if (!(it[i].record && it[i].nc == 1))
+				rc = it[i].kind == AT_KERNEL ? measure_kernel(&tu, &it[i], e) : measure_blas(&tu, &it[i], e);
 			if (rc)
 				break;
 			decide(&tu, &it[i]);

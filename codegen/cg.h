@@ -141,6 +141,11 @@ typedef struct cg_target {
 	int sm;    /* 80, 90, ...: the arch the sources are written for */
 	bool tf32; /* fp32 contractions may use TF32 (--precision tf32) */
 	bool unfused; /* one step per node (no fusion groups): for comparison */
+	/* autotuning (may be NULL): asked once per kernel after its default
+	 * rendering, with its spec key and the config it got; true and *want:
+	 * render it again with *want (kept when the renderer accepts it) */
+	bool (*pick)(void *ctx, const uint8_t spec[16], const cg_config *def, cg_config *want);
+	void *pick_ctx;
 } cg_target;
 
 /* Lowers g (verified, no symbols) into a plan for t: renders every node's

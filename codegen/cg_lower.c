@@ -171,6 +171,32 @@ static int render_node(const ir_graph *g, ir_ref r, const cg_target *t, cg_step 
 	return SN_OK;
 }
 
+/* The autotuner's hook (cg_target.pick): group gi's kernel rendered again
+ * with the config pick asks for; a config outside the renderer's space
+ * leaves the default. */
+static void pick_config(const ir_graph *g, const cg_target *t, const fu_plan *fp, uint32_t gi, cg_step *st)
+{
+	uint8_t spec[16];
+	cg_config want;
+	cg_spec_key(st->k.src, spec);
+	if (!t->pick(t->pick_ctx, spec, &st->k.cfg, &want))
+		return;
+	cg_step alt = *st; /* node, layouts, prologue and epilogue as they were */
+	memset(&alt.k, 0, sizeof alt.k);
+	sn_err sub = {0};
+	cg_render_fn *fn = renderer_of(g->nodes[alt.node].op);
+	int rc = fp->groups[gi].kind == FU_POINTWISE && cg_group_needs_emitter(g, fp, gi)
+			 ? cg_render_pointwise_group(g, fp, gi, t, &want, &alt, &sub)
+		 : fn ? fn(g, alt.node, t, &want, &alt, &sub)
+		      : SN_EUSAGE;
+	if (rc || alt.kind != CG_STEP_KERNEL || !alt.k.src || !alt.k.name[0] || alt.k.nbufs > CG_MAX_BUFS) {
+		free(alt.k.src);
+		return;
+	}
+	free(st->k.src);
+	*st = alt;
+}
+
 int cg_render_groups(const ir_graph *g, const cg_target *t, const fu_plan *fp, cg_rplan **out, sn_err *e)
 {
 	*out = NULL;
@@ -276,6 +302,8 @@ int cg_render_groups(const ir_graph *g, const cg_target *t, const fu_plan *fp, c
 			cg_rplan_free(p);
 			return sn_errf(e, SN_EINTERNAL, "%s: renderer returned an incomplete kernel", label);
 		}
+		if (t->pick && st->kind == CG_STEP_KERNEL)
+			pick_config(g, t, fp, gi, st);
 	}
 	*out = p;
 	return SN_OK;

@@ -30,6 +30,11 @@ int rt_dev_download(rt_cuda *c, void *dst, CUdeviceptr src, size_t n, sn_err *e)
 	return n ? rt_check(c, c->d.MemcpyDtoH(dst, src, n), "cuMemcpyDtoH", e) : SN_OK;
 }
 
+int rt_dev_copy(rt_cuda *c, CUdeviceptr dst, CUdeviceptr src, size_t n, sn_err *e)
+{
+	return n ? rt_check(c, c->d.MemcpyDtoDAsync(dst, src, n, c->stream), "cuMemcpyDtoDAsync", e) : SN_OK;
+}
+
 int rt_dev_fill(rt_cuda *c, CUdeviceptr p, unsigned char v, size_t n, sn_err *e)
 {
 	return n ? rt_check(c, c->d.MemsetD8Async(p, v, n, c->stream), "cuMemsetD8Async", e) : SN_OK;

@@ -18,6 +18,8 @@ void rt_dev_free(rt_cuda *c, CUdeviceptr p);
 int rt_dev_upload(rt_cuda *c, CUdeviceptr dst, const void *src, size_t n, sn_err *e);
 int rt_dev_download(rt_cuda *c, void *dst, CUdeviceptr src, size_t n, sn_err *e);
 
+/* Copies n bytes on the device (on c's stream). */
+int rt_dev_copy(rt_cuda *c, CUdeviceptr dst, CUdeviceptr src, size_t n, sn_err *e);
 /* Sets n bytes at p to byte v (on c's stream). */
 int rt_dev_fill(rt_cuda *c, CUdeviceptr p, unsigned char v, size_t n, sn_err *e);
 
