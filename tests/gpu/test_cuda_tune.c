@@ -165,7 +165,25 @@ int main(void)
 	CHECK(d && s4.tune_rejected >= kernels && s4.tune_tuned >= kernels);
 	CHECK(d && rel_l2(d, ref) < 1e-5);
 
+	/* a budget too small for anything: defaults kept, no records, the
+	 * plan not stored (the next compile tunes), outputs still right */
+	char d4[256];
+	snprintf(d4, sizeof d4, "%s/four", dir);
+	o.cache_dir = d4;
+	o.tune_budget_s = 1e-6;
+	sinter_compile_stats s5, s6;
+	sinter_tensor *f = compile_run(m, &o, in, nin, &s5);
+	show("no budget", &s5);
+	CHECK(f && !s5.plan_hit && s5.tune_tuned + s5.tune_from_records < s5.tune_kernels);
+	CHECK(f && rel_l2(f, ref) < 1e-5);
+	size_t valid = 0;
+	CHECK(!sinter_tuning_stats(d4, &valid, &rej, &err) && valid == s5.tune_tuned);
+	sinter_tensor *g2 = compile_run(m, &o, in, nin, &s6);
+	CHECK(g2 && !s6.plan_hit);
+
 	size_t nout = sinter_model_num_outputs(m);
+	sinter_tensors_free(f, nout);
+	sinter_tensors_free(g2, nout);
 	sinter_tensors_free(a, nout);
 	sinter_tensors_free(b, nout);
 	sinter_tensors_free(c, nout);
