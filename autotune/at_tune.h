@@ -54,6 +54,12 @@ typedef struct at_tune_stats {
 } at_tune_stats;
 void at_tune_stats_free(at_tune_stats *s);
 
+/* The generated kernels' search space, most promising first: every
+ * kernel is asked for each of these configs (cg_target.pick) and its
+ * renderer takes what it can. */
+extern const cg_config at_space[];
+extern const size_t at_space_n;
+
 /* The device key of c: name, SM, driver, NVRTC and cuBLASLt versions. */
 void at_device_of(const rt_cuda *c, at_device *d);
 

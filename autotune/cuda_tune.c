@@ -367,13 +367,14 @@ static int relower(tuner *tu, pick_ctx *pc, cg_plan **out)
 
 /* The search space, most promising first: blocks near 256 and the widest
  * vectors before extremes. Renderers take what they can. */
-static const cg_config space_cfgs[] = {
+const cg_config at_space[] = {
 	{.block = 256, .vec = 8}, {.block = 128, .vec = 8}, {.block = 512, .vec = 8}, {.block = 256, .vec = 4},
 	{.block = 128, .vec = 4}, {.block = 512, .vec = 4}, {.block = 1024, .vec = 8}, {.block = 1024, .vec = 4},
 	{.block = 256, .vec = 2}, {.block = 128, .vec = 2}, {.block = 512, .vec = 2}, {.block = 64, .vec = 8},
 	{.block = 64, .vec = 4}, {.block = 256, .vec = 1}, {.block = 128, .vec = 1}, {.block = 512, .vec = 1},
 	{.block = 1024, .vec = 1}, {.block = 64, .vec = 1}, {.block = 1024, .vec = 2}, {.block = 64, .vec = 2},
 };
+const size_t at_space_n = SN_COUNT(at_space);
 
 /* Adds the kernels of plan q that differ from what each item has. */
 static int harvest(item *it, size_t n, const cg_plan *q, bool records)
@@ -936,8 +937,8 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 	bool want_kernels = false;
 	for (size_t i = 0; i < n; i++)
 		want_kernels |= it[i].want && it[i].kind == AT_KERNEL;
-	for (size_t k = 0; want_kernels && k < SN_COUNT(space_cfgs); k++) {
-		pick_ctx pc = {.it = it, .n = n, .all = &space_cfgs[k]};
+	for (size_t k = 0; want_kernels && k < at_space_n; k++) {
+		pick_ctx pc = {.it = it, .n = n, .all = &at_space[k]};
 		cg_plan *q = NULL;
 		if (relower(&tu, &pc, &q) == SN_OK)
 			harvest(it, n, q, false);

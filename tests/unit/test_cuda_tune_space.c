@@ -1,0 +1,115 @@
+/* test_cuda_tune_space.c: every candidate max-autotune can make compiles,
+ * without a GPU. Samples (after the default passes, bf16, fused) are
+ * lowered once per config of the search space (at_space) with
+ * cg_target.pick asking every kernel for it, as the tuner does; each
+ * kernel a renderer rendered with the config it was asked for must say so
+ * in its cg_config, keep its spec key, and every distinct variant is
+ * NVRTC-compiled for sm_80 and sm_90. Skipped (exit 0) without NVRTC. */
+#include "api/model.h"
+#include "autotune/at_tune.h"
+#include "runtime/cuda_nvrtc.h"
+
+#include "check.h"
+
+#include <stdlib.h>
+
+static const cg_config *asked;
+
+static bool pick_all(void *ctx, const uint8_t spec[16], const cg_config *def, cg_config *want)
+{
+	(void)ctx;
+	(void)spec;
+	(void)def;
+	*want = *asked;
+	return true;
+}
+
+typedef struct variant {
+	char name[64];
+	char *src;
+} variant;
+
+int main(void)
+{
+	rt_nvrtc *nv = NULL;
+	sn_err e = {0};
+	if (rt_nvrtc_open(&nv, &e) != SN_OK) {
+		printf("skipped: %s\n", e.msg);
+		return 0;
+	}
+	static const char *const samples[][2] = {{"resblock", "2"}, {"mlp", "2"}};
+	variant *vs = NULL;
+	size_t nv_ = 0, cap = 0, taken = 0;
+	for (size_t si = 0; si < SN_COUNT(samples); si++) {
+		char path[512];
+		snprintf(path, sizeof path, SINTER_SOURCE_DIR "/samples/%s.sir", samples[si][0]);
+		sinter_shape_binding b = {"N", atoll(samples[si][1])};
+		sinter_options o = {.shapes = &b, .nshapes = 1};
+		sinter_model *m = NULL;
+		sinter_error err;
+		CHECK(!sinter_model_load(path, &o, &m, &err));
+		if (!m)
+			continue;
+		CHECK(!sinter_model_optimize(m, "max-autotune", NULL, SINTER_PREC_BF16, 90, NULL, &err));
+		cg_target t0 = {.sm = 90};
+		cg_plan *def = NULL;
+		CHECK(cg_lower(m->g, NULL, &t0, &def, &e) == SN_OK);
+		for (size_t k = 0; def && k < at_space_n; k++) {
+			asked = &at_space[k];
+			cg_target t = {.sm = 90, .pick = pick_all};
+			cg_plan *p = NULL;
+			sn_err le = {0};
+			CHECK(cg_lower(m->g, NULL, &t, &p, &le) == SN_OK);
+			/* the same steps; a kernel differs only where its config does */
+			CHECK(p && p->nsteps == def->nsteps && p->nkerns == def->nkerns);
+			for (uint32_t i = 0; p && i < p->nkerns && i < def->nkerns; i++) {
+				const cg_kern *a = &p->kerns[i], *d = &def->kerns[i];
+				CHECK(!memcmp(a->spec, d->spec, 16));
+				if (!strcmp(a->name, d->name))
+					continue;
+				/* rendered with what it was asked for */
+				CHECK(a->cfg.block == asked->block && (a->cfg.vec == asked->vec || a->cfg.vec == 0));
+				taken++;
+				bool dup = false;
+				for (size_t j = 0; j < nv_ && !dup; j++)
+					dup = !strcmp(vs[j].name, a->name);
+				if (dup)
+					continue;
+				if (nv_ == cap) {
+					cap = cap ? 2 * cap : 64;
+					vs = realloc(vs, cap * sizeof *vs);
+				}
+				memcpy(vs[nv_].name, a->name, 64);
+				vs[nv_++].src = strdup(a->src);
+			}
+			cg_plan_free(p);
+		}
+		cg_plan_free(def);
+		sinter_model_free(m);
+	}
+	CHECK(nv_ > 10);
+	printf("%zu kernels took a config of the space; %zu distinct variants\n", taken, nv_);
+	rt_job *jobs = calloc(nv_ ? nv_ : 1, sizeof *jobs);
+	for (size_t i = 0; i < nv_; i++) {
+		jobs[i].name = vs[i].name;
+		jobs[i].src = vs[i].src;
+	}
+	int sms[] = {80, 90};
+	for (int k = 0; k < 2; k++) {
+		sn_err ce = {0};
+		rt_compile_stats cs = {0};
+		int rc = rt_compile_all(nv, jobs, nv_, sms[k], NULL, 0, NULL, NULL, NULL, &cs, &ce);
+		if (rc)
+			fprintf(stderr, "%s\n", ce.msg);
+		CHECK(rc == SN_OK && cs.compiled == nv_);
+		printf("sm_%d: %zu variants compiled in %.1f s\n", sms[k], cs.compiled, cs.seconds);
+		rt_jobs_free(jobs, nv_);
+	}
+	for (size_t i = 0; i < nv_; i++)
+		free(vs[i].src);
+	free(vs);
+	free(jobs);
+	rt_nvrtc_close(nv);
+	printf("tune_space: %d checks, %d failed\n", check_count, check_failures);
+	return check_failures != 0;
+}
