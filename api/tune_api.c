@@ -138,5 +138,6 @@ sinter_status sinter_tuning_clear(const char *dir, size_t *removed, sinter_error
 		return st;
 	*removed = clear_kind(dir, "tuning", ".json");
 	clear_kind(dir, "plans", ".tune");
+	clear_kind(dir, "plans", ".key");
 	return SINTER_OK;
 }

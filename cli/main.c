@@ -135,6 +135,8 @@ static const char *const cache_help =
 	"       sinter cache export FILE [--dir DIR]    tuning records into FILE\n"
 	"       sinter cache import FILE [--dir DIR]    tuning records from FILE (faster wins)\n"
 	"       sinter cache merge A B -o C             one record per kernel and device: the faster\n"
+	"       sinter cache explain FILE [run's options: --shape, --mode, --precision, --weights,\n"
+	"                            --init random --seed S, --cache-dir]   why a compile hits or misses\n"
 	"\n"
 	"The kernel and plan caches live in $SINTER_CACHE_DIR, else $XDG_CACHE_HOME/sinter,\n"
 	"else ~/.cache/sinter (docs/CACHE.md).\n";
@@ -1107,6 +1109,37 @@ static int cmd_import(const opts *o)
 	return 0;
 }
 
+/* sinter cache explain FILE [run's options]: why a compile with these
+ * options would hit or miss the caches. */
+static int cmd_explain(int argc, char **argv)
+{
+	opts o;
+	int rc = parse_args("cache explain", argc, argv, &o, true);
+	if (rc || o.help) {
+		if (o.help)
+			fputs(cache_help, stdout);
+		free_opts(&o);
+		return rc;
+	}
+	prepared p;
+	if ((rc = prepare(&o, false, &p))) {
+		free_opts(&o);
+		return rc;
+	}
+	sinter_compile_options co;
+	compile_opts(&o, &co);
+	sinter_error err;
+	char *text = NULL;
+	if (sinter_cache_explain(p.m, &co, &text, &err))
+		rc = report(&err);
+	else
+		fputs(text, stdout);
+	sinter_free(text);
+	prepared_free(&p);
+	free_opts(&o);
+	return rc;
+}
+
 /* cli/cache_records.c: sinter cache export|import|merge */
 int cli_cache_records(int argc, char **argv);
 
@@ -1118,6 +1151,8 @@ static int cmd_cache(int argc, char **argv)
 	}
 	if (!strcmp(argv[0], "export") || !strcmp(argv[0], "import") || !strcmp(argv[0], "merge"))
 		return cli_cache_records(argc, argv);
+	if (!strcmp(argv[0], "explain"))
+		return cmd_explain(argc - 1, argv + 1);
 	const char *dir = NULL;
 	if (argc == 3 && !strcmp(argv[1], "--dir"))
 		dir = argv[2];

@@ -290,7 +290,7 @@ sinter_status sinter_cache_clear(const char *dir, size_t *removed, sinter_error 
  * import: a record file's valid records into the store, the faster winning
  * per kernel and device (*read, *written, *rejected lines). merge: a and b
  * into out, one record per kernel and device, the faster (*n, *rejected).
- * clear: deletes the records and the plan cache's tuning lists. */
+ * clear: deletes the records and the plan cache's tuning lists and key files. */
 sinter_status sinter_tuning_stats(const char *dir, size_t *valid, size_t *rejected, sinter_error *err);
 sinter_status sinter_tuning_export(const char *dir, const char *file, size_t *n, sinter_error *err);
 sinter_status sinter_tuning_import(const char *dir, const char *file, size_t *read, size_t *written,
@@ -298,6 +298,14 @@ sinter_status sinter_tuning_import(const char *dir, const char *file, size_t *re
 sinter_status sinter_tuning_merge(const char *a, const char *b, const char *out, size_t *n, size_t *rejected,
 				  sinter_error *err);
 sinter_status sinter_tuning_clear(const char *dir, size_t *removed, sinter_error *err);
+/* Why a compile of m with o would or would not hit the caches, as text
+ * (free with sinter_free): the plan entry (hit, or the nearest stored plan
+ * and each key component that differs: options, device, versions, weights,
+ * model, shapes, tuning records), max-autotune's records, and how many of
+ * the plan's kernels the kernel cache holds. Needs the GPU (its name and
+ * versions are part of the key); m's weights as for sinter_compile. */
+sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
+				   sinter_error *err);
 /* The default cache directory into out[cap]. */
 sinter_status sinter_cache_dir(char *out, size_t cap, sinter_error *err);
 

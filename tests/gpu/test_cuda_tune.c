@@ -135,6 +135,20 @@ int main(void)
 	CHECK(b && s2.plan_hit && s2.tune_timings == 0);
 	CHECK(a && b && !memcmp(a->data, b->data, a->nbytes));
 
+	/* explain: the same options hit; another precision misses, naming it */
+	char *ex = NULL;
+	CHECK(!sinter_cache_explain(m, &o, &ex, &err) && ex && strstr(ex, "plan: hit"));
+	if (ex)
+		printf("explain (same options):\n%s", ex);
+	sinter_free(ex);
+	o.precision = SINTER_PREC_TF32;
+	ex = NULL;
+	CHECK(!sinter_cache_explain(m, &o, &ex, &err) && ex && strstr(ex, "plan: miss") && strstr(ex, "precision"));
+	if (ex)
+		printf("explain (tf32):\n%s", ex);
+	sinter_free(ex);
+	o.precision = SINTER_PREC_FP32;
+
 	/* a second machine: an empty cache dir with the records imported */
 	size_t n, nr, nw, rej;
 	CHECK(!sinter_tuning_export(d1, rec, &n, &err) && n == s1.tune_kernels);
