@@ -333,8 +333,10 @@ static void plan_key(const sinter_model *m, const resolved *r, const rt_cuda *de
 static void key_components(const sinter_model *m, const resolved *r, const rt_cuda *dev, const char *wid,
 			   const char *records, sn_buf *b)
 {
-	sn_buf_printf(b, "format %d\nversion %s\nmode %s\npipeline %s\nprecision %d\nfusion %s\n", CG_PLAN_FORMAT,
-		      SINTER_VERSION, r->mode, r->pipeline, (int)r->prec, r->unfused ? "off" : "on");
+	static const char *const precs[] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+	sn_buf_printf(b, "format %d\nversion %s\nmode %s\npipeline %s\nprecision %s\nfusion %s\n", CG_PLAN_FORMAT,
+		      SINTER_VERSION, r->mode, r->pipeline, (unsigned)r->prec < 5 ? precs[r->prec] : "?",
+		      r->unfused ? "off" : "on");
 	sn_buf_printf(b, "device %s sm_%d driver %d\nnvrtc %d\ncublaslt %d\nweights %s\n", dev->name, dev->sm,
 		      dev->driver_version, rt_nvrtc_lib_version(), rt_blas_lib_version(), wid);
 	sn_buf t = {0};
