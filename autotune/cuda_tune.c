@@ -52,7 +52,8 @@ static double now(void)
 }
 
 typedef struct cand {
-	cg_config cfg;     /* AT_KERNEL */
+	cg_config asked;   /* AT_KERNEL: the config asked for (all zero: the default) */
+	cg_config cfg;     /* AT_KERNEL: the config the renderer reports */
 	cg_blas_algo algo; /* AT_BLAS */
 	char name[64];
 	char *src;
@@ -76,6 +77,7 @@ typedef struct item {
 	size_t nc;
 	bool record; /* c[1] (if any) is a stored record's choice: check it, do not time */
 	bool want;   /* candidates wanted (no record) */
+	bool rec_bad; /* the record's config is not one the renderer takes here */
 	at_record rec;
 	int chosen;  /* index into c, -1: none yet */
 } item;
@@ -274,9 +276,19 @@ static double rtol_of(ir_dtype t, bool tf32)
 
 /* ---- items ---- */
 
-static bool same_cfg(const cg_config *a, const cg_config *b)
+/* Whether a kernel that reports cfg was rendered with what asked asks
+ * for: every field asked for has that value (fields left 0 are the
+ * renderer's to choose). */
+static bool consistent(const cg_config *asked, const cg_config *cfg)
 {
-	return !memcmp(a, b, sizeof *a);
+	const int32_t a[] = {asked->variant, asked->block, asked->tile_m, asked->tile_n, asked->tile_k,
+			     asked->warps, asked->stages, asked->vec, asked->rows, asked->split_k};
+	const int32_t c[] = {cfg->variant, cfg->block, cfg->tile_m, cfg->tile_n, cfg->tile_k,
+			     cfg->warps, cfg->stages, cfg->vec, cfg->rows, cfg->split_k};
+	for (size_t i = 0; i < SN_COUNT(a); i++)
+		if (a[i] && a[i] != c[i])
+			return false;
+	return true;
 }
 
 static bool same_algo(const cg_blas_algo *a, const cg_blas_algo *b)
@@ -373,16 +385,29 @@ const cg_config at_space[] = {
 	{.block = 256, .vec = 2}, {.block = 128, .vec = 2}, {.block = 512, .vec = 2}, {.block = 64, .vec = 8},
 	{.block = 64, .vec = 4}, {.block = 256, .vec = 1}, {.block = 128, .vec = 1}, {.block = 512, .vec = 1},
 	{.block = 1024, .vec = 1}, {.block = 64, .vec = 1}, {.block = 1024, .vec = 2}, {.block = 64, .vec = 2},
+	/* the tensor-core convolution's tiles (tile_k and the variant stay its own) */
+	{.tile_m = 128, .tile_n = 128, .warps = 8, .stages = 3}, {.tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
+	{.tile_m = 128, .tile_n = 64, .warps = 4, .stages = 3}, {.tile_m = 128, .tile_n = 64, .warps = 4, .stages = 4},
+	{.tile_m = 64, .tile_n = 64, .warps = 4, .stages = 3}, {.tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4},
+	{.tile_m = 64, .tile_n = 128, .warps = 4, .stages = 3}, {.tile_m = 256, .tile_n = 64, .warps = 8, .stages = 3},
+	{.tile_m = 128, .tile_n = 128, .warps = 4, .stages = 3}, {.tile_m = 64, .tile_n = 64, .warps = 2, .stages = 4},
 };
 const size_t at_space_n = SN_COUNT(at_space);
 
-/* Adds the kernels of plan q that differ from what each item has. */
-static int harvest(item *it, size_t n, const cg_plan *q, bool records)
+/* Adds the kernels of plan q that differ from what each item has; asked:
+ * the config q was lowered with (NULL: each record's). A kernel that does
+ * not report what it was asked for was left at its default. */
+static int harvest(item *it, size_t n, const cg_plan *q, const cg_config *asked)
 {
 	for (uint32_t kk = 0; kk < q->nkerns; kk++) {
 		item *x = find(it, n, AT_KERNEL, q->kerns[kk].spec);
-		if (!x || (records ? !x->record : !x->want))
+		if (!x || (asked ? !x->want : !x->record))
 			continue;
+		const cg_config *a = asked ? asked : &x->rec.cfg;
+		if (!consistent(a, &q->kerns[kk].cfg)) {
+			x->rec_bad |= !asked; /* the renderer does not take the record's config */
+			continue;
+		}
 		bool dup = false;
 		for (size_t k = 0; k < x->nc && !dup; k++)
 			dup = !strcmp(x->c[k].name, q->kerns[kk].name);
@@ -391,9 +416,9 @@ static int harvest(item *it, size_t n, const cg_plan *q, bool records)
 		cand c;
 		if (cand_of(q, kk, &c) != SN_OK)
 			continue;
+		c.asked = *a;
 		/* the same buffers in the same order, or it is not comparable */
-		if (c.nargs != x->c[0].nargs || memcmp(c.args, x->c[0].args, sizeof c.args) ||
-		    (records && !same_cfg(&c.cfg, &x->rec.cfg)) || push(&x->c, &x->nc, &c)) {
+		if (c.nargs != x->c[0].nargs || memcmp(c.args, x->c[0].args, sizeof c.args) || push(&x->c, &x->nc, &c)) {
 			cand_free(&c);
 			continue;
 		}
@@ -828,7 +853,7 @@ static void decide(tuner *tu, item *x)
 	memcpy(r.spec, x->spec, 16);
 	r.dev = tu->dev;
 	if (x->kind == AT_KERNEL)
-		r.cfg = x->c[best].cfg;
+		r.cfg = x->c[best].asked; /* what to ask the renderer for again */
 	else
 		r.algo = x->c[best].algo;
 	r.algo.valid = x->kind == AT_BLAS;
@@ -922,12 +947,12 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 		pick_ctx pc = {.it = it, .n = n};
 		cg_plan *q = NULL;
 		if (relower(&tu, &pc, &q) == SN_OK)
-			harvest(it, n, q, true);
+			harvest(it, n, q, NULL);
 		cg_plan_free(q);
 	}
 	for (size_t i = 0; i < n; i++) {
 		item *x = &it[i];
-		if (x->record && x->kind == AT_KERNEL && x->nc == 1 && !same_cfg(&x->c[0].cfg, &x->rec.cfg)) {
+		if (x->record && x->kind == AT_KERNEL && x->rec_bad) {
 			s->rejected++; /* this build does not render that config here */
 			x->record = false;
 		}
@@ -941,7 +966,7 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 		pick_ctx pc = {.it = it, .n = n, .all = &at_space[k]};
 		cg_plan *q = NULL;
 		if (relower(&tu, &pc, &q) == SN_OK)
-			harvest(it, n, q, false);
+			harvest(it, n, q, &at_space[k]);
 		cg_plan_free(q);
 	}
 	for (size_t i = 0; i < n && !rc; i++)
