@@ -286,7 +286,7 @@ static bool consistent(const cg_config *asked, const cg_config *cfg)
 	const int32_t c[] = {cfg->variant, cfg->block, cfg->tile_m, cfg->tile_n, cfg->tile_k,
 			     cfg->warps, cfg->stages, cfg->vec, cfg->rows, cfg->split_k};
 	for (size_t i = 0; i < SN_COUNT(a); i++)
-		if (a[i] && a[i] != c[i])
+		if (a[i] && a[i] != c[i] && !(i == 7 && a[i] == 1 && c[i] == 0)) /* vec 1: scalar, 0 to some */
 			return false;
 	return true;
 }
