@@ -1093,6 +1093,68 @@ done:
 	return st;
 }
 
+/* ---- running on device memory (sinter_compiled_run_device) ---- */
+
+sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *d)
+{
+	if (c->desc)
+		return sinter_model_output(c->desc, i, d);
+	if (!c->last || i >= c->last->plan->noutputs)
+		return api_failf(NULL, SINTER_E_USAGE, "no output %zu", i);
+	describe_io(&c->last->plan->outputs[i], d);
+	return SINTER_OK;
+}
+
+/* t matches io exactly (dtype, shape) and holds its bytes. */
+static sinter_status same_io(const cg_io *io, const sinter_tensor *t, uint64_t bytes, const char *what,
+			     sinter_error *err)
+{
+	bool same = (ir_dtype)t->dtype == io->dtype && t->rank == io->rank;
+	for (int d = 0; same && d < io->rank; d++)
+		same = t->shape[d] == io->shape[d];
+	if (!same)
+		return api_failf(err, SINTER_E_INPUT, "%s %%%s: dtype or shape differs from the model's", what, io->name);
+	if (!t->data || t->nbytes < bytes)
+		return api_failf(err, SINTER_E_INPUT, "%s %%%s: %zu bytes of device memory, it needs %llu", what,
+				 io->name, t->nbytes, (unsigned long long)bytes);
+	return SINTER_OK;
+}
+
+sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
+					 const sinter_tensor *outputs, size_t noutputs, void *stream,
+					 sinter_error *err)
+{
+	slot *sl;
+	sinter_status st = slot_for(c, inputs, ninputs, &sl, err);
+	if (st)
+		return st;
+	const cg_plan *p = sl->plan;
+	if (noutputs != p->noutputs)
+		return api_failf(err, SINTER_E_USAGE, "%zu output tensors given, the model has %u", noutputs,
+				 p->noutputs);
+	CUdeviceptr *ins = calloc(p->ninputs + p->noutputs + 1, sizeof *ins), *outs = ins + p->ninputs;
+	if (!ins)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (uint32_t i = 0; !st && i < p->ninputs; i++) {
+		const cg_io *io = &p->inputs[i];
+		const sinter_tensor *t = match_input(io, i, inputs, ninputs);
+		if (!t)
+			st = api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s", io->name);
+		else if (!(st = same_io(io, t, p->bufs[io->buf].bytes, "input", err)))
+			ins[i] = (CUdeviceptr)(uintptr_t)t->data;
+	}
+	for (uint32_t i = 0; !st && i < p->noutputs; i++) {
+		const cg_io *io = &p->outputs[i];
+		if (!(st = same_io(io, &outputs[i], p->bufs[io->buf].bytes, "output", err)))
+			outs[i] = (CUdeviceptr)(uintptr_t)outputs[i].data;
+	}
+	sn_err e = {0};
+	if (!st && rt_model_run_device(sl->rm, ins, outs, (CUstream)stream, &e) != SN_OK)
+		st = api_fail(err, &e);
+	free(ins);
+	return st;
+}
+
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
 				    sinter_error *err)
 {

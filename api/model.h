@@ -4,6 +4,8 @@
 
 #include "sinter.h"
 
+#include <pthread.h>
+
 #include "ir/ir.h"
 #include "ir/wstore.h"
 
@@ -22,6 +24,7 @@ struct sinter_model {
 	char *wpath;     /* API_W_FILE: the checked weights file */
 	uint64_t seed;   /* API_W_RANDOM */
 	bool materialized; /* ws holds every param's value */
+	pthread_mutex_t lock; /* guards the first use's materialization (threads sharing m) */
 };
 
 /* Reads (or draws) every param's value into m->ws if not done yet. */

@@ -79,6 +79,10 @@ static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sin
 		return api_fail(err, &e);
 	}
 	sinter_model *m = calloc(1, sizeof *m);
+	if (m && pthread_mutex_init(&m->lock, NULL)) {
+		free(m);
+		m = NULL;
+	}
 	if (m)
 		m->ws = ir_ws_new();
 	if (m)
@@ -87,6 +91,7 @@ static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sin
 		if (m) {
 			ir_ws_free(m->ws);
 			free(m->dir);
+			pthread_mutex_destroy(&m->lock);
 		}
 		free(m);
 		ir_graph_free(g);
@@ -280,6 +285,7 @@ void sinter_model_free(sinter_model *m)
 	free(m->path);
 	free(m->wpath);
 	ir_graph_free(m->g);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
@@ -560,10 +566,22 @@ static sinter_status fill_random(sinter_model *m, uint64_t seed, sinter_error *e
 	return ir_init_params(m->g, seed, m->ws, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
 }
 
+static sinter_status materialize_locked(sinter_model *m, sinter_error *err);
+
+/* Threads sharing m for reading (sinter.h) may all get here first: one reads
+ * the weights, the others wait for it. */
 sinter_status api_materialize(sinter_model *m, sinter_error *err)
 {
 	if (!m->weights)
 		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	pthread_mutex_lock(&m->lock);
+	sinter_status st = materialize_locked(m, err);
+	pthread_mutex_unlock(&m->lock);
+	return st;
+}
+
+static sinter_status materialize_locked(sinter_model *m, sinter_error *err)
+{
 	if (m->materialized)
 		return SINTER_OK;
 	bool any = false;
@@ -1059,6 +1077,18 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
 
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
 				    sinter_error *err)
+{
+	return no_cuda(err);
+}
+
+sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc)
+{
+	return no_cuda(NULL);
+}
+
+sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
+					 const sinter_tensor *outputs, size_t noutputs, void *stream,
+					 sinter_error *err)
 {
 	return no_cuda(err);
 }

@@ -4,7 +4,32 @@
  * and, when err is not NULL, fills it with a message (with file:line:col and
  * the source line where there is a source). The library never exits or
  * aborts on bad input. Strings and arrays handed to the caller say who frees
- * them. The sinter command (cli/) uses nothing but this header. */
+ * them. The sinter command (cli/) uses nothing but this header.
+ *
+ * Linking: libsinter.so (pkg-config sinter; CMake find_package(sinter),
+ * target sinter::sinter) or libsinter.a (pkg-config --static sinter;
+ * sinter::sinter_static), which also needs -lxxhash -lm -ldl -pthread.
+ *
+ * Threads. The library keeps no mutable global state that a call depends
+ * on: the caches are folders of files written through a temp file and a
+ * rename, safe for concurrent writers, including other processes.
+ *  - Any function may run concurrently with any other on different handles
+ *    (each thread its own sinter_model / sinter_compiled).
+ *  - A sinter_model may be shared by threads that only read it: every
+ *    function taking a `const sinter_model *`, and sinter_run_ref, may run
+ *    concurrently on one model (weights read on first use are read once,
+ *    under the model's lock). Functions taking a non-const model that
+ *    change it (sinter_model_optimize, sinter_model_load_weights,
+ *    sinter_model_init_random, sinter_model_free) need it to themselves.
+ *  - A sinter_compiled is used by one thread at a time (it owns a CUDA
+ *    stream, buffers and the last run's inputs); compile one per thread to
+ *    run in parallel. sinter_compile_options and error structs belong to
+ *    their caller.
+ *  - sinter_version, sinter_dtype_*, sinter_precision_parse,
+ *    sinter_cuda_available and the cache functions may be called from any
+ *    thread at any time.
+ * tests/unit/test_threads.c checks this under ThreadSanitizer
+ * (-DSINTER_TSAN=ON). */
 #ifndef SINTER_H
 #define SINTER_H
 
@@ -14,6 +39,12 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* Everything declared here is exported from libsinter.so; the library is
+ * built with hidden visibility otherwise. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
 #endif
 
 /* Status codes; the CLI exits with the same numbers. */
@@ -259,6 +290,23 @@ void sinter_compiled_free(sinter_compiled *c);
  * freed with sinter_tensors_free. */
 sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
 				  sinter_tensor **outputs, sinter_error *err);
+/* Output i of a compiled model: its name, dtype and shape (a symbolic dim
+ * of a lazily compiled model is -1). */
+sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc);
+/* Runs on device memory with no host copy (how the Python package runs
+ * torch CUDA tensors): inputs[i].data and outputs[i].data are device
+ * addresses (CUdeviceptr) on the compiled model's GPU, device 0's primary
+ * context, nbytes how many bytes lie there; inputs are matched as for
+ * sinter_compiled_run, outputs by position, and each must have exactly the
+ * model's dtype and shape (for a lazily compiled model, those its inputs
+ * bind). stream is a CUstream of that context (NULL: the legacy default
+ * stream): the run starts after the work queued on it so far, and work
+ * queued on it afterwards starts after the run (the outputs are written
+ * then); the call does not wait for the device. Inputs and outputs may be
+ * reused or freed in stream order. */
+sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
+					 const sinter_tensor *outputs, size_t noutputs, void *stream,
+					 sinter_error *err);
 /* Device time of `iters` calls (CUDA events) after `warmup` calls, with the
  * inputs of the last run in place: ms[0..iters). */
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
@@ -328,6 +376,10 @@ sinter_status sinter_tensors_write(const char *path, const sinter_tensor *ts, si
 void sinter_tensors_free(sinter_tensor *ts, size_t n);
 
 void sinter_free(void *p);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

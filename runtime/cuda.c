@@ -43,6 +43,7 @@ static const struct {
 	ENTRY(EventRecord, "cuEventRecord"),
 	ENTRY(EventSynchronize, "cuEventSynchronize"),
 	ENTRY(EventElapsedTime, "cuEventElapsedTime_v2"),
+	ENTRY(StreamWaitEvent, "cuStreamWaitEvent"),
 	ENTRY(MemAlloc, "cuMemAlloc_v2"),
 	ENTRY(MemFree, "cuMemFree_v2"),
 	ENTRY(MemAllocHost, "cuMemAllocHost_v2"),

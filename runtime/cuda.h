@@ -29,6 +29,7 @@ typedef struct rt_driver {
 	CUresult (*EventRecord)(CUevent, CUstream);
 	CUresult (*EventSynchronize)(CUevent);
 	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+	CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
 	CUresult (*MemAlloc)(CUdeviceptr *, size_t);
 	CUresult (*MemFree)(CUdeviceptr);
 	CUresult (*MemAllocHost)(void **, size_t);

@@ -425,6 +425,36 @@ int rt_model_run(rt_model *m, const void *const *inputs, void *const *outputs, s
 	return SN_OK;
 }
 
+int rt_model_run_device(rt_model *m, const CUdeviceptr *inputs, const CUdeviceptr *outputs, CUstream user,
+			sn_err *e)
+{
+	rt_cuda *c = m->c;
+	const cg_plan *p = m->plan;
+	c->d.CtxSetCurrent(c->ctx);
+	/* ev[0]: the caller's work so far; ev[1]: ours (both are re-recorded by
+	 * every call; a wait takes the event's state when it is queued) */
+	if (rt_check(c, c->d.EventRecord(m->ev[0], user), "cuEventRecord", e) ||
+	    rt_check(c, c->d.StreamWaitEvent(c->stream, m->ev[0], 0), "cuStreamWaitEvent", e))
+		return e->code;
+	for (uint32_t i = 0; i < p->ninputs; i++) {
+		uint64_t nb = p->bufs[p->inputs[i].buf].bytes;
+		if (nb && rt_check(c, c->d.MemcpyDtoDAsync(m->in[i], inputs[i], nb, c->stream), "copying inputs", e))
+			return e->code;
+	}
+	if (launch(m, e))
+		return e->code;
+	for (uint32_t i = 0; i < p->noutputs; i++) {
+		uint32_t b = p->outputs[i].buf;
+		uint64_t nb = p->bufs[b].bytes;
+		if (nb && rt_check(c, c->d.MemcpyDtoDAsync(outputs[i], m->ptr[b], nb, c->stream), "copying outputs", e))
+			return e->code;
+	}
+	if (rt_check(c, c->d.EventRecord(m->ev[1], c->stream), "cuEventRecord", e) ||
+	    rt_check(c, c->d.StreamWaitEvent(user, m->ev[1], 0), "cuStreamWaitEvent", e))
+		return e->code;
+	return SN_OK;
+}
+
 int rt_model_time(rt_model *m, int warmup, int n, double *ms, sn_err *e)
 {
 	rt_cuda *c = m->c;

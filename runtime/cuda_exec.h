@@ -42,6 +42,14 @@ void rt_model_free(rt_model *m);
  * every step on the stream, copies each output into outputs[i] (caller's
  * memory, p->outputs[i]'s bytes). */
 int rt_model_run(rt_model *m, const void *const *inputs, void *const *outputs, sn_err *e);
+/* Runs once on device memory, asynchronously: after the work queued on
+ * `user` (a stream of the same context; 0: the legacy default stream),
+ * copies inputs[i] into the plan's input buffers, launches every step and
+ * copies each output into outputs[i], all on the device and on the model's
+ * stream; work queued on `user` afterwards waits for it. Returns without
+ * waiting for the device. */
+int rt_model_run_device(rt_model *m, const CUdeviceptr *inputs, const CUdeviceptr *outputs, CUstream user,
+			sn_err *e);
 /* Launches the plan n times with inputs already in place and returns the
  * per-call device times in ms (CUDA events), after `warmup` untimed calls. */
 int rt_model_time(rt_model *m, int warmup, int n, double *ms, sn_err *e);

@@ -1,0 +1,33 @@
+# install.cmake: what `cmake --install` puts under the prefix: the header,
+# libsinter.so (versioned) and libsinter.a, the sinter command, sinter.pc
+# for pkg-config and a CMake package (find_package(sinter) gives
+# sinter::sinter, the shared library, and sinter::sinter_static).
+include(CMakePackageConfigHelpers)
+
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/sinter.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS sinter_shared sinter EXPORT sinterTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS sinter_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+set(SINTER_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/sinter)
+install(EXPORT sinterTargets NAMESPACE sinter:: DESTINATION ${SINTER_CMAKE_DIR})
+configure_package_config_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/sinterConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/sinterConfig.cmake INSTALL_DESTINATION ${SINTER_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/sinterConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/sinterConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/sinterConfigVersion.cmake
+  DESTINATION ${SINTER_CMAKE_DIR})
+
+# pkg-config: the shared library by default; `--static` adds what
+# libsinter.a needs (Libs.private).
+set(SINTER_PC_LIBS_PRIVATE "-lxxhash -lm")
+if(CMAKE_DL_LIBS)
+  string(APPEND SINTER_PC_LIBS_PRIVATE " -l${CMAKE_DL_LIBS}")
+endif()
+string(APPEND SINTER_PC_LIBS_PRIVATE " -pthread")
+# the prefix relative to the .pc file, so `cmake --install --prefix` anywhere works
+file(RELATIVE_PATH SINTER_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/sinter.pc.in ${CMAKE_CURRENT_BINARY_DIR}/sinter.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/sinter.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# run_install.sh BUILD_DIR SOURCE_DIR [WITH_SUBDIR]: sinter as a user consumes
+# it. Installs BUILD_DIR into a scratch prefix and checks what is there
+# (header, libsinter.so with its soname, libsinter.a, the sinter command,
+# sinter.pc, the CMake package); builds tests/install/consume.c with
+# `pkg-config --cflags --libs sinter`, and with find_package(sinter) against
+# both libraries, and runs each (ref interpreter, checked against sums
+# worked out in the program). With WITH_SUBDIR=1 also builds it with
+# add_subdirectory of the source tree. $SINTER_TEST_CFLAGS: the sanitizer
+# flags the library was built with, which its consumers need too.
+set -euo pipefail
+build=$1 src=$2 subdir=${3:-0}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log"
+fails=0
+check() { if ! eval "$1"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+libdir=$(dirname "$(find "$prefix" -name sinter.pc)")/..
+check '[ -f "$prefix/include/sinter.h" ]'
+check '[ -x "$prefix/bin/sinter" ]'
+check '[ -f "$libdir/libsinter.a" ]'
+check '[ -L "$libdir/libsinter.so" ]'
+check 'readelf -d "$libdir/libsinter.so" | grep -q "SONAME.*libsinter\.so\.0\]"'
+check '[ -f "$libdir/cmake/sinter/sinterConfig.cmake" ]'
+# only the public API is exported: every defined dynamic symbol is sinter_
+extra=$(nm -D --defined-only "$libdir/libsinter.so" | awk '{print $3}' | grep -v '^sinter_' || true)
+check '[ -z "$extra" ]'
+[ -z "$extra" ] || echo "exported beyond sinter_: $(echo $extra | head -c 300)"
+# every function declared in sinter.h is exported
+for f in $(grep -oE '\bsinter_[a-z0-9_]+\(' "$prefix/include/sinter.h" | tr -d '(' | sort -u); do
+	nm -D --defined-only "$libdir/libsinter.so" | grep -qw "$f" || { echo "FAIL: $f not exported"; fails=$((fails + 1)); }
+done
+"$prefix/bin/sinter" --version >/dev/null || { echo "FAIL: installed sinter --version"; fails=$((fails + 1)); }
+
+cd "$tmp"
+cflags=${SINTER_TEST_CFLAGS:-}
+# 1. pkg-config
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+# shellcheck disable=SC2086
+cc $cflags -o consume_pc "$src/tests/install/consume.c" $(pkg-config --cflags --libs sinter)
+out=$(LD_LIBRARY_PATH=$libdir ./consume_pc "$tmp/w1.safetensors")
+echo "pkg-config: $out"
+check '[[ "$out" == "consume: ok"* ]]'
+check 'pkg-config --libs --static sinter | grep -q -- -lxxhash'
+# 2. find_package, shared and static
+cmake -S "$src/tests/install" -B fp -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$cflags" \
+	-DCMAKE_EXE_LINKER_FLAGS="$cflags" >fp.log 2>&1 || { cat fp.log; exit 1; }
+ninja -C fp >>fp.log 2>&1 || { cat fp.log; exit 1; }
+for k in shared static; do
+	out=$(./fp/consume_$k "$tmp/w2.safetensors")
+	echo "find_package ($k): $out"
+	check '[[ "$out" == "consume: ok"* ]]'
+done
+check '! readelf -d fp/consume_static | grep -q libsinter'
+# 3. add_subdirectory (builds the library again from its sources)
+if [ "$subdir" = 1 ]; then
+	cmake -S "$src/tests/install" -B sub -G Ninja -DSINTER_SOURCE="$src" -DSINTER_CUDA=OFF \
+		-DCMAKE_C_FLAGS="$cflags" -DCMAKE_EXE_LINKER_FLAGS="$cflags" -DCMAKE_SHARED_LINKER_FLAGS="$cflags" \
+		>sub.log 2>&1 || { cat sub.log; exit 1; }
+	ninja -C sub consume_shared >>sub.log 2>&1 || { cat sub.log; exit 1; }
+	out=$(./sub/consume_shared "$tmp/w3.safetensors")
+	echo "add_subdirectory: $out"
+	check '[[ "$out" == "consume: ok"* ]]'
+fi
+[ "$fails" = 0 ] && echo "install: all checks passed"
+exit $((fails > 0))

@@ -1,0 +1,168 @@
+/* test_threads.c: the thread-safety promises of sinter.h, exercised by
+ * concurrent calls (meant to run under ThreadSanitizer: -DSINTER_TSAN=ON,
+ * where a data race fails the test; in other builds it checks the results).
+ *  - threads with models of their own: load, random weights and inputs,
+ *    the reference interpreter, print, hash, free, all at once;
+ *  - one model shared by threads that only read it: its weights are drawn
+ *    on first use (under the model's lock) by whichever thread comes first;
+ *  - the cache functions on one folder from every thread, and when NVRTC is
+ *    present sinter_compile_kernels of one model into one kernel cache.
+ * Every thread's outputs must equal, bit for bit, the same call made alone. */
+#include "check.h"
+
+#include <sinter.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NTHREADS 4
+
+static const char *resblock = SINTER_SOURCE_DIR "/samples/resblock.sir";
+static char cache_dir[256];
+static bool have_nvrtc;
+
+/* One run of resblock (N=1) on ref: weights from seed, inputs from seed + 1. */
+static sinter_status run_own(uint64_t seed, sinter_tensor **out, char hash[33], sinter_error *err)
+{
+	sinter_shape_binding b = {"N", 1};
+	sinter_options o = {&b, 1};
+	sinter_model *m = NULL;
+	sinter_tensor *in = NULL;
+	size_t nin = 0;
+	sinter_status st = sinter_model_load(resblock, &o, &m, err);
+	if (!st)
+		st = sinter_model_init_random(m, seed, err);
+	if (!st)
+		st = sinter_random_inputs(m, seed + 1, &in, &nin, err);
+	if (!st)
+		st = sinter_run_ref(m, in, nin, out, err);
+	if (!st) {
+		char *text = sinter_model_print(m);
+		st = text ? SINTER_OK : SINTER_E_INTERNAL;
+		sinter_free(text);
+		sinter_model_hash(m, hash);
+	}
+	sinter_tensors_free(in, nin);
+	sinter_model_free(m);
+	return st;
+}
+
+typedef struct job {
+	int id;
+	const sinter_model *shared;
+	sinter_tensor *shared_in;
+	sinter_status st;
+	sinter_error err;
+	sinter_tensor *own_out, *shared_out;
+	char hash[33];
+	size_t entries;
+	uint64_t bytes;
+} job;
+
+static void *worker(void *arg)
+{
+	job *j = arg;
+	j->st = run_own(100 + (uint64_t)j->id, &j->own_out, j->hash, &j->err);
+	if (!j->st)
+		j->st = sinter_run_ref((sinter_model *)j->shared, j->shared_in, 1, &j->shared_out, &j->err);
+	if (!j->st && have_nvrtc) {
+		sinter_compile_options co;
+		sinter_compile_options_init(&co);
+		co.target_sm = 90;
+		co.cache_dir = cache_dir;
+		j->st = sinter_compile_kernels(j->shared, &co, NULL, NULL, &j->err);
+	}
+	if (!j->st)
+		j->st = sinter_cache_stats(cache_dir, &j->entries, &j->bytes, &j->err);
+	char why[128];
+	(void)sinter_cuda_available(why, sizeof why);
+	(void)sinter_version();
+	return NULL;
+}
+
+static bool same(const sinter_tensor *a, const sinter_tensor *b)
+{
+	return a && b && a->nbytes == b->nbytes && !memcmp(a->data, b->data, a->nbytes);
+}
+
+int main(void)
+{
+	snprintf(cache_dir, sizeof cache_dir, "/tmp/sinter-threads-%d", (int)getpid());
+	sinter_error err;
+	sinter_shape_binding b = {"N", 1};
+	sinter_options o = {&b, 1};
+	sinter_model *shared = NULL;
+	CHECK(sinter_model_load(resblock, &o, &shared, &err) == SINTER_OK);
+	if (!shared) {
+		fprintf(stderr, "%s\n", err.message);
+		return 1;
+	}
+	/* drawn lazily: the first run_ref of whichever thread reads them */
+	CHECK(sinter_model_init_random(shared, 7, &err) == SINTER_OK);
+	sinter_tensor *ins[NTHREADS];
+	size_t nin;
+	for (int i = 0; i < NTHREADS; i++)
+		CHECK(sinter_random_inputs(shared, 200 + (uint64_t)i, &ins[i], &nin, &err) == SINTER_OK);
+
+	/* NVRTC present? One compile alone says (it also warms nothing: the
+	 * threads compile into a fresh cache folder of their own). */
+	{
+		sinter_compile_options co;
+		sinter_compile_options_init(&co);
+		co.target_sm = 90;
+		co.cache_dir = "";
+		have_nvrtc = sinter_compile_kernels(shared, &co, NULL, NULL, &err) == SINTER_OK;
+		printf("NVRTC %s\n", have_nvrtc ? "present: concurrent compiles into one cache" : "absent");
+	}
+
+	job jobs[NTHREADS];
+	pthread_t th[NTHREADS];
+	memset(jobs, 0, sizeof jobs);
+	for (int i = 0; i < NTHREADS; i++) {
+		jobs[i].id = i;
+		jobs[i].shared = shared;
+		jobs[i].shared_in = ins[i];
+		CHECK(pthread_create(&th[i], NULL, worker, &jobs[i]) == 0);
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+
+	/* the same calls, one at a time */
+	for (int i = 0; i < NTHREADS; i++) {
+		job *j = &jobs[i];
+		if (j->st)
+			fprintf(stderr, "thread %d: %s\n", i, j->err.message);
+		CHECK(j->st == SINTER_OK);
+		sinter_tensor *own = NULL, *sh = NULL;
+		char hash[33];
+		CHECK(run_own(100 + (uint64_t)i, &own, hash, &err) == SINTER_OK);
+		CHECK(sinter_run_ref(shared, ins[i], 1, &sh, &err) == SINTER_OK);
+		CHECK(same(j->own_out, own));
+		CHECK(same(j->shared_out, sh));
+		CHECK_STR(j->hash, hash);
+		/* the inputs differ, so the shared model's outputs do too */
+		if (i)
+			CHECK(!same(jobs[0].shared_out, j->shared_out));
+		sinter_tensors_free(own, 1);
+		sinter_tensors_free(sh, 1);
+	}
+	for (int i = 0; i < NTHREADS; i++) {
+		sinter_tensors_free(jobs[i].own_out, 1);
+		sinter_tensors_free(jobs[i].shared_out, 1);
+		sinter_tensors_free(ins[i], nin);
+	}
+	if (have_nvrtc) {
+		size_t entries = 0;
+		uint64_t bytes = 0;
+		CHECK(sinter_cache_stats(cache_dir, &entries, &bytes, &err) == SINTER_OK);
+		CHECK(entries > 0);
+		size_t removed = 0;
+		CHECK(sinter_cache_clear(cache_dir, &removed, &err) == SINTER_OK);
+		printf("kernel cache after %d concurrent compiles: %zu entries\n", NTHREADS, entries);
+	}
+	rmdir(cache_dir);
+	sinter_model_free(shared);
+	return check_done("threads");
+}
