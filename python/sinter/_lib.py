@@ -1,0 +1,167 @@
+"""_lib: finds libsinter.so and declares the C API of include/sinter.h
+through ctypes. Every struct here mirrors one of sinter.h; the ctest
+python.layout compares the offsets with the C compiler's."""
+import ctypes
+import ctypes.util
+import glob
+import os
+import shutil
+
+MAX_RANK = 8
+
+
+class SinterError(Exception):
+    """A sinter call failed. status: 1 bad input, 2 usage, 3 environment,
+    4 internal (the CLI's exit codes)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * MAX_RANK), ("data", ctypes.c_void_p), ("nbytes", ctypes.c_size_t)]
+
+
+class Error(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 4096)]
+
+
+class ShapeBinding(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_int64)]
+
+
+class Options(ctypes.Structure):
+    _fields_ = [("shapes", ctypes.POINTER(ShapeBinding)), ("nshapes", ctypes.c_size_t)]
+
+
+WARN_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class CompileOptions(ctypes.Structure):
+    # The fields Python sets come first in sinter.h; `_reserve` leaves room for
+    # fields a newer library adds at the end (sinter_compile_options_init
+    # zeroes them: their defaults).
+    _fields_ = [("mode", ctypes.c_char_p), ("precision", ctypes.c_int), ("passes", ctypes.c_char_p),
+                ("target_sm", ctypes.c_int), ("dump_dir", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
+                ("no_plan_cache", ctypes.c_bool), ("poison", ctypes.c_bool), ("max_plans", ctypes.c_int),
+                ("warn", ctypes.c_void_p), ("warn_ctx", ctypes.c_void_p), ("_reserve", ctypes.c_char * 1024)]
+
+
+class CompileStats(ctypes.Structure):
+    _fields_ = [("passes_s", ctypes.c_double), ("codegen_s", ctypes.c_double), ("nvrtc_s", ctypes.c_double),
+                ("load_s", ctypes.c_double), ("upload_s", ctypes.c_double), ("plan_s", ctypes.c_double),
+                ("kernels", ctypes.c_size_t), ("unique_kernels", ctypes.c_size_t), ("cache_hits", ctypes.c_size_t),
+                ("steps", ctypes.c_size_t), ("arena_bytes", ctypes.c_size_t), ("weight_bytes", ctypes.c_size_t),
+                ("context_s", ctypes.c_double), ("key_s", ctypes.c_double), ("blas_s", ctypes.c_double),
+                ("capture_s", ctypes.c_double), ("plan_hit", ctypes.c_bool), ("_reserve", ctypes.c_char * 1024)]
+
+
+def _candidates():
+    env = os.environ.get("SINTER_LIBRARY")
+    if env:
+        yield env
+        return
+    exe = shutil.which("sinter")
+    if exe:
+        prefix = os.path.dirname(os.path.dirname(os.path.realpath(exe)))
+        for sub in ("lib", "lib64", "lib/*-linux-gnu"):
+            yield from sorted(glob.glob(os.path.join(prefix, sub, "libsinter.so.0")))
+            # the build folder holds the command beside the library
+        yield os.path.join(os.path.dirname(os.path.realpath(exe)), "libsinter.so.0")
+    found = ctypes.util.find_library("sinter")
+    if found:
+        yield found
+    yield "libsinter.so.0"  # LD_LIBRARY_PATH and the loader's cache
+    build = os.environ.get("SINTER_BUILD_DIR")
+    if build:
+        yield os.path.join(build, "libsinter.so.0")
+    try:
+        from ._where import SOURCE_DIR
+    except ImportError:  # not installed: running from the source tree
+        SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    yield os.path.join(SOURCE_DIR, "build", "libsinter.so.0")
+
+
+def _open():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path + " (absent)")
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    raise SinterError(3, "libsinter.so not found; set SINTER_LIBRARY to its path or install sinter "
+                      "(cmake --install). Tried: " + "; ".join(tried))
+
+
+_lib = None
+path = None
+
+P = ctypes.POINTER
+c_status = ctypes.c_int
+_PROTOS = {
+    "sinter_version": (ctypes.c_char_p, []),
+    "sinter_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sinter_dtype_size": (ctypes.c_size_t, [ctypes.c_int]),
+    "sinter_model_load": (c_status, [ctypes.c_char_p, P(Options), P(ctypes.c_void_p), P(Error)]),
+    "sinter_model_parse": (c_status, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, P(Options),
+                                      P(ctypes.c_void_p), P(Error)]),
+    "sinter_model_free": (None, [ctypes.c_void_p]),
+    "sinter_model_print": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "sinter_model_hash": (None, [ctypes.c_void_p, ctypes.c_char_p]),
+    "sinter_model_num_inputs": (ctypes.c_size_t, [ctypes.c_void_p]),
+    "sinter_model_num_outputs": (ctypes.c_size_t, [ctypes.c_void_p]),
+    "sinter_model_num_symbols": (ctypes.c_size_t, [ctypes.c_void_p]),
+    "sinter_model_input": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
+    "sinter_model_output": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
+    "sinter_model_load_weights": (c_status, [ctypes.c_void_p, ctypes.c_char_p, P(Error)]),
+    "sinter_model_init_random": (c_status, [ctypes.c_void_p, ctypes.c_uint64, P(Error)]),
+    "sinter_model_optimize": (c_status, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                                         ctypes.c_int, ctypes.c_char_p, P(Error)]),
+    "sinter_precision_parse": (ctypes.c_int, [ctypes.c_char_p]),
+    "sinter_random_inputs": (c_status, [ctypes.c_void_p, ctypes.c_uint64, P(P(Tensor)), P(ctypes.c_size_t),
+                                        P(Error)]),
+    "sinter_run_ref": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(P(Tensor)), P(Error)]),
+    "sinter_cuda_available": (ctypes.c_bool, [ctypes.c_char_p, ctypes.c_size_t]),
+    "sinter_compile_options_init": (None, [P(CompileOptions)]),
+    "sinter_compile": (c_status, [ctypes.c_void_p, P(CompileOptions), P(ctypes.c_void_p), P(CompileStats),
+                                  P(Error)]),
+    "sinter_load_package": (c_status, [ctypes.c_char_p, P(CompileOptions), P(ctypes.c_void_p),
+                                       P(CompileStats), P(Error)]),
+    "sinter_compiled_num_inputs": (ctypes.c_size_t, [ctypes.c_void_p]),
+    "sinter_compiled_num_outputs": (ctypes.c_size_t, [ctypes.c_void_p]),
+    "sinter_compiled_input": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
+    "sinter_compiled_output": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
+    "sinter_compiled_free": (None, [ctypes.c_void_p]),
+    "sinter_compiled_run": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(P(Tensor)), P(Error)]),
+    "sinter_compiled_run_device": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(Tensor),
+                                              ctypes.c_size_t, ctypes.c_void_p, P(Error)]),
+    "sinter_compiled_bench": (c_status, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, P(ctypes.c_double),
+                                         P(Error)]),
+    "sinter_tensors_read": (c_status, [ctypes.c_char_p, P(P(Tensor)), P(ctypes.c_size_t), P(Error)]),
+    "sinter_tensors_write": (c_status, [ctypes.c_char_p, P(Tensor), ctypes.c_size_t, P(Error)]),
+    "sinter_tensors_free": (None, [P(Tensor), ctypes.c_size_t]),
+    "sinter_free": (None, [ctypes.c_void_p]),
+}
+
+
+def lib():
+    """The loaded library, its functions declared (loaded on first use)."""
+    global _lib, path
+    if _lib is None:
+        so, where = _open()
+        for name, (res, args) in _PROTOS.items():
+            fn = getattr(so, name)
+            fn.restype = res
+            fn.argtypes = args
+        _lib, path = so, where
+    return _lib
+
+
+def check(status, err):
+    if status != 0:
+        raise SinterError(status, err.message.decode("utf-8", "replace"))

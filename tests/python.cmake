@@ -1,0 +1,17 @@
+# The Python package (python/): pip-installed into a scratch folder and run
+# with NumPy on the reference interpreter (run_python.sh); needs
+# -DSINTER_PYTHON=/path/to/python with numpy (scripts/test's venv).
+add_executable(python_layout ${CMAKE_CURRENT_SOURCE_DIR}/python/layout.c)
+target_link_libraries(python_layout PRIVATE sinter)
+if(SINTER_PYTHON AND NOT SINTER_TSAN)
+  set(SINTER_PRELOAD "")
+  if(SINTER_SANITIZE)
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+      OUTPUT_VARIABLE SINTER_PRELOAD OUTPUT_STRIP_TRAILING_WHITESPACE)
+  endif()
+  add_test(NAME python.numpy COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/run_python.sh ${SINTER_PYTHON}
+    ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} $<TARGET_FILE:python_layout>)
+  set_tests_properties(python.numpy PROPERTIES ENVIRONMENT "SINTER_PRELOAD=${SINTER_PRELOAD}"
+    PASS_REGULAR_EXPRESSION "python.numpy: all checks passed")
+  set_tests_properties(python.numpy PROPERTIES DEPENDS install.consume)
+endif()

@@ -1,0 +1,125 @@
+"""test_numpy.py LAYOUT_EXE SOURCE_DIR: the Python package (python/) on the
+reference interpreter with NumPy, as installed by pip (run_python.sh).
+Every output is compared with the same computation done here in NumPy on
+fresh random inputs; errors must carry sinter's status codes."""
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+import sinter
+from sinter import _lib
+
+fails = 0
+
+
+def ok(cond, what):
+    global fails
+    if not cond:
+        fails += 1
+        print("FAIL:", what)
+
+
+def raises(status, fn, what, needle=""):
+    try:
+        fn()
+    except sinter.SinterError as e:
+        ok(e.status == status and needle in str(e), "%s: status %d (want %d): %s" % (what, e.status, status, e))
+        return
+    ok(False, what + ": no error")
+
+
+layout_exe, src = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+v = sinter.version()
+print("sinter", v, "from", _lib.path)
+
+# 1. the ctypes structs have the C layout (a field added to sinter.h in the
+# middle would shift every later one)
+want = dict(line.split() for line in subprocess.check_output([layout_exe], text=True).splitlines())
+classes = {"sinter_tensor": _lib.Tensor, "sinter_error": _lib.Error, "sinter_options": _lib.Options,
+           "sinter_shape_binding": _lib.ShapeBinding, "sinter_compile_options": _lib.CompileOptions,
+           "sinter_compile_stats": _lib.CompileStats}
+for key, off in want.items():
+    s, f = key.split(".")
+    cls = classes[s]
+    if f == "_size":  # a mirror with _reserve may be larger: room for fields added at the end
+        got = ctypes.sizeof(cls)
+        reserve = cls._fields_[-1][0] == "_reserve"
+        ok(got >= int(off) if reserve else got == int(off), "%s: %d bytes, C says %s" % (key, got, off))
+    else:
+        ok(getattr(cls, f).offset == int(off), "%s at %d, C says %s" % (key, getattr(cls, f).offset, off))
+
+# 2. a model from text with weights from NumPy: y = relu(x @ w.T + b) * 2
+tmp = tempfile.mkdtemp()
+w = rng.standard_normal((5, 7)).astype(np.float32)
+b = rng.standard_normal(5).astype(np.float32)
+sinter.write_tensors(os.path.join(tmp, "w.safetensors"), {"fc.weight": w, "fc.bias": b})
+back = sinter.read_tensors(os.path.join(tmp, "w.safetensors"))
+ok(np.array_equal(back["fc.weight"], w) and np.array_equal(back["fc.bias"], b), "safetensors round trip")
+with open(os.path.join(tmp, "m.sir"), "w") as f:
+    f.write('sinter 1\nweights "w.safetensors"\n\nfunc @main(%x: f32[N,7]) -> (f32[N,5]) {\n'
+            '  %w = param f32[5,7] "fc.weight"\n  %b = param f32[5] "fc.bias"\n  %two = const f32[] 2\n'
+            '  %h = linear(%x, %w, %b)\n  %r = relu(%h)\n  %y = mul(%r, %two)\n  return %y\n}\n')
+m = sinter.load(os.path.join(tmp, "m.sir"), shapes={"N": 3}, weights=os.path.join(tmp, "w.safetensors"))
+ok(m.inputs == [{"name": "x", "dtype": "f32", "shape": (3, 7)}], "inputs %r" % m.inputs)
+ok(m.outputs[0]["shape"] == (3, 5), "outputs %r" % m.outputs)
+x = rng.standard_normal((3, 7)).astype(np.float32)
+(y,) = m.run({"x": x}, device="ref")
+ref = 2 * np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0)
+ok(y.shape == (3, 5) and y.dtype == np.float32, "y %s %s" % (y.shape, y.dtype))
+ok(np.allclose(y, ref, rtol=1e-5, atol=1e-6), "y differs from NumPy by %g" % np.abs(y - ref).max())
+(y2,) = m.run([x])  # by position
+ok(np.array_equal(y, y2), "positional inputs")
+ok("linear" in m.text() and len(m.hash()) == 32, "text and hash")
+# the weights line is read when none are given
+m2 = sinter.load(os.path.join(tmp, "m.sir"), shapes={"N": 3}).load_weights()
+ok(np.array_equal(m2.run({"x": x})[0], y), "weights from the model's weights line")
+
+# 3. errors carry their status: 1 bad input, 2 usage
+raises(1, lambda: m.run({"z": x}), "unknown input name", "x")
+raises(1, lambda: m.run({"x": x[:, :6].copy()}), "wrong shape")
+raises(2, lambda: m.run({"x": x}, device="cpu"), "cpu device refused", "not built")
+raises(2, lambda: m.run({"x": x}, device="tpu"), "unknown device")
+raises(1, lambda: sinter.load(os.path.join(tmp, "missing.sir")), "missing file")
+raises(2, lambda: sinter.load(os.path.join(tmp, "m.sir")).run({"x": x}), "unbound symbol", "N")
+with open(os.path.join(tmp, "bad.sir"), "w") as f:
+    f.write("sinter 1\nfunc @main(%x: f32[2]) -> (f32[2]) {\n  %y = nosuchop(%x)\n  return %y\n}\n")
+raises(1, lambda: sinter.load(os.path.join(tmp, "bad.sir")), "unknown op", "bad.sir:3")
+
+# 4. an ONNX file (made with onnx's helper when onnx is installed): softmax(x @ W + B)
+try:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError:
+    onnx = None
+    print("onnx not installed: ONNX check skipped")
+if onnx:
+    W = rng.standard_normal((6, 4)).astype(np.float32)
+    B = rng.standard_normal(4).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Add", ["h", "B"], ["a"]),
+         helper.make_node("Softmax", ["a"], ["y"], axis=-1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(tmp, "s.onnx"))
+    mo = sinter.load(os.path.join(tmp, "s.onnx"))
+    xo = rng.standard_normal((2, 6)).astype(np.float32)
+    (yo,) = mo.run({"x": xo})
+    a = xo.astype(np.float64) @ W + B
+    e = np.exp(a - a.max(-1, keepdims=True))
+    ok(np.allclose(yo, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7), "ONNX softmax(x W + B)")
+
+# 5. a sample: resblock on ref, deterministic, and integer/bool outputs come back typed
+r = sinter.load(os.path.join(src, "samples", "resblock.sir"), shapes={"N": 1}).init_random(5)
+ins = r.random_inputs(9)
+o1, o2 = r.run(ins)[0], r.run(ins)[0]
+ok(o1.shape == (1, 8, 16, 16) and np.array_equal(o1, o2) and (o1 >= 0).all() and o1.std() > 0,
+   "resblock on ref")
+
+print("python.numpy: %s" % ("all checks passed" if not fails else "%d failures" % fails))
+sys.exit(1 if fails else 0)
