@@ -4,11 +4,13 @@
  * lowering into a plan (codegen), NVRTC through the kernel cache, plan
  * stored -> runtime load. */
 #include "api/model.h"
+#include "api/observe.h"
 
 #include "autotune/at_tune.h"
 
 #include "codegen/cg.h"
 #include "ir/file.h"
+#include "ir/log.h"
 #include "passes/pass.h"
 #include "runtime/cuda_blas.h"
 #include "runtime/cuda_exec.h"
@@ -189,6 +191,7 @@ static sinter_status build_plan(const sinter_model *mc, const resolved *r, int s
 	if (r->pipeline[0] && pass_run_list(&g, r->pipeline, &ctx, &e) != SN_OK)
 		goto fail;
 	s->passes_s = now() - t0;
+	sn_stage("passes", t0, "%s, %u nodes after", r->pipeline[0] ? r->pipeline : "none", g->nnodes);
 	t0 = now();
 	ir_tensor *vals = NULL;
 	if (m->weights && (st = api_param_vals(g, ws, &vals, err))) {
@@ -203,6 +206,8 @@ static sinter_status build_plan(const sinter_model *mc, const resolved *r, int s
 	s->codegen_s = now() - t0;
 	if (rc)
 		goto fail;
+	sn_stage("codegen", t0, "%u steps, %u kernels, arena %llu bytes", (*out)->nsteps, (*out)->nkerns,
+		 (unsigned long long)(*out)->arena_bytes);
 	if (tc && at_tune_plan(g, &t, *out, tc->dev, tc->st, &tc->o, &tc->s, &e) != SN_OK) {
 		cg_plan_free(*out);
 		*out = NULL;
@@ -247,6 +252,8 @@ static sinter_status compile_kernels(cg_plan *p, int sm, const sinter_compile_op
 			       o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &cs, &e);
 	rt_nvrtc_close(nv);
 	s->nvrtc_s = now() - t0;
+	sn_stage("nvrtc", t0, "sm_%d, %zu unique kernels: %zu from the kernel cache, %zu compiled", sm, cs.unique,
+		 cs.hits, cs.compiled);
 	s->unique_kernels = cs.unique;
 	s->cache_hits = cs.hits;
 	for (uint32_t i = 0; !e.code && i < p->nkerns; i++) {
@@ -538,6 +545,8 @@ static sinter_status add_slot(sinter_compiled *c, cg_plan *p, const int64_t *val
 		cg_plan_free(p);
 		return api_fail(err, &e);
 	}
+	sn_log(SN_LOG_INFO, "load: modules %.1f ms, weights and arena %.1f ms, cuBLASLt %.1f ms, graph capture %.1f ms",
+	       1e3 * t.load, 1e3 * t.upload, 1e3 * t.blas, 1e3 * t.capture);
 	s->load_s = t.load;
 	s->blas_s = t.blas;
 	s->capture_s = t.capture;
@@ -681,6 +690,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 				      .progress = c->o.tune_progress, .cache_dir = kdir,
 				      .warn = c->o.warn ? c->o.warn : warn_stderr, .ctx = c->o.warn_ctx};
 	}
+	bool existed = false;
 	if (dir) {
 		uint8_t key[16], digest[16];
 		plan_key(m, &r, c->dev, wid, key0);
@@ -691,9 +701,13 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 		s->key_s = now() - t0;
 		if (kc_plan_path(dir, key, false, path, sizeof path, &e) != SN_OK)
 			path[0] = 0;
+		existed = path[0] && access(path, F_OK) == 0;
 		if (path[0] && have_key)
 			p = cache_lookup(path, m, &info, &c->o);
 	}
+	sn_log(SN_LOG_INFO, "plan cache: %s", !dir ? "off" : p ? "hit" : !existed
+		    ? "miss (no entry for this model, shapes, mode, precision, device and weights)"
+		    : "miss (the entry was stale or corrupt: see the warning above)");
 	if (p) {
 		at_store_close(tc.st);
 		s->plan_hit = true;
@@ -1080,8 +1094,11 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
 		}
 	}
 	sn_err e = {0};
+	double t0 = sn_now();
 	if (rt_model_run(sl->rm, (const void *const *)ins, outs, &e) != SN_OK)
 		st = api_fail(err, &e);
+	else
+		sn_stage("run (cuda)", t0, "%u steps, inputs copied in and outputs out", p->nsteps);
 done:
 	if (st) {
 		sinter_tensors_free(res, p->noutputs);
@@ -1172,9 +1189,11 @@ sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_prof
 		return api_failf(err, SINTER_E_USAGE, "run the model once before profiling it");
 	sn_err e = {0};
 	rt_prof *p = NULL;
+	double t0 = sn_now();
 	if (rt_model_profile(c->last->rm, iters, &p, n, &e) != SN_OK)
 		return api_fail(err, &e);
 	*entries = (sinter_profile_entry *)p; /* same fields in the same order */
+	api_trace_profile(*entries, *n, t0, c->dev->name);
 	return SINTER_OK;
 }
 

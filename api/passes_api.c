@@ -1,6 +1,7 @@
 /* passes_api.c: the public API's graph passes (sinter_model_optimize). */
 #include "api/model.h"
 
+#include "ir/log.h"
 #include "passes/pass.h"
 
 #include <string.h>
@@ -38,7 +39,9 @@ sinter_status sinter_model_optimize(sinter_model *m, const char *mode, const cha
 		.dump_dir = dump_dir,
 	};
 	sn_err e = {0};
+	double t0 = sn_now();
 	if (pass_run_list(&m->g, passes, &ctx, &e) != SN_OK)
 		return api_fail(err, &e);
+	sn_stage("passes", t0, "%s, %u nodes after", passes, m->g->nnodes);
 	return SINTER_OK;
 }

@@ -2,6 +2,7 @@
  * runtime; it owns no algorithm. */
 #include "api/model.h"
 #include "codegen/cg.h"
+#include "ir/log.h"
 
 #include "frontend/safetensors.h"
 #include "frontend/onnx.h"
@@ -129,6 +130,7 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	size_t n = strlen(path);
 	bool onnx = n >= 5 && !strcmp(path + n - 5, ".onnx");
+	double t0 = sn_now();
 	ir_wstore *ws = onnx ? ir_ws_new() : NULL;
 	int rc = onnx ? (ws ? onnx_load(path, b, b ? opt->nshapes : 0, &g, ws, &e)
 			   : sn_errf(&e, SN_EINTERNAL, "out of memory"))
@@ -139,6 +141,8 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 		return api_fail(err, &e);
 	}
 	sinter_status st = wrap(g, path, out, err);
+	if (st == SINTER_OK)
+		sn_stage(onnx ? "import" : "parse", t0, "%s, %u nodes", path, g->nnodes);
 	if (st != SINTER_OK || !onnx) {
 		ir_ws_free(ws);
 		return st;
@@ -588,12 +592,15 @@ static sinter_status materialize_locked(sinter_model *m, sinter_error *err)
 	for (uint32_t i = 0; i < m->g->nnodes; i++)
 		any |= m->g->nodes[i].op == IR_OP_param;
 	sinter_status st = SINTER_OK;
+	double t0 = sn_now();
 	if (any && m->wsrc == API_W_FILE)
 		st = read_weights(m, m->wpath, true, err);
 	else if (any && m->wsrc == API_W_RANDOM)
 		st = fill_random(m, m->seed, err);
 	if (st == SINTER_OK)
 		m->materialized = true;
+	if (st == SINTER_OK && any)
+		sn_stage("weights", t0, "%s", m->wsrc == API_W_FILE ? m->wpath : "random");
 	return st;
 }
 
@@ -770,7 +777,10 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
 	sn_err e = {0};
+	double t0 = sn_now();
 	int rc = ref_run(g, vals, outs, &e);
+	if (rc == SN_OK)
+		sn_stage("run (ref)", t0, "%u nodes", g->nnodes);
 	api_vals_free(g, m->ws, vals);
 	if (rc != SN_OK) {
 		free(outs);

@@ -17,16 +17,22 @@
 
 enum { EXIT_USAGE = SINTER_E_USAGE };
 
+static char last_error[4096]; /* the last error reported, for --json's error object */
+
 static int usage_error(const char *cmd, const char *fmt, const char *arg)
 {
+	snprintf(last_error, sizeof last_error, fmt, arg);
 	fprintf(stderr, "sinter%s%s: ", cmd ? " " : "", cmd ? cmd : "");
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n(see 'sinter %s%s--help')\n", cmd ? cmd : "", cmd ? " " : "");
 	return EXIT_USAGE;
 }
 
+static bool tracing; /* --trace: a run on cuda adds each step's device time */
+
 static int report(const sinter_error *err)
 {
+	snprintf(last_error, sizeof last_error, "%s", err->message);
 	fprintf(stderr, "%s\n", err->message);
 	return err->status ? (int)err->status : SINTER_E_INTERNAL;
 }
@@ -44,6 +50,11 @@ static const char *const main_help =
 	"  cache stats|clear|export|import|merge  inspect, empty or share the caches\n"
 	"  import FILE.onnx -o FILE.sir   ONNX to sinter IR plus its weights\n"
 	"\n"
+	"Options every command takes (docs/CLI.md):\n"
+	"  -v, -vv            log compile stages and cache results (info), and each\n"
+	"                     kernel's cache lookup (debug); also SINTER_LOG=warn|info|debug\n"
+	"  --trace FILE.json  write a Chrome trace (Perfetto opens it): host stages and,\n"
+	"                     for a run on cuda, each step's device time\n"
 	"'sinter COMMAND --help' describes a command's options.\n"
 	"Exit codes: 0 ok, 1 bad input, 2 usage, 3 environment, 4 internal error.\n";
 
@@ -54,19 +65,21 @@ static const char *const shape_help =
 static const char *const check_help =
 	"usage: sinter check FILE.sir [--shape SYM=VALUE]...\n"
 	"\n"
-	"Parses FILE, verifies it and infers every shape; prints a one-line summary.\n";
+	"Parses FILE, verifies it and infers every shape; prints a one-line summary.\n"
+	"  --json             one JSON object: nodes, inputs, outputs, symbols, hash\n";
 static const char *const print_help =
 	"usage: sinter print FILE.sir [--passes a,b | --mode M] [--precision P] [--dump-dir D] [--shape SYM=VALUE]... [--groups]\n"
 	"\n"
 	"Prints the canonical text of FILE (parse, print, parse, print is a fixed point),\n"
 	"after the graph passes asked for. --groups prints instead the fusion groups a\n"
-	"CUDA compile would make (symbolic dims bound with --shape).\n";
+	"CUDA compile would make (symbolic dims bound with --shape).\n"
+	"  --dot              Graphviz dot instead of text (sinter print --dot F | dot -Tsvg)\n"
+	"  --dump-dir D       write the IR after each pass to D (made if missing)\n";
 static const char *const passes_help =
 	"  --passes a,b,c     run these graph passes (canonicalize, fold-bn, layout, precision, attention)\n"
 	"  --mode M           run mode M's pipeline: default, reduce-overhead, max-autotune\n"
 	"  --precision P      fp32 (default), tf32, bf16, fp16 or fp8\n"
-	"  --no-fusion        (compile, run, bench on cuda) one kernel or product per node\n"
-	"  --dump-dir D       (print, compile) write the IR after each pass / every kernel's source to D\n";
+	"  --no-fusion        (compile, run, bench on cuda) one kernel or product per node\n";
 static const char *const hash_help =
 	"usage: sinter hash FILE.sir [--shape SYM=VALUE]...\n"
 	"\n"
@@ -86,6 +99,7 @@ static const char *const run_help =
 	"  --weights FILE     read params from FILE instead of the model's weights line\n"
 	"  -o FILE            write the outputs to a .safetensors file, named by output\n"
 	"  --cache-dir DIR    kernel and plan caches' folder instead of the default\n"
+	"  --json             one JSON object: device, times, each output's summary\n"
 	"%s"
 	"FILE may be an AOT package (sinter compile -o FILE.sinterpkg): it runs on\n"
 	"cuda with no NVRTC, inputs from --inputs or random (--seed).\n";
@@ -97,9 +111,10 @@ static const char *const compile_help =
 	"through the kernel cache. With --target no GPU is needed; without it the\n"
 	"present GPU's arch is used.\n"
 	"  --target sm_XX     compile for this arch (e.g. sm_80, sm_90)\n"
-	"  --dump-dir DIR     write every kernel's source to DIR\n"
+	"  --dump-dir DIR     write every kernel's source to DIR (made if missing)\n"
 	"  --no-cache         do not read or write the kernel cache\n"
 	"  --cache-dir DIR    the kernel cache's folder instead of the default\n"
+	"  --json             one JSON object: steps, kernels, cache hits, times, arena\n"
 	"  -o FILE.sinterpkg  write an AOT package: plan, cubins and weights in one\n"
 	"                     file that 'sinter run' and 'sinter bench' take where\n"
 	"                     NVRTC is absent (weights: --weights, --init random\n"
@@ -137,6 +152,7 @@ static const char *const cache_help =
 	"       sinter cache merge A B -o C             one record per kernel and device: the faster\n"
 	"       sinter cache explain FILE [run's options: --shape, --mode, --precision, --weights,\n"
 	"                            --init random --seed S, --cache-dir]   why a compile hits or misses\n"
+	"       sinter cache stats [--dir DIR] --json     one JSON object\n"
 	"\n"
 	"The kernel and plan caches live in $SINTER_CACHE_DIR, else $XDG_CACHE_HOME/sinter,\n"
 	"else ~/.cache/sinter (docs/CACHE.md).\n";
@@ -146,7 +162,7 @@ typedef struct opts {
 	const char *target, *dump_dir, *dir;
 	const char *mode, *passes, *precision;
 	int iters, warmup, profile;
-	bool json, no_cache, no_fusion, groups;
+	bool json, no_cache, no_fusion, groups, dot;
 	sinter_shape_binding shapes[16];
 	size_t nshapes;
 	char *shape_text[16];
@@ -319,6 +335,8 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 				return usage_error(cmd, "--precision takes fp32, tf32, bf16, fp16 or fp8, got '%s'", val);
 			else
 				o->precision = val;
+		} else if (is_print && !strcmp(a, "--dot")) {
+			o->dot = true;
 		} else if ((is_compile || is_print) && !strcmp(a, "--dump-dir")) {
 			VALUE();
 			o->dump_dir = val;
@@ -333,7 +351,7 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 			o->no_cache = true;
 		} else if (is_bench && !strcmp(a, "--profile")) {
 			o->profile = 1;
-		} else if (is_bench && !strcmp(a, "--json")) {
+		} else if ((is_bench || run || is_compile || !strcmp(cmd, "check")) && !strcmp(a, "--json")) {
 			o->json = true;
 		} else if (is_bench && (!strcmp(a, "--iters") || !strcmp(a, "--warmup"))) {
 			VALUE();
@@ -386,14 +404,83 @@ static int load(const opts *o, sinter_model **m)
 	return 0;
 }
 
+/* A JSON string. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* {"name", "dtype", "shape"}: a symbolic dim as its symbol's name when m
+ * (and the input's index) says which, else null. */
+static void json_desc_open(const sinter_tensor *d, const sinter_model *m, int input)
+{
+	printf("{\"name\": ");
+	json_str(d->name ? d->name : "");
+	printf(", \"dtype\": \"%s\", \"shape\": [", sinter_dtype_name(d->dtype));
+	for (int k = 0; k < d->rank; k++) {
+		const char *sym = m && d->shape[k] < 0 ? sinter_model_input_symbol(m, (size_t)input, k) : NULL;
+		printf("%s", k ? ", " : "");
+		if (sym)
+			json_str(sym);
+		else if (d->shape[k] < 0)
+			printf("null");
+		else
+			printf("%" PRId64, d->shape[k]);
+	}
+	printf("]");
+}
+
+static void json_desc(const sinter_tensor *d, const sinter_model *m, int input)
+{
+	json_desc_open(d, m, input);
+	printf("}");
+}
+
 static int cmd_check(const opts *o)
 {
 	sinter_model *m;
 	int rc = load(o, &m);
 	if (rc)
 		return rc;
-	printf("%s: ok: %zu nodes, %zu inputs, %zu outputs\n", o->file, sinter_model_num_nodes(m),
-	       sinter_model_num_inputs(m), sinter_model_num_outputs(m));
+	if (o->json) {
+		char hex[33];
+		sinter_model_hash(m, hex);
+		printf("{\"ok\": true, \"file\": ");
+		json_str(o->file);
+		printf(", \"nodes\": %zu, \"hash\": \"%s\", \"symbols\": [", sinter_model_num_nodes(m), hex);
+		for (size_t i = 0; i < sinter_model_num_symbols(m); i++) {
+			printf("%s", i ? ", " : "");
+			json_str(sinter_model_symbol(m, i));
+		}
+		printf("],\n \"inputs\": [");
+		for (size_t i = 0; i < sinter_model_num_inputs(m); i++) {
+			sinter_tensor d;
+			sinter_model_input(m, i, &d);
+			printf("%s", i ? ", " : "");
+			json_desc(&d, m, (int)i);
+		}
+		printf("],\n \"outputs\": [");
+		for (size_t i = 0; i < sinter_model_num_outputs(m); i++) {
+			sinter_tensor d;
+			sinter_model_output(m, i, &d);
+			printf("%s", i ? ", " : "");
+			json_desc(&d, NULL, 0);
+		}
+		printf("]}\n");
+	} else {
+		printf("%s: ok: %zu nodes, %zu inputs, %zu outputs\n", o->file, sinter_model_num_nodes(m),
+		       sinter_model_num_inputs(m), sinter_model_num_outputs(m));
+	}
 	sinter_model_free(m);
 	return 0;
 }
@@ -421,7 +508,9 @@ static int cmd_print(const opts *o)
 	if (rc)
 		return rc;
 	sinter_error err = {0};
-	char *text = o->groups ? sinter_model_print_groups(m, 0, &err) : sinter_model_print(m);
+	char *text = o->groups ? sinter_model_print_groups(m, 0, &err)
+		   : o->dot    ? sinter_model_dot(m)
+			       : sinter_model_print(m);
 	sinter_model_free(m);
 	if (!text && o->groups) {
 		fprintf(stderr, "sinter print: %s\n", err.message);
@@ -476,6 +565,29 @@ static void summarize(const sinter_tensor *t)
 	for (size_t i = 0; i < n && i < 6; i++)
 		printf(" %.6g", elem(t, i));
 	printf("%s\n", n > 6 ? " ..." : "");
+}
+
+/* summarize's numbers as a JSON object. */
+static void json_output(const sinter_tensor *t)
+{
+	size_t n = t->nbytes / (sinter_dtype_size(t->dtype) ? sinter_dtype_size(t->dtype) : 1);
+	double sum = 0, amax = 0;
+	for (size_t i = 0; i < n; i++) {
+		double x = elem(t, i);
+		sum += x;
+		if (fabs(x) > amax || isnan(x))
+			amax = isnan(x) ? x : fabs(x);
+	}
+	json_desc_open(t, NULL, 0);
+	double mean = n ? sum / (double)n : 0.0;
+	printf(", \"mean\": ");
+	isfinite(mean) ? printf("%.9g", mean) : printf("null");
+	printf(", \"abs_max\": ");
+	isfinite(amax) ? printf("%.9g", amax) : printf("null");
+	printf(", \"first\": [");
+	for (size_t i = 0; i < n && i < 6; i++)
+		isfinite(elem(t, i)) ? printf("%s%.9g", i ? ", " : "", elem(t, i)) : printf("%snull", i ? ", " : "");
+	printf("]}");
 }
 
 /* Element i as a double, for the summary (via the bit layouts of the dtypes). */
@@ -744,11 +856,38 @@ static int cmd_run(opts *o)
 		       wall() - o->child_t0, cs.context_s, p.parse_s, p.load_s, cs.key_s, cs.plan_s, cs.load_s, cs.blas_s,
 		       cs.upload_s, cs.capture_s, t2 - t1, cs.plan_hit ? "true" : "false", cs.tune_timings,
 		       cs.tune_candidates, t1 - t0c);
+	} else if (o->json) {
+		printf("{\"ok\": true, \"file\": ");
+		json_str(o->file);
+		printf(", \"device\": \"%s\", \"run_s\": %.6f, \"weights_and_inputs_s\": %.6f", cuda ? "cuda" : "ref",
+		       t2 - t1, p.load_s);
+		if (cuda)
+			printf(",\n \"compile\": {\"plan_hit\": %s, \"context_s\": %.6f, \"passes_s\": %.6f, "
+			       "\"codegen_s\": %.6f, \"nvrtc_s\": %.6f, \"load_s\": %.6f, \"upload_s\": %.6f, "
+			       "\"plan_s\": %.6f, \"steps\": %zu, \"kernels\": %zu, \"cache_hits\": %zu, "
+			       "\"arena_bytes\": %zu, \"weight_bytes\": %zu}",
+			       cs.plan_hit ? "true" : "false", cs.context_s, cs.passes_s, cs.codegen_s, cs.nvrtc_s, cs.load_s,
+			       cs.upload_s, cs.plan_s, cs.steps, cs.kernels, cs.cache_hits, cs.arena_bytes, cs.weight_bytes);
+		printf(",\n \"outputs\": [");
+		for (size_t i = 0; i < nout; i++) {
+			printf("%s", i ? ",\n  " : "");
+			json_output(&outs[i]);
+		}
+		printf("]}\n");
 	} else {
 		for (size_t i = 0; i < nout; i++)
 			summarize(&outs[i]);
 		printf("ran %s on %s in %.3f s (weights and inputs %.3f s)\n", o->file, cuda ? "cuda" : "ref",
 		       t2 - t1, p.load_s);
+	}
+	if (tracing && c) {
+		/* each step's device time, on the trace's device track */
+		sinter_profile_entry *pe = NULL;
+		size_t npe = 0;
+		if (sinter_compiled_profile(c, 1, &pe, &npe, &err) == SINTER_OK)
+			sinter_free(pe);
+		else
+			fprintf(stderr, "sinter run: no device times in the trace: %s\n", err.message);
 	}
 	if (o->out && sinter_tensors_write(o->out, outs, nout, &err)) {
 		sinter_tensors_free(outs, nout);
@@ -812,6 +951,21 @@ static int cmd_compile(opts *o)
 	if (sinter_compile_kernels(m, &co, o->out, &st, &err)) {
 		sinter_model_free(m);
 		return report(&err);
+	}
+	if (o->json) {
+		printf("{\"ok\": true, \"file\": ");
+		json_str(o->file);
+		printf(", \"target\": \"sm_%d\", \"steps\": %zu, \"kernels\": %zu, \"unique_kernels\": %zu, "
+		       "\"cache_hits\": %zu, \"parse_s\": %.6f, \"passes_s\": %.6f, \"codegen_s\": %.6f, "
+		       "\"nvrtc_s\": %.6f, \"arena_bytes\": %zu, \"weight_bytes\": %zu, \"dump_dir\": ",
+		       co.target_sm, st.steps, st.kernels, st.unique_kernels, st.cache_hits, parse_s, st.passes_s,
+		       st.codegen_s, st.nvrtc_s, st.arena_bytes, st.weight_bytes);
+		o->dump_dir ? json_str(o->dump_dir) : (void)printf("null");
+		printf(", \"package\": ");
+		o->out ? json_str(o->out) : (void)printf("null");
+		printf("}\n");
+		sinter_model_free(m);
+		return 0;
 	}
 	printf("%s: %zu steps (%zu kernels, %zu matrix products), %zu unique kernels (%zu from the cache) for %s\n",
 	       o->file, st.steps, st.kernels, st.steps - st.kernels, st.unique_kernels, st.cache_hits,
@@ -1154,10 +1308,12 @@ static int cmd_cache(int argc, char **argv)
 	if (!strcmp(argv[0], "explain"))
 		return cmd_explain(argc - 1, argv + 1);
 	const char *dir = NULL;
+	bool json = argc >= 2 && !strcmp(argv[argc - 1], "--json") && !strcmp(argv[0], "stats");
+	argc -= json;
 	if (argc == 3 && !strcmp(argv[1], "--dir"))
 		dir = argv[2];
 	else if (argc != 1)
-		return usage_error("cache", "%s", "expected: stats|clear [--dir DIR]");
+		return usage_error("cache", "%s", "expected: stats [--dir DIR] [--json] | clear [--dir DIR]");
 	sinter_error err;
 	char def[4096];
 	if (!dir) {
@@ -1168,16 +1324,25 @@ static int cmd_cache(int argc, char **argv)
 	if (!strcmp(argv[0], "stats")) {
 		size_t n;
 		uint64_t bytes;
-		if (sinter_cache_stats(dir, &n, &bytes, &err))
+		size_t pn;
+		uint64_t pbytes;
+		if (sinter_cache_stats(dir, &n, &bytes, &err) || sinter_plan_cache_stats(dir, &pn, &pbytes, &err))
 			return report(&err);
+		size_t rej, nrec;
+		if (sinter_tuning_stats(dir, &nrec, &rej, &err))
+			return report(&err);
+		if (json) {
+			printf("{\"dir\": ");
+			json_str(dir);
+			printf(", \"kernels\": {\"entries\": %zu, \"bytes\": %" PRIu64 "}, "
+			       "\"plans\": {\"entries\": %zu, \"bytes\": %" PRIu64 "}, "
+			       "\"tuning_records\": {\"valid\": %zu, \"rejected\": %zu}}\n",
+			       n, bytes, pn, pbytes, nrec, rej);
+			return 0;
+		}
 		printf("kernel cache %s: %zu entries, %.1f MiB\n", dir, n, (double)bytes / 1048576.0);
-		if (sinter_plan_cache_stats(dir, &n, &bytes, &err))
-			return report(&err);
-		printf("plan cache %s: %zu entries, %.1f MiB\n", dir, n, (double)bytes / 1048576.0);
-		size_t rej;
-		if (sinter_tuning_stats(dir, &n, &rej, &err))
-			return report(&err);
-		printf("tuning records %s: %zu valid, %zu rejected (malformed, checksum or key mismatch)\n", dir, n, rej);
+		printf("plan cache %s: %zu entries, %.1f MiB\n", dir, pn, (double)pbytes / 1048576.0);
+		printf("tuning records %s: %zu valid, %zu rejected (malformed, checksum or key mismatch)\n", dir, nrec, rej);
 		return 0;
 	}
 	if (!strcmp(argv[0], "clear")) {
@@ -1192,7 +1357,65 @@ static int cmd_cache(int argc, char **argv)
 	return usage_error("cache", "unknown cache command '%s' (stats or clear)", argv[0]);
 }
 
+/* -v, -vv, -vvv and --trace FILE, wherever they are: taken out of argv
+ * (the commands never see them). */
+static int global_options(int *argc, char **argv, const char **trace)
+{
+	int n = 1, verbose = 0;
+	for (int i = 1; i < *argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-v") || !strcmp(a, "-vv") || !strcmp(a, "-vvv") || !strcmp(a, "--verbose")) {
+			verbose += a[1] == '-' ? 1 : (int)strlen(a) - 1;
+		} else if (!strcmp(a, "--trace") || !strncmp(a, "--trace=", 8)) {
+			if (a[7] == '=') {
+				*trace = a + 8;
+			} else if (i + 1 < *argc) {
+				*trace = argv[++i];
+			} else {
+				return usage_error(NULL, "option %s needs a value", a);
+			}
+			if (!**trace)
+				return usage_error(NULL, "%s", "--trace needs a file name");
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	*argc = n;
+	if (verbose)
+		sinter_log_set_level(verbose >= 2 ? SINTER_LOG_DEBUG : SINTER_LOG_INFO);
+	return 0;
+}
+
+static int run_command(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+	const char *trace = NULL;
+	int rc = global_options(&argc, argv, &trace);
+	if (rc)
+		return rc;
+	sinter_progress_enable(isatty(2));
+	if (trace) {
+		/* -o's rule for the trace file: found before any work */
+		sinter_error err;
+		if (sinter_output_check(NULL, trace, NULL, 0, &err))
+			return report(&err);
+		sinter_trace_start();
+		tracing = true;
+	}
+	rc = run_command(argc, argv);
+	if (trace) {
+		sinter_error err;
+		if (sinter_trace_write(trace, &err)) {
+			int wrc = report(&err);
+			if (!rc)
+				rc = wrc;
+		}
+	}
+	return rc;
+}
+
+static int run_command(int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(main_help, stderr);
@@ -1238,6 +1461,12 @@ int main(int argc, char **argv)
 			rc = c == 0 ? cmd_check(&o) : c == 1 ? cmd_print(&o) : c == 2 ? cmd_hash(&o)
 			   : c == 3 ? cmd_run(&o) : c == 4 ? cmd_compile(&o) : c == 5 ? cmd_bench(&o)
 			   : cmd_import(&o);
+		}
+		if (rc && o.json && c != 5) {
+			/* the message went to stderr too */
+			printf("{\"ok\": false, \"status\": %d, \"error\": ", rc);
+			json_str(last_error[0] ? last_error : "see stderr");
+			printf("}\n");
 		}
 		free_opts(&o);
 		return rc;

@@ -377,6 +377,38 @@ void sinter_tensors_free(sinter_tensor *ts, size_t n);
 
 void sinter_free(void *p);
 
+/* ---- logging, traces, graphs ---- */
+/* Log levels: warnings by default; $SINTER_LOG (quiet|warn|info|debug)
+ * sets the level a process starts with. info: compile stages with their
+ * times, plan-cache and kernel-cache results with reasons; debug: every
+ * kernel's cache lookup, per-pass detail. */
+typedef enum sinter_log_level {
+	SINTER_LOG_QUIET, SINTER_LOG_WARN, SINTER_LOG_INFO, SINTER_LOG_DEBUG,
+} sinter_log_level;
+/* Process-wide; any thread. */
+void sinter_log_set_level(sinter_log_level level);
+sinter_log_level sinter_log_get_level(void);
+/* Where messages go (one line each, no newline): fn, or NULL for stderr
+ * ("sinter: info: ..."). fn may be called from any thread, one call at a
+ * time. */
+void sinter_log_set_handler(void (*fn)(void *ctx, sinter_log_level level, const char *msg), void *ctx);
+/* A progress line on stderr for work that lasts over two seconds (the
+ * reference interpreter's nodes, NVRTC's kernels); off by default (the
+ * sinter command turns it on when stderr is a terminal). */
+void sinter_progress_enable(bool on);
+/* Records a Chrome trace (JSON Object Format; Perfetto and chrome://tracing
+ * open it) from now on: host spans of the compile stages, loads and runs
+ * on one track per thread, and, on a device track, each step's device time
+ * measured by sinter_compiled_profile (named "op kernel"). Process-wide. */
+void sinter_trace_start(void);
+/* Writes what was recorded since sinter_trace_start to path (atomically)
+ * and stops recording. */
+sinter_status sinter_trace_write(const char *path, sinter_error *err);
+/* The model's graph as Graphviz dot text (`dot -Tsvg`): one box per node
+ * with its op, name and type, edges from operands. Free with sinter_free;
+ * NULL when out of memory. */
+char *sinter_model_dot(const sinter_model *m);
+
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop
 #endif

@@ -2,6 +2,7 @@
  * batch compiler (dedup, kernel cache, worker threads). */
 #include "runtime/cuda_nvrtc.h"
 
+#include "ir/log.h"
 #include "runtime/kcache.h"
 
 #include <nvrtc.h>
@@ -345,8 +346,9 @@ typedef struct batch {
 	size_t nunits;
 	int sm;
 	const char *cache_dir, *dump_dir;
-	atomic_size_t next;
+	atomic_size_t next, done;
 	atomic_bool stop, cache_on;
+	double t0; /* for the progress line */
 } batch;
 
 static void add_warn(unit *u, const char *msg)
@@ -410,6 +412,7 @@ static void *worker(void *arg)
 		if (i >= b->nunits)
 			break;
 		run_unit(b, &b->units[i]);
+		sn_progress("nvrtc: kernels", atomic_fetch_add(&b->done, 1) + 1, b->nunits, b->t0);
 	}
 	return NULL;
 }
@@ -521,6 +524,8 @@ int rt_compile_all(rt_nvrtc *n, rt_job *jobs, size_t njobs, int sm, const char *
 	batch b = {.n = n, .units = units, .nunits = nunits, .sm = sm, .cache_dir = cache_dir,
 		   .dump_dir = dump_dir};
 	atomic_init(&b.next, 0);
+	atomic_init(&b.done, 0);
+	b.t0 = t0;
 	atomic_init(&b.stop, false);
 	atomic_init(&b.cache_on, cache_dir != NULL);
 	long cores = nthreads > 0 ? nthreads : sysconf(_SC_NPROCESSORS_ONLN);
@@ -539,6 +544,7 @@ int rt_compile_all(rt_nvrtc *n, rt_job *jobs, size_t njobs, int sm, const char *
 	worker(&b); /* the calling thread works too */
 	for (size_t t = 0; t < started; t++)
 		pthread_join(tids[t], NULL);
+	sn_progress_end();
 
 	/* reports in unit order, on this thread */
 	size_t hits = 0, compiled = 0, corrupt = 0;
@@ -549,6 +555,12 @@ int rt_compile_all(rt_nvrtc *n, rt_job *jobs, size_t njobs, int sm, const char *
 				warn(ctx, units[u].warn[w]);
 		hits += units[u].hit;
 		compiled += units[u].cubin && !units[u].hit;
+		sn_log(SN_LOG_DEBUG, "kernel cache: %s %s", units[u].name,
+		       units[u].hit		    ? "hit"
+		       : !cache_dir		    ? "compiled (cache off)"
+		       : units[u].corrupt	    ? "miss (corrupt entry deleted), compiled"
+		       : units[u].cubin		    ? "miss (no entry for this source, NVRTC version, arch and flags), compiled"
+					    : "failed");
 		corrupt += units[u].corrupt;
 		if (!first && units[u].err)
 			first = units[u].err;

@@ -1,6 +1,7 @@
 /* ref.c: the reference interpreter's driver (ref_run, ref_eval_node), the
  * op dispatch and the helpers its kernels share. */
 #include "ir/ref/ref_impl.h"
+#include "ir/log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -304,7 +305,9 @@ int ref_run(const ir_graph *g, const ir_tensor *vals, ir_tensor *outs, sn_err *e
 	for (uint32_t i = 0; i < g->noutputs; i++)
 		s[g->outputs[i]].last = UINT32_MAX;
 
+	double t0 = sn_now();
 	for (uint32_t i = 0; i < g->nnodes; i++) {
+		sn_progress("ref: nodes", i, g->nnodes, t0);
 		const ir_node *n = &g->nodes[i];
 		if (n->op == IR_OP_input || n->op == IR_OP_param) {
 			if (check_given(g, n, &vals[i], e) != SN_OK)
@@ -351,6 +354,7 @@ int ref_run(const ir_graph *g, const ir_tensor *vals, ir_tensor *outs, sn_err *e
 	}
 	free(big);
 	big = NULL;
+	sn_progress_end();
 	for (uint32_t i = 0; i < g->noutputs; i++) {
 		slot *o = &s[g->outputs[i]];
 		outs[i] = o->t;
@@ -372,6 +376,7 @@ int ref_run(const ir_graph *g, const ir_tensor *vals, ir_tensor *outs, sn_err *e
 	free(s);
 	return SN_OK;
 fail:
+	sn_progress_end();
 	free(big);
 	/* outs holds only handed-over slots (no longer owned) and copies. */
 	for (uint32_t i = 0; i < g->noutputs; i++) {
