@@ -990,8 +990,12 @@ static sinter_status slot_for(sinter_compiled *c, const sinter_tensor *ins, size
 				t = &ins[k];
 		if (!t && i < nin && (!ins[i].name || !ins[i].name[0]))
 			t = &ins[i];
-		if (!t)
-			return api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s", in->name ? in->name : "?");
+		if (!t) {
+			char have[512];
+			api_list_tensors(ins, nin, have, sizeof have);
+			return api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s; the inputs hold: %s",
+					 in->name ? in->name : "?", have);
+		}
 		if (t->rank != in->shape.rank)
 			return api_failf(err, SINTER_E_INPUT, "input %%%s: rank %d, the model takes rank %d",
 					 in->name ? in->name : "?", (int)t->rank, in->shape.rank);
@@ -1062,7 +1066,9 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
 		for (int d = 0; same && d < io->rank; d++)
 			same = t->shape[d] == io->shape[d];
 		if (!t) {
-			st = api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s", io->name);
+			char have[512];
+			api_list_tensors(inputs, ninputs, have, sizeof have);
+			st = api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s; the inputs hold: %s", io->name, have);
 			goto done;
 		}
 		if (!same) {
@@ -1155,8 +1161,10 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 	for (uint32_t i = 0; !st && i < p->ninputs; i++) {
 		const cg_io *io = &p->inputs[i];
 		const sinter_tensor *t = match_input(io, i, inputs, ninputs);
-		if (!t)
-			st = api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s", io->name);
+		char have[512];
+		if (!t && (api_list_tensors(inputs, ninputs, have, sizeof have), 1))
+			st = api_failf(err, SINTER_E_INPUT, "no tensor for input %%%s; the inputs hold: %s", io->name,
+				       have);
 		else if (!(st = same_io(io, t, p->bufs[io->buf].bytes, "input", err)))
 			ins[i] = (CUdeviceptr)(uintptr_t)t->data;
 	}

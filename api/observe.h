@@ -10,4 +10,8 @@
  * events), with bytes, flops and achieved rates as arguments. */
 void api_trace_profile(const sinter_profile_entry *p, size_t n, double t0, const char *gpu);
 
+/* "x f32[2,3], y i64[4]" (or "none"): the tensors given, for messages
+ * naming what a file holds when an input is missing. */
+void api_list_tensors(const sinter_tensor *ts, size_t n, char *out, size_t cap);
+
 #endif

@@ -1,9 +1,11 @@
 /* sinter.c: the public API. A thin layer that sequences frontend, IR and
  * runtime; it owns no algorithm. */
 #include "api/model.h"
+#include "api/observe.h"
 #include "codegen/cg.h"
 #include "ir/log.h"
 
+#include "frontend/npy.h"
 #include "frontend/safetensors.h"
 #include "frontend/onnx.h"
 #include "frontend/sir.h"
@@ -751,6 +753,11 @@ static void list_tensors(const sinter_tensor *ts, size_t n, char *out, size_t ca
 	}
 }
 
+void api_list_tensors(const sinter_tensor *ts, size_t n, char *out, size_t cap)
+{
+	list_tensors(ts, n, out, cap);
+}
+
 sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
 			     sinter_tensor **outputs, sinter_error *err)
 {
@@ -898,10 +905,70 @@ sinter_status api_bind_inputs(const ir_graph *g, const sinter_tensor *inputs, si
 	return SINTER_OK;
 }
 
+/* NumPy's .npy and .npz: by extension. */
+static bool is_numpy(const char *path)
+{
+	size_t n = strlen(path);
+	return n >= 4 && (!strcmp(path + n - 4, ".npy") || !strcmp(path + n - 4, ".npz"));
+}
+
+static sinter_status numpy_read(const char *path, sinter_tensor **out, size_t *n, sinter_error *err)
+{
+	sn_err e = {0};
+	npy_array *a = NULL;
+	size_t count = 0;
+	if (npy_read(path, &a, &count, &e) != SN_OK)
+		return api_fail(err, &e);
+	sinter_tensor *ts = calloc(count ? count : 1, sizeof *ts);
+	if (!ts) {
+		npy_free(a, count);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	for (size_t i = 0; i < count; i++) { /* moved, not copied */
+		ts[i].name = a[i].name;
+		ts[i].dtype = (sinter_dtype)a[i].dtype;
+		ts[i].rank = a[i].rank;
+		memcpy(ts[i].shape, a[i].shape, sizeof ts[i].shape);
+		ts[i].data = a[i].data;
+		ts[i].nbytes = a[i].nbytes;
+		a[i].name = NULL;
+		a[i].data = NULL;
+	}
+	npy_free(a, count);
+	*out = ts;
+	*n = count;
+	return SINTER_OK;
+}
+
+static sinter_status numpy_write(const char *path, const sinter_tensor *ts, size_t n, sinter_error *err)
+{
+	size_t len = strlen(path);
+	bool npz = !strcmp(path + len - 4, ".npz");
+	if (!npz && n != 1)
+		return api_failf(err, SINTER_E_USAGE, "%s: a .npy holds one array, there are %zu: write a .npz", path, n);
+	npy_array *a = calloc(n ? n : 1, sizeof *a);
+	if (!a)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		a[i].name = (char *)ts[i].name; /* borrowed: not freed here */
+		a[i].dtype = (ir_dtype)ts[i].dtype;
+		a[i].rank = ts[i].rank;
+		memcpy(a[i].shape, ts[i].shape, sizeof a[i].shape);
+		a[i].data = ts[i].data;
+		a[i].nbytes = ts[i].nbytes;
+	}
+	sn_err e = {0};
+	int rc = npz ? npz_write(path, a, n, &e) : npy_write(path, a, &e);
+	free(a);
+	return rc == SN_OK ? SINTER_OK : api_fail(err, &e);
+}
+
 sinter_status sinter_tensors_read(const char *path, sinter_tensor **out, size_t *n, sinter_error *err)
 {
 	*out = NULL;
 	*n = 0;
+	if (is_numpy(path))
+		return numpy_read(path, out, n, err);
 	sn_err e = {0};
 	st_file *f = NULL;
 	if (st_open(path, &f, &e) != SN_OK)
@@ -963,6 +1030,8 @@ sinter_status sinter_output_check(const sinter_model *m, const char *path, const
 
 sinter_status sinter_tensors_write(const char *path, const sinter_tensor *ts, size_t n, sinter_error *err)
 {
+	if (is_numpy(path))
+		return numpy_write(path, ts, n, err);
 	st_entry *en = calloc(n ? n : 1, sizeof *en);
 	if (!en)
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");

@@ -91,13 +91,15 @@ static const char *const run_help =
 	"Runs the model and prints, per output, its type, mean, abs-max and first values.\n"
 	"  --device D         ref (the reference interpreter) or cuda; default: cuda\n"
 	"                     when a GPU is usable, else ref\n"
-	"  --inputs FILE      inputs from a .safetensors file, matched by input name\n"
+	"  --inputs FILE      inputs from a .safetensors or NumPy .npz file, matched by\n"
+	"                     input name, or a .npy for a model with one input\n"
 	"                     (symbolic dims are bound from their shapes)\n"
 	"  --init random      fill every param (and, without --inputs, every input)\n"
 	"                     deterministically instead of reading the weights file\n"
 	"  --seed S           seed for --init random (default 0)\n"
 	"  --weights FILE     read params from FILE instead of the model's weights line\n"
-	"  -o FILE            write the outputs to a .safetensors file, named by output\n"
+	"  -o FILE            write the outputs to a .safetensors or .npz file, named by\n"
+	"                     output (.npy: a model with one output)\n"
 	"  --cache-dir DIR    kernel and plan caches' folder instead of the default\n"
 	"  --json             one JSON object: device, times, each output's summary\n"
 	"%s"
@@ -637,6 +639,8 @@ static int bind_from_inputs(sinter_model *m, const sinter_tensor *ts, size_t n, 
 		for (size_t k = 0; k < n; k++)
 			if (d.name && !strcmp(ts[k].name, d.name))
 				t = &ts[k];
+		if (!t && n == 1 && !ts[0].name[0] && sinter_model_num_inputs(m) == 1)
+			t = &ts[0]; /* a .npy's one unnamed array */
 		if (!t || t->rank != d.rank)
 			continue; /* the run reports the mismatch */
 		for (int k = 0; k < d.rank; k++) {
@@ -712,7 +716,7 @@ static int prepare(opts *o, bool default_random, prepared *p)
 	if (!p->ins && !init) {
 		err.status = SINTER_E_USAGE;
 		snprintf(err.message, sizeof err.message,
-			 "sinter run: no inputs: pass --inputs FILE.safetensors or --init random");
+			 "sinter run: no inputs: pass --inputs FILE (.safetensors, .npz, .npy) or --init random");
 		goto fail;
 	}
 	if (!p->ins && sinter_random_inputs(p->m, o->seed, &p->ins, &p->nins, &err))
@@ -769,6 +773,9 @@ static int run_package(opts *o)
 	sinter_compiled *c = NULL;
 	sinter_tensor *ins = NULL, *outs = NULL;
 	size_t nins = 0, nout = 0;
+	const char *srcs[] = {o->file, o->inputs};
+	if (o->out && sinter_output_check(NULL, o->out, srcs, 2, &err)) /* before the package loads */
+		return report(&err);
 	double t0 = now();
 	if (sinter_load_package(o->file, &co, &c, NULL, &err))
 		return report(&err);

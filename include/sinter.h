@@ -358,8 +358,11 @@ sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_o
 sinter_status sinter_cache_dir(char *out, size_t cap, sinter_error *err);
 
 /* ---- tensor files ---- */
-/* Reads every tensor of a .safetensors file (F64 is converted to F32).
- * Free with sinter_tensors_free. */
+/* Reads every tensor of a .safetensors file (F64 is converted to F32), or
+ * of NumPy's .npz (named as its entries) or .npy (one tensor, named "":
+ * it matches an input by position); NumPy's float64 becomes f32, int16 and
+ * uint16 i32, uint32 i64; Fortran-ordered and big-endian arrays are
+ * reordered. Free with sinter_tensors_free. */
 sinter_status sinter_tensors_read(const char *path, sinter_tensor **ts, size_t *n, sinter_error *err);
 /* Checks, before any work, that path can be written as an output: it is
  * not a directory, its folder exists and is writable, and it is not the
@@ -370,7 +373,10 @@ sinter_status sinter_tensors_read(const char *path, sinter_tensor **ts, size_t *
 sinter_status sinter_output_check(const sinter_model *m, const char *path, const char *const *inputs,
 				  size_t n, sinter_error *err);
 /* Writes tensors to a .safetensors file, atomically (a unique temp file in
- * the same folder, fsync, rename: a failure leaves the old file). */
+ * the same folder, fsync, rename: a failure leaves the old file); or, by
+ * extension, a .npz (np.savez's layout, one NAME.npy per tensor) or a .npy
+ * (exactly one tensor). NumPy has no bf16 or fp8: they are written as
+ * float32, exactly. */
 sinter_status sinter_tensors_write(const char *path, const sinter_tensor *ts, size_t n, sinter_error *err);
 /* Frees n tensors, their data and names, and the array. */
 void sinter_tensors_free(sinter_tensor *ts, size_t n);

@@ -120,6 +120,42 @@ ok(os.path.isdir("sub/new") and os.listdir("sub/new"), "print --dump-dir makes i
 h = run("compile", "--help").stdout
 ok(h.count("--dump-dir") == 2, "compile --help lists --dump-dir once (and in the usage line): %d" % h.count("--dump-dir"))
 
+# ---- NumPy files on the command line (written and read here by hand, spec of numpy.lib.format) ----
+def npy(values, shape, descr="<f4", fmt="f"):
+    d = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, "".join("%d," % x for x in shape))
+    h = d + " " * (64 - (10 + len(d) + 1) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%d%s" % (len(values), fmt), *values)
+
+
+def load_npy(b):
+    hl = struct.unpack("<H", b[8:10])[0]
+    hdr = b[10:10 + hl].decode()
+    return hdr, struct.unpack("<%df" % ((len(b) - 10 - hl) // 4), b[10 + hl:])
+
+
+import zipfile
+open("x.npy", "wb").write(npy([3, 1, 1, 2, 2, -4], [2, 3]))
+with zipfile.ZipFile("in.npz", "w") as z:  # stored, as np.savez
+    z.writestr("x.npy", npy([3, 1, 1, 2, 2, -4], [2, 3]))
+    z.writestr("other.npy", npy([1], [1]))
+with zipfile.ZipFile("inz.npz", "w", compression=zipfile.ZIP_DEFLATED) as z:  # as np.savez_compressed
+    z.writestr("x.npy", npy([3, 1, 1, 2, 2, -4], [2, 3]))
+for f in ("x.npy", "in.npz", "inz.npz"):
+    run("run", "tiny.sir", "--device", "ref", "--inputs", f, "-o", "o.npz")
+    with zipfile.ZipFile("o.npz") as z:
+        ok(z.namelist() == ["y.npy"], "-o .npz entries %r" % z.namelist())
+        hdr, vals = load_npy(z.read("y.npy"))
+    ok("'shape': (2, 2)" in hdr and list(vals) == want, "%s -> o.npz: %s %r" % (f, hdr, vals))
+run("run", "tiny.sir", "--device", "ref", "--inputs", "x.npy", "-o", "o.npy")
+hdr, vals = load_npy(open("o.npy", "rb").read())
+ok(list(vals) == want and "'<f4'" in hdr, "-o .npy: %r" % (vals,))
+with zipfile.ZipFile("wrong.npz", "w") as z:
+    z.writestr("a.npy", npy([1, 2], [2]))
+    z.writestr("b.npy", npy([5], [1], "<i8", "q"))
+p = run("run", "tiny.sir", "--device", "ref", "--inputs", "wrong.npz", "--shape", "N=2", code=1)
+ok("no tensor for input %x" in p.stderr and "a f32[2], b i64[1]" in p.stderr, "missing input names the file's: %r" % p.stderr)
+run("run", "tiny.sir", "--device", "ref", "--inputs", "x.npy", "-o", "nodir/o.npz", code=1)
+
 shutil.rmtree(tmp)
 print("observe: %s" % ("all checks passed" if not fails else "%d failures" % fails))
 sys.exit(1 if fails else 0)

@@ -121,5 +121,35 @@ o1, o2 = r.run(ins)[0], r.run(ins)[0]
 ok(o1.shape == (1, 8, 16, 16) and np.array_equal(o1, o2) and (o1 >= 0).all() and o1.std() > 0,
    "resblock on ref")
 
+# 6. .npy and .npz against NumPy's own reader and writer, on fresh random values
+arrs = {"f": rng.standard_normal((3, 4)).astype(np.float32), "h": rng.standard_normal(5).astype(np.float16),
+        "q": rng.integers(-2**62, 2**62, (2, 3), dtype=np.int64), "b": rng.integers(0, 2, 4).astype(np.bool_),
+        "u": rng.integers(0, 255, (2, 2, 2), dtype=np.uint8)}
+sinter.write_tensors(os.path.join(tmp, "w.npz"), arrs)
+with np.load(os.path.join(tmp, "w.npz")) as z:
+    ok(sorted(z.files) == sorted(arrs) and all(np.array_equal(z[k], v) and z[k].dtype == v.dtype
+                                               for k, v in arrs.items()), "np.load of sinter's .npz")
+sinter.write_tensors(os.path.join(tmp, "one.npy"), {"f": arrs["f"]})
+ok(np.array_equal(np.load(os.path.join(tmp, "one.npy")), arrs["f"]), "np.load of sinter's .npy")
+d = rng.standard_normal((4, 3, 2))
+np.savez_compressed(os.path.join(tmp, "c.npz"), d=np.asfortranarray(d), i=rng.integers(-9, 9, 7).astype(">i2"),
+                    z=np.zeros((0, 3), np.float32))
+got = sinter.read_tensors(os.path.join(tmp, "c.npz"))
+ok(np.array_equal(got["d"], d.astype(np.float32)), "float64 Fortran array: rounded to f32 in C order")
+ok(got["i"].dtype == np.int32 and list(got["i"]) == [int(v) for v in np.load(os.path.join(tmp, "c.npz"))["i"]],
+   "big-endian int16 widened")
+ok(got["z"].shape == (0, 3), "empty array")
+big = {"k%d" % i: rng.standard_normal(1000).astype(np.float32) for i in range(40)}
+np.savez(os.path.join(tmp, "many.npz"), **big)
+got = sinter.read_tensors(os.path.join(tmp, "many.npz"))
+ok(len(got) == 40 and all(np.array_equal(got[k], v) for k, v in big.items()), "np.savez with 40 arrays")
+try:
+    import ml_dtypes
+    bf = rng.standard_normal(6).astype(ml_dtypes.bfloat16)
+    sinter.write_tensors(os.path.join(tmp, "bf.npy"), {"x": bf})
+    ok(np.array_equal(np.load(os.path.join(tmp, "bf.npy")), bf.astype(np.float32)), "bf16 written as float32")
+except ImportError:
+    pass
+
 print("python.numpy: %s" % ("all checks passed" if not fails else "%d failures" % fails))
 sys.exit(1 if fails else 0)
