@@ -15,3 +15,9 @@ if(SINTER_PYTHON AND NOT SINTER_TSAN)
     PASS_REGULAR_EXPRESSION "python.numpy: all checks passed")
   set_tests_properties(python.numpy PROPERTIES DEPENDS install.consume)
 endif()
+
+# sinter.compile of torch modules against their own outputs (tests/gpu/;
+# prints "skipped: no CUDA device" without torch or a GPU).
+add_test(NAME gpu.torch COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_torch.py)
+set_tests_properties(gpu.torch PROPERTIES LABELS gpu TIMEOUT 600
+  ENVIRONMENT "SINTER_LIBRARY=${CMAKE_BINARY_DIR}/libsinter.so.0;PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
