@@ -55,7 +55,11 @@ def models():
     yield "resnet18_bs1", r, (torch.randn(1, 3, 224, 224, device="cuda"),)
     from transformers import GPT2Config, GPT2Model
     cfg = GPT2Config(n_layer=4, n_embd=256, n_head=4, n_positions=128, vocab_size=2048)
-    cfg._attn_implementation = "eager"
+    for k, v in (("use_cache", False), ("_attn_implementation", "eager")):  # as scripts/coverage.py
+        try:
+            setattr(cfg, k, v)
+        except Exception:
+            pass
     g = GPT2Model(cfg).cuda().eval()
 
     class Wrap(torch.nn.Module):  # the hidden states as one tensor (no cache)

@@ -4,11 +4,28 @@
 # sinter::sinter, the shared library, and sinter::sinter_static).
 include(CMakePackageConfigHelpers)
 
+# The installed libsinter.a is not the build tree's (whose internals the
+# tests use): its objects are linked into one (ld -r) and every global but
+# the sinter_ API made local, so an application's own onnx_load or
+# ir_verify cannot clash with sinter's internals.
+set(SINTER_PUBLIC_DIR ${CMAKE_CURRENT_BINARY_DIR}/public)
+set(SINTER_PUBLIC_A ${SINTER_PUBLIC_DIR}/libsinter.a)
+add_custom_command(OUTPUT ${SINTER_PUBLIC_A}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${SINTER_PUBLIC_DIR}
+  COMMAND ${CMAKE_LINKER} -r -o ${SINTER_PUBLIC_DIR}/sinter.o "$<TARGET_OBJECTS:sinter_objects>"
+  COMMAND ${CMAKE_OBJCOPY} --wildcard --keep-global-symbol=sinter_* ${SINTER_PUBLIC_DIR}/sinter.o
+  COMMAND ${CMAKE_COMMAND} -E rm -f ${SINTER_PUBLIC_A}
+  COMMAND ${CMAKE_AR} qc ${SINTER_PUBLIC_A} ${SINTER_PUBLIC_DIR}/sinter.o
+  COMMAND ${CMAKE_RANLIB} ${SINTER_PUBLIC_A}
+  DEPENDS sinter_objects "$<TARGET_OBJECTS:sinter_objects>"
+  COMMAND_EXPAND_LISTS VERBATIM)
+add_custom_target(sinter_public_static ALL DEPENDS ${SINTER_PUBLIC_A})
+
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/sinter.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS sinter_shared sinter EXPORT sinterTargets
+install(TARGETS sinter_shared EXPORT sinterTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${SINTER_PUBLIC_A} DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS sinter_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(SINTER_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/sinter)

@@ -27,6 +27,10 @@ check '[ -f "$libdir/cmake/sinter/sinterConfig.cmake" ]'
 extra=$(nm -D --defined-only "$libdir/libsinter.so" | awk '{print $3}' | grep -v '^sinter_' || true)
 check '[ -z "$extra" ]'
 [ -z "$extra" ] || echo "exported beyond sinter_: $(echo $extra | head -c 300)"
+# nor does libsinter.a define any other global (an application's own names cannot clash)
+extra=$(nm -g --defined-only "$libdir/libsinter.a" 2>/dev/null | awk 'NF == 3 {print $3}' | grep -v '^sinter_' || true)
+check '[ -z "$extra" ]'
+[ -z "$extra" ] || echo "libsinter.a globals beyond sinter_: $(echo $extra | head -c 300)"
 # every function declared in sinter.h is exported
 for f in $(grep -oE '\bsinter_[a-z0-9_]+\(' "$prefix/include/sinter.h" | tr -d '(' | sort -u); do
 	nm -D --defined-only "$libdir/libsinter.so" | grep -qw "$f" || { echo "FAIL: $f not exported"; fails=$((fails + 1)); }
