@@ -5,15 +5,18 @@
 
 #include "ir/log.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-static void (*user_fn)(void *, sinter_log_level, const char *);
+typedef void (*log_fn)(void *, sinter_log_level, const char *);
+static _Atomic(log_fn) user_fn; /* set while other threads may be logging */
 
 static void trampoline(void *ctx, int level, const char *msg)
 {
-	if (user_fn)
-		user_fn(ctx, (sinter_log_level)level, msg);
+	log_fn fn = atomic_load(&user_fn);
+	if (fn)
+		fn(ctx, (sinter_log_level)level, msg);
 }
 
 void sinter_log_set_level(sinter_log_level level)
@@ -28,7 +31,7 @@ sinter_log_level sinter_log_get_level(void)
 
 void sinter_log_set_handler(void (*fn)(void *ctx, sinter_log_level level, const char *msg), void *ctx)
 {
-	user_fn = fn;
+	atomic_store(&user_fn, fn);
 	sn_log_set_handler(fn ? trampoline : NULL, ctx);
 }
 

@@ -6,13 +6,16 @@
  *  - one model shared by threads that only read it: its weights are drawn
  *    on first use (under the model's lock) by whichever thread comes first;
  *  - the cache functions on one folder from every thread, and when NVRTC is
- *    present sinter_compile_kernels of one model into one kernel cache.
+ *    present sinter_compile_kernels of one model into one kernel cache;
+ *  - logging at info level into a handler, and a trace recording, while
+ *    all of that runs (the trace then holds every thread's runs).
  * Every thread's outputs must equal, bit for bit, the same call made alone. */
 #include "check.h"
 
 #include <sinter.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +25,15 @@
 static const char *resblock = SINTER_SOURCE_DIR "/samples/resblock.sir";
 static char cache_dir[256];
 static bool have_nvrtc;
+static atomic_int log_lines, log_runs;
+
+static void on_log(void *ctx, sinter_log_level level, const char *msg)
+{
+	(void)ctx;
+	atomic_fetch_add(&log_lines, 1);
+	if (level == SINTER_LOG_INFO && !strncmp(msg, "run (ref):", 10))
+		atomic_fetch_add(&log_runs, 1);
+}
 
 /* One run of resblock (N=1) on ref: weights from seed, inputs from seed + 1. */
 static sinter_status run_own(uint64_t seed, sinter_tensor **out, char hash[33], sinter_error *err)
@@ -117,6 +129,9 @@ int main(void)
 		printf("NVRTC %s\n", have_nvrtc ? "present: concurrent compiles into one cache" : "absent");
 	}
 
+	sinter_log_set_handler(on_log, NULL);
+	sinter_log_set_level(SINTER_LOG_INFO);
+	sinter_trace_start();
 	job jobs[NTHREADS];
 	pthread_t th[NTHREADS];
 	memset(jobs, 0, sizeof jobs);
@@ -128,6 +143,24 @@ int main(void)
 	}
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
+	char trace[300];
+	snprintf(trace, sizeof trace, "%s.trace.json", cache_dir);
+	CHECK(sinter_trace_write(trace, &err) == SINTER_OK);
+	sinter_log_set_level(SINTER_LOG_WARN);
+	sinter_log_set_handler(NULL, NULL);
+	/* each thread ran ref twice (its own model, the shared one) */
+	CHECK(atomic_load(&log_runs) == 2 * NTHREADS);
+	FILE *tf = fopen(trace, "r");
+	char tbuf[1 << 16];
+	size_t tn = tf ? fread(tbuf, 1, sizeof tbuf - 1, tf) : 0;
+	tbuf[tn] = 0;
+	if (tf)
+		fclose(tf);
+	int spans = 0;
+	for (const char *q = tbuf; (q = strstr(q, "\"run (ref)\"")); q++)
+		spans++;
+	CHECK(spans == 2 * NTHREADS);
+	unlink(trace);
 
 	/* the same calls, one at a time */
 	for (int i = 0; i < NTHREADS; i++) {
