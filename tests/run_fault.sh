@@ -73,6 +73,13 @@ sweep() {
 sweep run-weights-inputs out.safetensors -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o out.safetensors
 sweep passes-default out.safetensors -- "$sinter" run resblock.sir --device ref --shape N=1 --init random --mode default -o out.safetensors
 sweep import conv.sir,conv.safetensors -- "$sinter" import convnet.onnx -o conv.sir
+# NumPy files in and out (frontend/npy.c), with logging and a trace (not compared: it holds times)
+python3 -c 'import struct, zipfile
+h = "{\x27descr\x27: \x27<f4\x27, \x27fortran_order\x27: False, \x27shape\x27: (2, 3), }"
+h += " " * (63 - (10 + len(h)) % 64) + "\n"
+npy = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<6f", 1, 1, 1, 2, 0, -1)
+with zipfile.ZipFile("in.npz", "w", zipfile.ZIP_DEFLATED) as z: z.writestr("x.npy", npy)'
+sweep npz-trace out.npz -- "$sinter" -v --trace t.json run tiny.sir --device ref --inputs in.npz -o out.npz
 if [ "$fails" -ne 0 ]; then
 	echo "$fails of $runs faulted runs failed"
 	exit 1
