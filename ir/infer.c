@@ -586,6 +586,13 @@ static int rule_attention(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_s
 		return fail(e, n, "key %s and value %s disagree on the sequence length (%s vs %s)",
 			    TY(k), TY(v), DIM(sk), DIM(sv));
 	ir_shape hq = head(&q->shape, rq - 2), hk = head(&k->shape, rk - 2), hv = head(&v->shape, rv - 2);
+	/* GQA: k and v may have fewer heads (the last batch dim) than q, a
+	 * divisor of q's; query head h reads key/value head h / (Hq / Hkv). */
+	if (hq.rank && hk.rank && hv.rank) {
+		int64_t nq = hq.d[hq.rank - 1], nk = hk.d[hk.rank - 1], nv = hv.d[hv.rank - 1];
+		if (nq > 1 && nk > 1 && nk == nv && nq != nk && nq % nk == 0)
+			hk.d[hk.rank - 1] = hv.d[hv.rank - 1] = nq;
+	}
 	ir_shape bt;
 	if (!bcast(&hq, &hk, &bt) || !bcast(&bt, &hv, &bt))
 		return fail(e, n, "batch dims of query %s, key %s and value %s do not broadcast",

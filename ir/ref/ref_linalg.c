@@ -100,8 +100,28 @@ int ref_linear(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
 	return SN_OK;
 }
 
+/* The matrix index in x (batch dims xb) of output batch index t (batch
+ * dims ob): numpy broadcasting, and GQA on the last batch dim (x's count a
+ * divisor of the output's: index h reads h / (out count / x count)). */
+static int64_t batch_index(const ir_shape *ob, const ir_shape *xb, int64_t t)
+{
+	int64_t idx = 0, st = 1;
+	for (int d = ob->rank - 1; d >= 0; d--) {
+		int64_t c = t % ob->d[d];
+		t /= ob->d[d];
+		int j = d - (ob->rank - xb->rank);
+		if (j < 0)
+			continue;
+		int64_t xd = xb->d[j];
+		idx += (xd == 1 ? 0 : xd == ob->d[d] ? c : c / (ob->d[d] / xd)) * st;
+		st *= xd;
+	}
+	return idx;
+}
+
 /* softmax(q k^T * scale + mask) v over the last two dims; batch dims
- * broadcast. causal masks j > i (top-left aligned, as PyTorch is_causal);
+ * broadcast, k and v may have fewer heads than q (GQA, IR.md).
+ * causal masks j > i (top-left aligned, as PyTorch is_causal);
  * a bool mask keeps true, a float mask is added. A row with every score
  * masked is NaN, as in PyTorch. */
 int ref_attention(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err *e)
@@ -115,10 +135,6 @@ int ref_attention(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err 
 		return sn_errf(e, SN_EINPUT, "scaled_dot_product_attention: q, k and v do not agree");
 	double scale = n->attrs->scale != 0 ? n->attrs->scale : 1 / sqrt((double)ed);
 	ir_shape ob = lead(&out->shape, 2), qb = lead(qs, 2), kb = lead(ks, 2), vb = lead(vs, 2);
-	ref_iter it;
-	ref_iter_init(&it, &ob);
-	if (ref_iter_bcast(&it, &qb) < 0 || ref_iter_bcast(&it, &kb) < 0 || ref_iter_bcast(&it, &vb) < 0)
-		return ref_bcast_fail(n, e);
 	/* The mask walks (batch..., L, S) in step with the loops below. */
 	ir_shape ms = ob;
 	ms.rank += 2;
@@ -141,9 +157,9 @@ int ref_attention(const ir_node *n, const ir_tensor *in, ir_tensor *out, sn_err 
 	}
 	double *acc = p + s;
 	int64_t nb = ref_numel(&ob);
-	for (int64_t t = 0; t < nb; t++, ref_iter_next(&it)) {
-		const double *qm = q + it.off[0] * l * ed, *km = k + it.off[1] * s * ed;
-		const double *vm = v + it.off[2] * s * ev;
+	for (int64_t t = 0; t < nb; t++) {
+		const double *qm = q + batch_index(&ob, &qb, t) * l * ed, *km = k + batch_index(&ob, &kb, t) * s * ed;
+		const double *vm = v + batch_index(&ob, &vb, t) * s * ev;
 		for (int64_t i = 0; i < l; i++) {
 			double mx = -INFINITY, sum = 0;
 			for (int64_t j = 0; j < s; j++, ref_iter_next(&mi)) {

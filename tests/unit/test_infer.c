@@ -348,6 +348,16 @@ static void test_attention(void)
 	    "scaled_dot_product_attention: mask bool[3,2,4,8,10] does not broadcast to the scores' shape [2,4,8,10]");
 	BAD(OP(scaled_dot_product_attention, NULL, q2, k2, v2, mi),
 	    "scaled_dot_product_attention: mask i32[8,10] must be bool or the query's dtype f32");
+	/* GQA: 6 query heads on 2 key/value heads; 4 does not divide 6, and k and v must agree */
+	ir_ref gq = X(IR_BF16, SH(N, 6, 9, 64)), gk = X(IR_BF16, SH(N, 2, 7, 64)), gv = X(IR_BF16, SH(N, 2, 7, 32));
+	OK(OP(scaled_dot_product_attention, NULL, gq, gk, gv), "bf16[N,6,9,32]");
+	ir_ref gk4 = X(IR_BF16, SH(N, 4, 7, 64)), gv3 = X(IR_BF16, SH(N, 3, 7, 32));
+	BAD(OP(scaled_dot_product_attention, NULL, gq, gk4, gk4),
+	    "scaled_dot_product_attention: batch dims of query bf16[N,6,9,64], key bf16[N,4,7,64] and value "
+	    "bf16[N,4,7,64] do not broadcast");
+	BAD(OP(scaled_dot_product_attention, NULL, gq, gk, gv3),
+	    "scaled_dot_product_attention: batch dims of query bf16[N,6,9,64], key bf16[N,2,7,64] and value "
+	    "bf16[N,3,7,32] do not broadcast");
 	ir_attrs a = A(IR_OP_scaled_dot_product_attention);
 	a.causal = true;
 	OK(OP(scaled_dot_product_attention, &a, q2, k2, v2), "f32[2,4,8,8]");

@@ -428,6 +428,26 @@ static void test_attention(void)
 	if (trun(&t, r))
 		EXPECT(&t, ((double[]){1, NAN}), 2, 0, "attention fully masked row");
 	tg_free(&t);
+	/* GQA: 4 query heads on 2 key/value heads; query head h reads head h / 2 */
+	{
+		enum { HQ = 4, HK = 2 };
+		float gq[HQ * L * E], gk[HK * S * E], gv[HK * S * EV];
+		fill(gq, HQ * L * E, 31);
+		fill(gk, HK * S * E, 32);
+		fill(gv, HK * S * EV, 33);
+		double want[HQ * L * EV];
+		for (int h = 0; h < HQ; h++)
+			attention_ref(gq + h * L * E, gk + h / 2 * S * E, gv + h / 2 * S * EV, NULL, 1, L, S, E, EV,
+				      1 / sqrt(2.0), want + h * L * EV);
+		ir_attrs_init(IR_OP_scaled_dot_product_attention, &a);
+		a.causal = true;
+		tg_init(&t);
+		r = top(&t, IR_OP_scaled_dot_product_attention, &a, 3, tin(&t, "q", IR_F32, SHAPE(1, HQ, L, E), gq),
+			tin(&t, "k", IR_F32, SHAPE(1, HK, S, E), gk), tin(&t, "v", IR_F32, SHAPE(1, HK, S, EV), gv));
+		if (trun(&t, r))
+			EXPECT(&t, want, HQ * L * EV, TOL, "attention GQA causal");
+		tg_free(&t);
+	}
 }
 
 int main(void)
