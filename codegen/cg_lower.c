@@ -46,6 +46,7 @@ unsigned cg_caps(const ir_graph *g, ir_ref r, const cg_target *t)
 	/* one line per family as it learns layouts or epilogues */
 	case IR_K_NORM: return cg_norm_caps(g, r);
 	case IR_K_CONV: return ir_dtype_is_float(g->nodes[r].dtype) ? CG_CAN_EPILOGUE : 0;
+	case IR_K_ATTENTION: return CG_CAN_LAYOUT_IN | CG_CAN_LAYOUT_OUT; /* both kernels (cg_attn.h) */
 	default: return 0;
 	}
 }
@@ -446,6 +447,13 @@ static void step_cost(const ir_graph *g, const cg_step *st, double *bytes, doubl
 	} else if (n->op == IR_OP_conv2d) {
 		const ir_shape *w = &g->nodes[n->in[1]].shape;
 		f = 2.0 * (double)ir_numel(&n->shape) * (double)(ir_numel(w) / w->d[0]);
+	} else if (n->op == IR_OP_scaled_dot_product_attention) {
+		/* q k^T and p v; causal does about half (FlashAttention's count) */
+		const ir_shape *k = &g->nodes[n->in[1]].shape, *q = &g->nodes[n->in[0]].shape;
+		double per = 2.0 * (double)k->d[k->rank - 2] * (double)(q->d[q->rank - 1] + n->shape.d[n->shape.rank - 1]);
+		f = (double)ir_numel(&n->shape) / (double)n->shape.d[n->shape.rank - 1] * per;
+		if (n->attrs->causal)
+			f /= 2;
 	} else if (n->op == IR_OP_matmul || n->op == IR_OP_linear) {
 		const ir_shape *a = &g->nodes[n->in[0]].shape;
 		f = 2.0 * (double)ir_numel(&n->shape) * (double)a->d[a->rank - 1];

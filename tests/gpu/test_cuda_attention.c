@@ -1,0 +1,263 @@
+/* test_cuda_attention.c: scaled_dot_product_attention on CUDA against the
+ * reference interpreter, fresh random inputs and a NaN-poisoned arena for
+ * every graph (gpu_check.c). The grid: sequence lengths 1, 7, 64, 100, 512
+ * and 1000 (L = S, plus L != S), head dims 64 and 128 (the flash kernel)
+ * and 80 (the SIMT fallback), batch 1 and 3, every mask kind (none,
+ * causal, additive float broadcast over heads, bool [L, S]), GQA (6 query
+ * heads on 2 and on 1 key/value heads), bf16 and f16. Then the flash
+ * kernel under explicit configs, and both kernels reading q, k and v as
+ * strided views of one [B, L, 3*H*D] qkv buffer and writing [B, L, H*D]
+ * (fusion's layouts, as GPT-2's), with the plan patched by hand so that
+ * only the attention step runs. */
+#include "gpu_check.h"
+
+#include "codegen/cg_render.h"
+#include "frontend/sir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sn_err err;
+static int build_failures;
+
+enum { M_NONE, M_CAUSAL, M_FLOAT, M_BOOL, M_KINDS };
+static const char *const mask_name[] = {"none", "causal", "float mask", "bool mask"};
+
+static ir_shape shape4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	return (ir_shape){4, {a, b, c, d}};
+}
+
+/* q [B, hq, L, D], k/v [B, hkv, S, D]; float mask [B, 1, L, S], bool [L, S]. */
+static ir_ref add_attention(ir_graph *g, ir_dtype t, int64_t B, int64_t hq, int64_t hkv, int64_t L, int64_t S,
+			    int64_t D, int mask)
+{
+	ir_shape qs = shape4(B, hq, L, D), ks = shape4(B, hkv, S, D);
+	char nm[4][24];
+	for (int i = 0; i < 4; i++)
+		snprintf(nm[i], sizeof nm[i], "%c%u", "qkvm"[i], g->nnodes);
+	ir_ref in[4] = {ir_add_input(g, nm[0], t, &qs, &err), ir_add_input(g, nm[1], t, &ks, &err),
+			ir_add_input(g, nm[2], t, &ks, &err), IR_NONE};
+	uint32_t nin = 3;
+	if (mask == M_FLOAT) {
+		ir_shape ms = shape4(B, 1, L, S);
+		in[nin++] = ir_add_input(g, nm[3], t, &ms, &err);
+	} else if (mask == M_BOOL) {
+		ir_shape ms = {2, {L, S}};
+		in[nin++] = ir_add_input(g, nm[3], IR_BOOL, &ms, &err);
+	}
+	ir_attrs a;
+	ir_attrs_init(IR_OP_scaled_dot_product_attention, &a);
+	a.causal = mask == M_CAUSAL;
+	return ir_add(g, IR_OP_scaled_dot_product_attention, in, nin, &a, &err);
+}
+
+static void check(ir_graph *g, ir_dtype t, const char *label)
+{
+	if (err.code) {
+		printf("%-64s FAIL: builder: %s\n", label, err.msg);
+		err = (sn_err){0};
+		ir_graph_free(g);
+		build_failures++;
+		return;
+	}
+	gpu_compare(g, gpu_tol(t), label);
+}
+
+/* One graph per dtype, head dim, mask kind and batch, holding every
+ * sequence length (kernels compile in parallel). */
+static void grid(void)
+{
+	static const ir_dtype dts[] = {IR_BF16, IR_F16};
+	static const int64_t seqs[] = {1, 7, 64, 100, 512, 1000}, dims[] = {64, 128, 80}, batches[] = {1, 3};
+	char label[160];
+	for (size_t a = 0; a < SN_COUNT(dts); a++)
+		for (size_t d = 0; d < SN_COUNT(dims); d++)
+			for (int m = 0; m < M_KINDS; m++)
+				for (size_t b = 0; b < SN_COUNT(batches); b++) {
+					ir_graph *g = ir_graph_new();
+					for (size_t s = 0; s < SN_COUNT(seqs); s++)
+						ir_add_output(g, add_attention(g, dts[a], batches[b], 2, 2, seqs[s], seqs[s],
+									       dims[d], m));
+					/* queries and keys of different lengths */
+					ir_add_output(g, add_attention(g, dts[a], batches[b], 2, 2, 100, 64, dims[d], m));
+					ir_add_output(g, add_attention(g, dts[a], batches[b], 2, 2, 64, 100, dims[d], m));
+					snprintf(label, sizeof label, "attention %s D=%lld %s B=%lld, L=S 1..1000 and 100x64",
+						 ir_dtype_name(dts[a]), (long long)dims[d], mask_name[m],
+						 (long long)batches[b]);
+					check(g, dts[a], label);
+				}
+	/* GQA: 6 query heads on 2 key/value heads (3 each), and on 1 */
+	for (size_t a = 0; a < SN_COUNT(dts); a++)
+		for (int m = 0; m < M_KINDS; m++) {
+			ir_graph *g = ir_graph_new();
+			ir_add_output(g, add_attention(g, dts[a], 3, 6, 2, 100, 100, 64, m));
+			ir_add_output(g, add_attention(g, dts[a], 1, 6, 2, 512, 512, 128, m));
+			ir_add_output(g, add_attention(g, dts[a], 2, 6, 1, 77, 77, 64, m));
+			ir_add_output(g, add_attention(g, dts[a], 2, 6, 3, 64, 33, 80, m));
+			snprintf(label, sizeof label, "attention GQA %s %s (6 on 2, 6 on 1)", ir_dtype_name(dts[a]),
+				 mask_name[m]);
+			check(g, dts[a], label);
+		}
+}
+
+/* ---- re-rendering the attention step by hand ---- */
+
+typedef struct patch {
+	cg_config want;
+	bool use_want;
+	cg_layout lay[3], lay_out;
+	char got[160]; /* the config the kernel was rendered with */
+} patch;
+
+static patch *cur_patch;
+
+/* gpu_plan_hook: re-renders the graph's attention node with cur_patch's
+ * config and layouts and makes it the plan's only step (buffers are one
+ * per node, in node order). */
+static int patch_plan(const ir_graph *g, struct cg_plan *pl, sn_err *e)
+{
+	patch *pc = cur_patch;
+	if (pl->nbufs != g->nnodes)
+		return sn_errf(e, SN_EINTERNAL, "patch: expected one buffer per node");
+	ir_ref r = IR_NONE;
+	for (ir_ref i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].op == IR_OP_scaled_dot_product_attention)
+			r = i;
+	uint32_t at = 0;
+	while (at < pl->nsteps && strcmp(pl->steps[at].op, "scaled_dot_product_attention"))
+		at++;
+	if (r == IR_NONE || at == pl->nsteps)
+		return sn_errf(e, SN_EINTERNAL, "patch: no attention step");
+	cg_step st;
+	memset(&st, 0, sizeof st);
+	st.node = r;
+	memcpy(st.lay, pc->lay, sizeof pc->lay);
+	st.lay_out = pc->lay_out;
+	cg_target t = {.sm = pl->sm};
+	if (cg_render_attention(g, r, &t, pc->use_want ? &pc->want : NULL, &st, e) != SN_OK)
+		return e->code;
+	cg_config_str(&st.k.cfg, pc->got, sizeof pc->got);
+	cg_kern *nk = realloc(pl->kerns, (pl->nkerns + 1) * sizeof *nk);
+	if (!nk) {
+		free(st.k.src);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	pl->kerns = nk;
+	cg_kern *k = &pl->kerns[pl->nkerns];
+	memset(k, 0, sizeof *k);
+	memcpy(k->name, st.k.name, sizeof k->name);
+	k->src = st.k.src;
+	k->cfg = st.k.cfg;
+	cg_pstep ps = pl->steps[at];
+	ps.kern = pl->nkerns++;
+	memcpy(ps.grid, st.k.grid, sizeof ps.grid);
+	memcpy(ps.block, st.k.block, sizeof ps.block);
+	ps.smem = st.k.smem;
+	ps.nargs = st.k.nbufs;
+	for (uint32_t i = 0; i < st.k.nbufs; i++)
+		ps.args[i] = st.k.bufs[i];
+	pl->steps[0] = ps;
+	pl->nsteps = 1;
+	return SN_OK;
+}
+
+static void run_patched(ir_graph *g, ir_dtype t, patch *pc, const char *what)
+{
+	char label[200];
+	cur_patch = pc;
+	gpu_plan_hook = patch_plan;
+	snprintf(label, sizeof label, "attention %s", what);
+	check(g, t, label);
+	gpu_plan_hook = NULL;
+	printf("    rendered with: %s\n", pc->got);
+}
+
+/* The flash kernel under configs other than the default. */
+static void configs(void)
+{
+	static const cg_config cfgs[] = {
+		{.variant = 1, .tile_m = 128, .tile_n = 64, .warps = 4, .stages = 2},
+		{.variant = 1, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 3},
+		{.variant = 1, .tile_m = 32, .tile_n = 32, .warps = 2, .stages = 1},
+		{.variant = 1, .tile_m = 128, .tile_n = 32, .warps = 8, .stages = 4},
+		{.variant = 2, .rows = 4},
+	};
+	for (size_t c = 0; c < SN_COUNT(cfgs); c++)
+		for (int m = 0; m < M_KINDS; m++) {
+			int64_t D = c % 2 ? 64 : 128;
+			ir_graph *g = ir_graph_new();
+			ir_add_output(g, add_attention(g, IR_BF16, 2, 3, 3, 300, 300, D, m));
+			patch pc = {.want = cfgs[c], .use_want = true};
+			char what[120];
+			snprintf(what, sizeof what, "config %zu bf16 D=%lld %s L=S=300", c, (long long)D, mask_name[m]);
+			run_patched(g, IR_BF16, &pc, what);
+		}
+}
+
+/* GPT-2's attention as fusion lays it out: q, k, v strided in the qkv
+ * matmul's output [B, L, 3*H*D], the output written straight into
+ * [B, L, H*D]. The graph spells the split, reshapes and transposes out
+ * for the reference; on the GPU only the attention step runs, reading
+ * qkv (an input) and writing the final reshape's buffer. */
+static void strided(void)
+{
+	static const ir_dtype dts[] = {IR_BF16, IR_F16};
+	const int64_t B = 2, L = 200, H = 4;
+	for (size_t a = 0; a < SN_COUNT(dts); a++)
+		for (int D = 64; D <= 128; D += 64)
+			for (int variant = 1; variant <= 2; variant++) {
+				char src[2048];
+				const char *tn = ir_dtype_name(dts[a]);
+				int64_t hd = H * D;
+				snprintf(src, sizeof src,
+					 "sinter 1\n"
+					 "func @main(%%qkv: %s[%lld,%lld,%lld]) -> (%s[%lld,%lld,%lld]) {\n"
+					 "  %%q, %%k, %%v = split(%%qkv) axis=2 sizes=[%lld,%lld,%lld]\n"
+					 "  %%qh = reshape(%%q) shape=[%lld,%lld,%lld,%d]\n"
+					 "  %%qt = transpose(%%qh) perm=[0,2,1,3]\n"
+					 "  %%kh = reshape(%%k) shape=[%lld,%lld,%lld,%d]\n"
+					 "  %%kt = transpose(%%kh) perm=[0,2,1,3]\n"
+					 "  %%vh = reshape(%%v) shape=[%lld,%lld,%lld,%d]\n"
+					 "  %%vt = transpose(%%vh) perm=[0,2,1,3]\n"
+					 "  %%a = scaled_dot_product_attention(%%qt, %%kt, %%vt) causal=true\n"
+					 "  %%at = transpose(%%a) perm=[0,2,1,3]\n"
+					 "  %%o = reshape(%%at) shape=[%lld,%lld,%lld]\n"
+					 "  return %%o\n}\n",
+					 tn, (long long)B, (long long)L, (long long)(3 * hd), tn, (long long)B, (long long)L,
+					 (long long)hd, (long long)hd, (long long)hd, (long long)hd, (long long)B,
+					 (long long)L, (long long)H, D, (long long)B, (long long)L, (long long)H, D,
+					 (long long)B, (long long)L, (long long)H, D, (long long)B, (long long)L,
+					 (long long)hd);
+				ir_graph *g = NULL;
+				if (sir_parse(src, strlen(src), "strided.sir", NULL, 0, &g, &err) != SN_OK) {
+					printf("strided: FAIL: %s\n", err.msg);
+					err = (sn_err){0};
+					build_failures++;
+					continue;
+				}
+				ir_ref qkv = g->inputs[0], out = g->outputs[0];
+				patch pc = {.want = {.variant = variant}, .use_want = true};
+				for (int i = 0; i < 3; i++) /* [B, H, L, D] inside [B, L, 3HD] */
+					pc.lay[i] = (cg_layout){.set = true, .root = qkv, .offset = i * hd,
+								.strides = {L * 3 * hd, D, 3 * hd, 1}};
+				pc.lay_out = (cg_layout){.set = true, .root = out, .offset = 0,
+							 .strides = {L * hd, D, hd, 1}};
+				char what[120];
+				snprintf(what, sizeof what, "strided qkv %s D=%d causal (%s)", tn, D,
+					 variant == 1 ? "flash" : "simt");
+				run_patched(g, dts[a], &pc, what);
+			}
+}
+
+int main(void)
+{
+	if (!gpu_available())
+		return 0;
+	grid();
+	configs();
+	strided();
+	int rc = gpu_done();
+	return rc || build_failures ? 1 : 0;
+}
