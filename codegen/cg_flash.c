@@ -4,8 +4,8 @@
  * A block takes TM query rows of one batch index (WARPS warps, TM / WARPS
  * rows each, MT = TM / WARPS / 16 row tiles of 16 per warp) and walks the
  * keys TN at a time: S = Q K^T with mma.sync m16n8k16 (fp32 accumulators),
- * scaled into the log2 domain, masked, an online softmax per row (running
- * max and sum in fp32, exp2 on the SFU), then O += P V with P rounded to
+ * masked, an online softmax per row (running max and sum in fp32; one FFMA
+ * scales a score into exp2's domain and subtracts the max, exp2 on the SFU), then O += P V with P rounded to
  * the input dtype as the A operand (the C fragment of S is laid out as the
  * A fragment of P, so P never leaves registers). Q, K and V tiles sit in
  * shared memory with their 16-byte chunks XOR-swizzled by row (chunk c of
@@ -13,8 +13,9 @@
  * 8 rows without bank conflicts; K/V tiles arrive through cp.async in a
  * ring of STAGES buffers, the next tiles' copies in flight while the
  * current one is used. Rows and keys past L and S are zero-filled by
- * cp.async and masked; causal blocks stop at their last row's key, and
- * blocks start with the longest (the last rows) so the tail is short.
+ * cp.async and masked; causal blocks stop at their last row's key, a warp
+ * skips key tiles wholly after its rows, and blocks start with the longest
+ * (the last rows) so the tail is short.
  * A fully masked row has sum 0 and gives NaN, as PyTorch.
  *
  * Configs (cg_config): tile_m, tile_n, warps, stages (block = warps * 32).
@@ -77,7 +78,17 @@ static const char body[] =
 	"#define CH (D / 8)    /* 16-byte chunks per row */\n"
 	"#define THREADS (WARPS * 32)\n"
 	"#define ROWB (D * 2)  /* bytes per row in shared memory */\n"
-	"#define NEG_INF (-__int_as_float(0x7f800000))\n\n"
+	"#define NEG_INF (-__int_as_float(0x7f800000))\n"
+	"/* scores stay unscaled up to the max, then one FFMA scales them into\n"
+	" * exp2's domain (scale > 0 keeps the max); an additive mask needs them\n"
+	" * scaled first */\n"
+	"#if MASK && !MASK_BOOL\n"
+	"#define PRE SCALE_LOG2\n"
+	"#define POST 1.0f\n"
+	"#else\n"
+	"#define PRE 1.0f\n"
+	"#define POST SCALE_LOG2\n"
+	"#endif\n\n"
 	"static __device__ __forceinline__ unsigned smem_u32(const void *p)\n{\n"
 	"\tunsigned r;\n"
 	"\tasm(\"{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }\" : \"=r\"(r) : \"l\"(p));\n"
@@ -185,6 +196,11 @@ static const char body[] =
 	"\t\t__syncthreads();\n"
 	"\t\tconst unsigned kb = sk + slot * TN * ROWB, vb = sv + slot * TN * ROWB;\n"
 	"\t\tconst long j0 = (long)t * TN;\n"
+	"#if CAUSAL\n"
+	"\t\tif (j0 <= i0 + wr + MT * 16 - 1) { /* else every key is after every row of this warp */\n"
+	"#else\n"
+	"\t\t{\n"
+	"#endif\n"
 	"\t\tfloat sacc[MT][NT][4];\n"
 	"#pragma unroll\n"
 	"\t\tfor (int mt = 0; mt < MT; mt++)\n"
@@ -233,7 +249,7 @@ static const char body[] =
 	"\t\t\tfor (int nt = 0; nt < NT; nt++)\n"
 	"#pragma unroll\n"
 	"\t\t\t\tfor (int x = 0; x < 4; x++) {\n"
-	"\t\t\t\t\tfloat s = sacc[mt][nt][x] * SCALE_LOG2;\n"
+	"\t\t\t\t\tfloat s = sacc[mt][nt][x] * PRE;\n"
 	"#if MASK\n"
 	"\t\t\t\t\t{\n"
 	"\t\t\t\t\t\tlong i = i0 + wr + mt * 16 + (lane >> 2) + (x >> 1) * 8;\n"
@@ -271,14 +287,14 @@ static const char body[] =
 	"\t\t\t\t\tmx = fmaxf(mx, fmaxf(sacc[mt][nt][2 * h], sacc[mt][nt][2 * h + 1]));\n"
 	"\t\t\t\tmx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n"
 	"\t\t\t\tmx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n"
-	"\t\t\t\tconst float base = mx == NEG_INF ? 0.0f : mx; /* all -inf so far: p = 0 */\n"
-	"\t\t\t\tconst float corr = ex2(mrow[mt][h] - base);\n"
+	"\t\t\t\tconst float base = mx == NEG_INF ? 0.0f : mx * POST; /* all -inf so far: p = 0 */\n"
+	"\t\t\t\tconst float corr = ex2(fmaf(mrow[mt][h], POST, -base));\n"
 	"\t\t\t\tmrow[mt][h] = mx;\n"
 	"\t\t\t\tfloat sum = 0.0f;\n"
 	"#pragma unroll\n"
 	"\t\t\t\tfor (int nt = 0; nt < NT; nt++) {\n"
-	"\t\t\t\t\tsacc[mt][nt][2 * h] = ex2(sacc[mt][nt][2 * h] - base);\n"
-	"\t\t\t\t\tsacc[mt][nt][2 * h + 1] = ex2(sacc[mt][nt][2 * h + 1] - base);\n"
+	"\t\t\t\t\tsacc[mt][nt][2 * h] = ex2(fmaf(sacc[mt][nt][2 * h], POST, -base));\n"
+	"\t\t\t\t\tsacc[mt][nt][2 * h + 1] = ex2(fmaf(sacc[mt][nt][2 * h + 1], POST, -base));\n"
 	"\t\t\t\t\tsum += sacc[mt][nt][2 * h] + sacc[mt][nt][2 * h + 1];\n"
 	"\t\t\t\t}\n"
 	"\t\t\t\tlrow[mt][h] = lrow[mt][h] * corr + sum;\n"
@@ -311,6 +327,7 @@ static const char body[] =
 	"\t\t\t\t\tmma(oacc[mt][2 * d2 + 1], pa[mt], bv[2], bv[3]);\n"
 	"\t\t\t\t}\n"
 	"\t\t\t}\n"
+	"\t\t}\n"
 	"\t\t}\n"
 	"\t\t__syncthreads(); /* the slot is free for the copy issued next round */\n"
 	"\t}\n"
@@ -346,24 +363,28 @@ typedef struct flash_cfg {
 	int tm, tn, warps, stages;
 } flash_cfg;
 
-static flash_cfg default_cfg(const cg_attn_spec *sp)
+/* Measured on the H100 (PERF.md, 2026-11-22, gpu_test_cuda_attention
+ * --sweep): head dim 64 (GPT-2) runs best with 64 rows of 4 warps and a
+ * 3-deep ring at 512 tokens, batch 1 and 8; head dim 128 with 128 rows of 8
+ * warps and 128 keys per step (160 KiB of shared memory; 64 keys where the
+ * arch has less), or 64 rows of 4 warps when 128-row blocks would leave
+ * most of a 132-SM H100 idle. */
+static flash_cfg default_cfg(const cg_attn_spec *sp, int sm)
 {
-	/* 128 query rows per block; fewer when that leaves most of a 132-SM
-	 * H100 idle (GPT-2's 512 tokens, 12 heads: 48 blocks). d = 128 takes
-	 * 8 warps of 16 rows so that the fp32 accumulators fit in registers. */
-	flash_cfg c = {128, 64, sp->E == 128 ? 8 : 4, 2};
+	if (sp->E == 64)
+		return (flash_cfg){64, 64, 4, 3};
 	int64_t blocks = (sp->L + 127) / 128 * sp->nb;
-	if (blocks < 2 * 132) {
-		c.tm = 64;
-		c.warps = 4;
-	}
-	return c;
+	if (blocks < 2 * 132)
+		return (flash_cfg){64, 64, 4, 2};
+	if ((128 + 2 * 2 * 128) * 128 * 2 <= (int)smem_limit(sm))
+		return (flash_cfg){128, 128, 8, 2};
+	return (flash_cfg){128, 64, 8, 2};
 }
 
 int cg_render_flash(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_attn_spec *sp, const cg_config *want,
 		    cg_step *st, sn_err *e)
 {
-	flash_cfg c = default_cfg(sp), d = c;
+	flash_cfg c = default_cfg(sp, tg->sm), d = c;
 	if (want) {
 		if (want->tile_k || want->vec || want->rows || want->split_k)
 			return sn_errf(e, SN_EUSAGE, "attention (flash): only tile_m, tile_n, warps, stages and block "

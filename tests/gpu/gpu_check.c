@@ -17,6 +17,26 @@ static uint64_t rng;
 bool gpu_tf32;
 int (*gpu_plan_hook)(const ir_graph *g, struct cg_plan *p, sn_err *e);
 
+struct rt_cuda *gpu_device(void)
+{
+	return dev;
+}
+
+static int time_iters;
+static double *time_out;
+
+void gpu_set_timing(int iters, double *median_ms)
+{
+	time_iters = iters;
+	time_out = median_ms;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 int gpu_build_run(struct rt_cuda *dv, const ir_graph *g, const ir_tensor *vals, const ir_tensor *ins, bool tf32,
 		  ir_tensor *outs, sn_err *e)
 {
@@ -59,6 +79,15 @@ int gpu_build_run(struct rt_cuda *dv, const ir_graph *g, const ir_tensor *vals, 
 	}
 	if (!rc)
 		rc = rt_model_run(m, in, out, e);
+	if (!rc && time_iters > 0) {
+		double *ms = calloc((size_t)time_iters, sizeof *ms);
+		rc = ms ? rt_model_time(m, 10, time_iters, ms, e) : sn_errf(e, SN_EINTERNAL, "out of memory");
+		if (!rc) {
+			qsort(ms, (size_t)time_iters, sizeof *ms, cmp_double);
+			*time_out = ms[time_iters / 2];
+		}
+		free(ms);
+	}
 	rt_model_free(m);
 	if (jobs && p)
 		rt_jobs_free(jobs, p->nkerns);

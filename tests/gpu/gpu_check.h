@@ -29,6 +29,11 @@ int gpu_build_run(struct rt_cuda *dev, const ir_graph *g, const ir_tensor *vals,
 struct cg_plan;
 extern bool gpu_tf32;
 extern int (*gpu_plan_hook)(const ir_graph *g, struct cg_plan *p, sn_err *e);
+/* The device gpu_available opened (NULL: none). */
+struct rt_cuda *gpu_device(void);
+/* Makes gpu_build_run also time the plan: `iters` launches after 10 of
+ * warm-up, the median into *median_ms (0 iters: off). */
+void gpu_set_timing(int iters, double *median_ms);
 /* Exit code of a GPU test: 0 when everything passed or no device. */
 int gpu_done(void);
 

@@ -181,12 +181,13 @@ static void configs(void)
 		{.variant = 1, .tile_m = 128, .tile_n = 64, .warps = 4, .stages = 2},
 		{.variant = 1, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 3},
 		{.variant = 1, .tile_m = 32, .tile_n = 32, .warps = 2, .stages = 1},
+		{.variant = 1, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 2},
 		{.variant = 1, .tile_m = 128, .tile_n = 32, .warps = 8, .stages = 4},
 		{.variant = 2, .rows = 4},
 	};
 	for (size_t c = 0; c < SN_COUNT(cfgs); c++)
 		for (int m = 0; m < M_KINDS; m++) {
-			int64_t D = c % 2 ? 64 : 128;
+			int64_t D = c % 2 && c != 3 ? 64 : 128;
 			ir_graph *g = ir_graph_new();
 			ir_add_output(g, add_attention(g, IR_BF16, 2, 3, 3, 300, 300, D, m));
 			patch pc = {.want = cfgs[c], .use_want = true};
@@ -251,10 +252,80 @@ static void strided(void)
 			}
 }
 
-int main(void)
+/* --sweep: times the flash kernel under configs on the benchmark's shapes
+ * (no reference check: the configs' numerics are the grid's and
+ * configs()'s job). For choosing the default heuristic. */
+static void sweep(void)
+{
+	static const struct {
+		const char *name;
+		int64_t b, h, s, d;
+		bool causal;
+	} shapes[] = {
+		{"gpt2 bs1", 1, 12, 512, 64, true},
+		{"gpt2 bs8", 8, 12, 512, 64, true},
+		{"4096/128 bs1", 1, 16, 4096, 128, true},
+		{"4096/128 bs4", 4, 16, 4096, 128, true},
+		{"4096/128 bs4 nc", 4, 16, 4096, 128, false},
+	};
+	static const int cfg64[][4] = {{0, 0, 0, 0}, {32, 64, 2, 2}, {64, 128, 4, 2}, {128, 64, 4, 2}, {128, 128, 4, 2},
+				       {64, 64, 4, 3}, {32, 32, 2, 2}, {128, 64, 8, 2}, {64, 32, 4, 2}, {16, 64, 1, 2}};
+	static const int cfg128[][4] = {{0, 0, 0, 0}, {128, 64, 4, 2}, {128, 32, 4, 2}, {64, 64, 4, 2}, {128, 64, 8, 3},
+					{128, 128, 8, 2}, {64, 128, 4, 2}, {128, 64, 4, 3}, {128, 32, 8, 2}, {256, 64, 8, 2}};
+	uint64_t seed = 12345;
+	for (size_t i = 0; i < SN_COUNT(shapes); i++)
+		for (int c = 0; c < 10; c++) {
+			const int *cf = shapes[i].d == 64 ? cfg64[c] : cfg128[c];
+			ir_graph *g = ir_graph_new();
+			ir_ref r = add_attention(g, IR_BF16, shapes[i].b, shapes[i].h, shapes[i].h, shapes[i].s, shapes[i].s,
+						 shapes[i].d, shapes[i].causal ? M_CAUSAL : M_NONE);
+			ir_add_output(g, r);
+			ir_tensor *vals = calloc(g->nnodes, sizeof *vals), ins[3], outs[1];
+			for (uint32_t k = 0; k < 3; k++) {
+				const ir_node *n = &g->nodes[g->inputs[k]];
+				size_t cnt = (size_t)ir_numel(&n->shape);
+				ins[k] = (ir_tensor){n->dtype, n->shape, malloc(cnt * 2), cnt * 2};
+				for (size_t x = 0; x < cnt; x++) {
+					seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+					ir_store(IR_BF16, ins[k].data, x, (double)(seed >> 11) * 0x1.0p-53 * 2 - 1);
+				}
+				vals[g->inputs[k]] = ins[k];
+			}
+			patch pc = {.want = {.tile_m = cf[0], .tile_n = cf[1], .warps = cf[2], .stages = cf[3]},
+				    .use_want = cf[0] != 0};
+			double ms = 0;
+			sn_err e = {0};
+			cur_patch = &pc;
+			gpu_plan_hook = patch_plan;
+			gpu_set_timing(50, &ms);
+			int rc = gpu_build_run(gpu_device(), g, vals, ins, false, outs, &e);
+			gpu_set_timing(0, NULL);
+			gpu_plan_hook = NULL;
+			double f = 4.0 * shapes[i].b * shapes[i].h * shapes[i].s * shapes[i].s * shapes[i].d;
+			if (shapes[i].causal)
+				f /= 2;
+			if (rc)
+				printf("sweep %-16s %-60s FAIL %s\n", shapes[i].name, pc.got, e.msg);
+			else
+				printf("sweep %-16s %-60s %.4f ms %.1f TFLOP/s\n", shapes[i].name, pc.got, ms, f / ms / 1e9);
+			fflush(stdout);
+			if (!rc)
+				free(outs[0].data);
+			for (int k = 0; k < 3; k++)
+				free(ins[k].data);
+			free(vals);
+			ir_graph_free(g);
+		}
+}
+
+int main(int argc, char **argv)
 {
 	if (!gpu_available())
 		return 0;
+	if (argc > 1 && !strcmp(argv[1], "--sweep")) {
+		sweep();
+		return gpu_done();
+	}
 	grid();
 	configs();
 	strided();

@@ -822,12 +822,12 @@ static void test_attention(void)
 			CHECK(st.k.grid[0] == 768 && st.k.block[0] == 256 && st.k.nbufs == 4 && st.k.bufs[3] == r);
 			CHECK(strstr(st.k.src, "0.125f") != NULL); /* 1 / sqrt(64) */
 		} else if (st.k.src) {
-			/* flash: 48 blocks of 128 rows would leave most of an H100 idle, so 64 rows
-			 * (4 warps of 16): 8 tiles x 12 heads; Q 64 rows + 2 stages of K and V 64 rows */
+			/* flash, head dim 64: 64 rows (4 warps of 16), 8 tiles x 12 heads; Q 64 rows
+			 * + 3 stages of K and V 64 rows */
 			CHECK(st.k.grid[0] == 96 && st.k.block[0] == 128 && st.k.nbufs == 4 && st.k.bufs[3] == r);
-			CHECK(st.k.smem == (64 + 2 * 2 * 64) * 64 * 2);
+			CHECK(st.k.smem == (64 + 2 * 3 * 64) * 64 * 2);
 			CHECK(st.k.cfg.variant == 1 && st.k.cfg.tile_m == 64 && st.k.cfg.tile_n == 64 &&
-			      st.k.cfg.warps == 4 && st.k.cfg.stages == 2);
+			      st.k.cfg.warps == 4 && st.k.cfg.stages == 3);
 			CHECK(strstr(st.k.src, "#define SCALE_LOG2 0.18033688f") != NULL); /* log2(e) / sqrt(64) */
 			CHECK(strstr(st.k.src, "mma.sync.aligned.m16n8k16") && strstr(st.k.src, "ldmatrix") &&
 			      strstr(st.k.src, "cp.async.cg"));
@@ -979,6 +979,26 @@ static void test_flash(void)
 		CHECK(render_cfg(r, &bad[i].c, 90, NULL, NULL, &st, &e, "bad") == SN_EUSAGE);
 		CHECK_STR(e.msg, bad[i].msg);
 		step_free(&st);
+	}
+	/* head dim 128 on a large problem: 128 rows of 8 warps, 128 keys per step
+	 * (160 KiB of shared memory), 64 keys where an arch has 99 KiB */
+	{
+		fresh();
+		ir_ref big[3] = {in(IR_BF16, SHAPE(4, 16, 4096, 128)), in(IR_BF16, SHAPE(4, 16, 4096, 128)),
+				 in(IR_BF16, SHAPE(4, 16, 4096, 128))};
+		ir_ref rb = op(IR_OP_scaled_dot_product_attention, big, 3, &ca);
+		e = (sn_err){0};
+		CHECK(render_cfg(rb, NULL, 90, NULL, NULL, &st, &e, "flash 4096/128") == SN_OK);
+		CHECK(st.k.cfg.tile_m == 128 && st.k.cfg.tile_n == 128 && st.k.cfg.warps == 8 && st.k.cfg.stages == 2 &&
+		      st.k.smem == 160 * 1024 && st.k.grid[0] == 32 * 64);
+		step_free(&st);
+		CHECK(render_cfg(rb, NULL, 86, NULL, NULL, &st, &e, "flash 4096/128 sm_86") == SN_OK);
+		CHECK(st.k.cfg.tile_n == 64 && st.k.smem == 96 * 1024);
+		step_free(&st);
+		fresh();
+		ir_ref q2[3] = {in(IR_BF16, SHAPE(1, 4, 300, 128)), in(IR_BF16, SHAPE(1, 4, 300, 128)),
+				in(IR_BF16, SHAPE(1, 4, 300, 128))};
+		r = op(IR_OP_scaled_dot_product_attention, q2, 3, &ca);
 	}
 	/* before sm_80, and for f32, the SIMT kernel; asking for flash says why not */
 	e = (sn_err){0};
