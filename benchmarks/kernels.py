@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""kernels.py: one kernel family alone, sinter against PyTorch's own kernel
+on the same shapes, in one run on one GPU.
+
+  python3 benchmarks/kernels.py --sinter build/sinter [--family attention]
+                                [--iters 200] [--out DIR]
+
+attention: scaled_dot_product_attention(q, k, v) on GPT-2's shapes (12 heads,
+512 tokens, head dim 64, causal, batch 1 and 8) and a long one (4096 tokens,
+head dim 128, 16 heads, batch 1 and 4, causal). sinter: a graph holding the
+attention alone (q, k, v its inputs, already on the device), `sinter bench
+--json`, the median of --iters calls, each between two CUDA events (the plan
+is one kernel launch, so the time includes the gap between the first event
+and the launch). PyTorch: F.scaled_dot_product_attention under
+sdpa_kernel(FLASH_ATTENTION), timed the same way ("per call", Python's
+dispatch inside the events) and as --iters calls back to back between two
+events ("back to back", the kernel's own time for short ones). The GPU is
+kept busy for a second first so that its clocks are up. TFLOP/s count 4*B*H*L*S*D, halved when causal (the
+FlashAttention papers' convention); the table also gives sinter's time over
+PyTorch's. Results go to DIR/kernels.json (default $OUT, else /tmp).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ATTENTION = [
+    # name, batch, heads, seq, head dim, causal, dtype
+    ("gpt2 bs1", 1, 12, 512, 64, True, "bf16"),
+    ("gpt2 bs8", 8, 12, 512, 64, True, "bf16"),
+    ("gpt2 bs8 f16", 8, 12, 512, 64, True, "f16"),
+    ("4096/128 bs1", 1, 16, 4096, 128, True, "bf16"),
+    ("4096/128 bs4", 4, 16, 4096, 128, True, "bf16"),
+    ("4096/128 bs4 noncausal", 4, 16, 4096, 128, False, "bf16"),
+]
+
+
+def flops(b, h, s, d, causal):
+    f = 4.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def sir_text(b, h, s, d, causal, dt):
+    t = "%s[%d,%d,%d,%d]" % (dt, b, h, s, d)
+    return ("sinter 1\n"
+            "func @main(%%q: %s, %%k: %s, %%v: %s) -> (%s) {\n"
+            "  %%o = scaled_dot_product_attention(%%q, %%k, %%v) causal=%s\n"
+            "  return %%o\n}\n") % (t, t, t, t, "true" if causal else "false")
+
+
+def sinter_time(args, work, name, b, h, s, d, causal, dt):
+    path = os.path.join(work, name.replace(" ", "_").replace("/", "_") + ".sir")
+    with open(path, "w") as f:
+        f.write(sir_text(b, h, s, d, causal, dt))
+    env = dict(os.environ, SINTER_CACHE_DIR=os.path.join(work, "cache"))
+    cmd = [args.sinter, "bench", path, "--init", "random", "--json", "--iters", str(args.iters),
+           "--warmup", "50"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode:
+        return None, "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:])
+    try:
+        j = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None, "no JSON: " + p.stdout[-300:]
+    for key in ("median_ms", "latency_median_ms", "ms_median"):
+        if key in j:
+            return j[key], None
+    return None, "no median in " + ",".join(sorted(j))
+
+
+def torch_time(args, b, h, s, d, causal, dt):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    typ = torch.bfloat16 if dt == "bf16" else torch.float16
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.rand(b, h, s, d, device="cuda", dtype=typ, generator=g) * 2 - 1 for _ in range(3))
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        for _ in range(50):
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(args.iters):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            e1.record()
+            e1.synchronize()
+            times.append(e0.elapsed_time(e1))
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(args.iters):
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        e1.record()
+        e1.synchronize()
+    return statistics.median(times), e0.elapsed_time(e1) / args.iters
+
+
+def warm_gpu():
+    """About a second of matrix products, so that the clocks are up."""
+    import time
+    import torch
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    t0 = time.time()
+    while time.time() - t0 < 1.0:
+        for _ in range(10):
+            a @ a
+        torch.cuda.synchronize()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sinter", default="build/sinter")
+    ap.add_argument("--family", default="attention", choices=["attention"])
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+    args = ap.parse_args()
+    import torch
+    dev = torch.cuda.get_device_name(0)
+    rows = []
+    warm_gpu()
+    with tempfile.TemporaryDirectory() as work:
+        for name, b, h, s, d, causal, dt in ATTENTION:
+            sm, err = sinter_time(args, work, name, b, h, s, d, causal, dt)
+            tm, tb = torch_time(args, b, h, s, d, causal, dt)
+            f = flops(b, h, s, d, causal)
+            rows.append({"name": name, "batch": b, "heads": h, "seq": s, "head_dim": d, "causal": causal,
+                         "dtype": dt, "flops": f, "sinter_ms": sm, "torch_flash_ms": tm, "torch_flash_b2b_ms": tb,
+                         "error": err})
+            print("%-24s sinter %s  torch %.4f ms (back to back %.4f)" % (name, "%.4f ms" % sm if sm else err, tm, tb),
+                  flush=True)
+    with open(os.path.join(args.out, "kernels.json"), "w") as fj:
+        json.dump({"device": dev, "torch": torch.__version__, "rows": rows}, fj, indent=1)
+    print("\nattention on %s (torch %s, flash SDPA), median of %d calls" % (dev, torch.__version__, args.iters))
+    print("| shape | sinter ms | sinter TFLOP/s | torch flash ms per call | back to back | torch TFLOP/s (b2b) "
+          "| sinter / torch per call | sinter / torch b2b |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    bad = False
+    for r in rows:
+        sm, tm, tb = r["sinter_ms"], r["torch_flash_ms"], r["torch_flash_b2b_ms"]
+        if sm is None:
+            bad = True
+            print("| %s | %s | | %.4f | %.4f | %.1f | | |" % (r["name"], r["error"], tm, tb, r["flops"] / tb / 1e9))
+            continue
+        print("| %s (B=%d H=%d L=%d D=%d%s %s) | %.4f | %.1f | %.4f | %.4f | %.1f | %.2f | %.2f |" % (
+            r["name"], r["batch"], r["heads"], r["seq"], r["head_dim"], " causal" if r["causal"] else "",
+            r["dtype"], sm, r["flops"] / sm / 1e9, tm, tb, r["flops"] / tb / 1e9, sm / tm, sm / tb))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
