@@ -193,14 +193,14 @@ static void test_map_and_uses(void)
 
 static void test_pipelines(void)
 {
-	CHECK_STR(pass_pipeline("default"), "canonicalize,fold-bn,layout,precision,canonicalize");
+	CHECK_STR(pass_pipeline("default"), "canonicalize,fold-bn,layout,precision,attention,canonicalize");
 	CHECK(pass_pipeline("reduce-overhead") != NULL);
 	CHECK(pass_pipeline("max-autotune") != NULL);
 	CHECK(pass_pipeline("fast") == NULL);
 	CHECK(pass_pipeline(NULL) == NULL);
-	const char *names[] = {"canonicalize", "fold-bn", "layout", "precision"};
-	CHECK(pass_count == 4);
-	for (size_t i = 0; i < 4 && i < pass_count; i++) {
+	const char *names[] = {"canonicalize", "fold-bn", "layout", "precision", "attention"};
+	CHECK(pass_count == 5);
+	for (size_t i = 0; i < 5 && i < pass_count; i++) {
 		CHECK_STR(pass_table[i].name, names[i]);
 		CHECK(pass_table[i].fn != NULL && pass_table[i].doc && pass_table[i].doc[0]);
 	}
