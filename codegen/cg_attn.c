@@ -211,7 +211,7 @@ static int render_simt(const ir_graph *g, ir_ref r, const cg_attn_spec *sp, cons
 		 "key chunks of %d in shared memory; online softmax in fp32%s", (long long)sp->nb, (long long)L,
 		 (long long)S, (long long)E, (long long)Ev, rows, kc, sp->laid ? "; strided operands" : "");
 	sn_buf b = {0};
-	cg_emit_spec(&b, g, r, cfg);
+	cg_emit_spec_st(&b, g, r, cfg, st);
 	sn_buf_puts(&b, "\n");
 	cg_emit_dtype_helpers(&b, t);
 	if (sp->has_mask)

@@ -174,7 +174,7 @@ void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t)
  * Not in cg.h yet: renderers that use it declare it themselves. */
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config);
 static void emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
-		      const cg_epilogue *epi)
+		      const cg_epilogue *epi, const cg_step *st)
 {
 	const ir_node *n = &g->nodes[r];
 	char ty[160];
@@ -203,12 +203,27 @@ static void emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config
 	if (epi)
 		sn_buf_printf(b, "\n * epilogue %016llx -> %s", (unsigned long long)XXH3_64bits(epi->fn, strlen(epi->fn)),
 			      ir_dtype_name(epi->dtype));
+	/* and so are fusion's layouts: where operands and output live */
+	for (int i = 0; st && i <= CG_MAX_BUFS; i++) {
+		const cg_layout *l = i < CG_MAX_BUFS ? &st->lay[i] : &st->lay_out;
+		if (!l->set)
+			continue;
+		const ir_node *v = i < CG_MAX_BUFS ? (i < (int)n->nin ? &g->nodes[n->in[i]] : NULL) : n;
+		if (!v)
+			continue;
+		if (i < CG_MAX_BUFS)
+			sn_buf_printf(b, "\n * operand %d at %lld strides", i, (long long)l->offset);
+		else
+			sn_buf_printf(b, "\n * output at %lld strides", (long long)l->offset);
+		for (int d = 0; d < v->shape.rank; d++)
+			sn_buf_printf(b, " %lld", (long long)l->strides[d]);
+	}
 	sn_buf_printf(b, "\n * config: %s */\n", config && *config ? config : "default");
 }
 
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config)
 {
-	emit_spec(b, g, r, config, NULL, NULL);
+	emit_spec(b, g, r, config, NULL, NULL, NULL);
 }
 
 void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
@@ -216,7 +231,12 @@ void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, 
 void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
 		    const cg_epilogue *epi)
 {
-	emit_spec(b, g, r, config, pro, epi);
+	emit_spec(b, g, r, config, pro, epi, NULL);
+}
+
+void cg_emit_spec_st(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_step *st)
+{
+	emit_spec(b, g, r, config, st ? st->pro : NULL, st ? st->epi : NULL, st);
 }
 
 int cg_finish(cg_kernel *k, const char *prefix, sn_buf *b, sn_err *e)

@@ -530,7 +530,7 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			 vec_a ? ", 16-byte A loads" : "", vec_b ? ", 16-byte B loads" : "");
 	}
 	sn_buf b = {0};
-	cg_emit_spec(&b, g, r, cfg);
+	cg_emit_spec_st(&b, g, r, cfg, st);
 	sn_buf_puts(&b, "\n");
 	/* the epilogue's function first: it carries its own dtype helpers,
 	 * which then are not emitted twice */

@@ -443,7 +443,7 @@ int cg_render_flash(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_a
 		 sp->laid ? "; strided operands" : "");
 	cg_attn_float(scl, sp->scale * 1.4426950408889634);
 	sn_buf b = {0};
-	cg_emit_spec(&b, g, r, cfg);
+	cg_emit_spec_st(&b, g, r, cfg, st);
 	sn_buf_puts(&b, "\n");
 	if (sp->has_mask && sp->mt != IR_BOOL) {
 		cg_emit_dtype_helpers(&b, sp->mt);

@@ -169,7 +169,7 @@ static int render_softmax_rows(const ir_graph *g, ir_ref r, cg_step *st, int64_t
 		 vpt <= MAX_CACHED ? "row held in registers" : "row re-read per pass");
 	const cg_epilogue *pro = st->pro;
 	sn_buf b = {0};
-	cg_emit_spec_x(&b, g, r, cfg, pro, NULL);
+	cg_emit_spec_st(&b, g, r, cfg, st);
 	sn_buf_puts(&b, "\n");
 	cg_emit_dtype_helpers(&b, t);
 	sn_buf_puts(&b, "\n");
@@ -278,7 +278,7 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 	flit(lenf, (double)len);
 	const cg_epilogue *pro = st->pro;
 	sn_buf b = {0};
-	cg_emit_spec_x(&b, g, r, cfg, pro, NULL);
+	cg_emit_spec_st(&b, g, r, cfg, st);
 	sn_buf_puts(&b, "\n");
 	cg_emit_dtype_helpers(&b, t);
 	if (w)

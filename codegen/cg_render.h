@@ -146,6 +146,10 @@ int cg_render_pointwise_group(const ir_graph *g, const struct fu_plan *fp, uint3
 int cg_make_epilogue(const ir_graph *g, const struct fu_plan *fp, uint32_t gid, cg_epilogue *x, sn_err *e);
 int cg_make_prologue(const ir_graph *g, const struct fu_plan *fp, uint32_t gid, cg_epilogue *x, sn_err *e);
 void cg_epilogue_free(cg_epilogue *x);
+/* The spec comment that opens a kernel (cg_common.c), with what fusion
+ * asked of this step: its prologue's and epilogue's code (hashed) and its
+ * layouts, so that they are part of the spec key. */
+void cg_emit_spec_st(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_step *st);
 /* cg_norm.c: what the norm family takes (CG_CAN_*). */
 unsigned cg_norm_caps(const ir_graph *g, ir_ref r);
 
