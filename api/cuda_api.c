@@ -385,8 +385,12 @@ static cg_plan *cache_lookup(const char *path, const sinter_model *m, const cg_p
 	cg_plan_info have;
 	sn_err e = {0};
 	if (cg_plan_read(path, true, &p, &have, &e) != SN_OK) {
-		warn(o, "plan cache: corrupt entry (%s): deleted, rebuilding", e.msg);
-		unlink(path);
+		/* a bad entry goes; one the system could not read (I/O, memory) stays */
+		bool bad = e.code == SN_EINPUT;
+		warn(o, "plan cache: %s entry (%s)%s, rebuilding", bad ? "corrupt" : "unreadable", e.msg,
+		     bad ? ": deleted" : "");
+		if (bad)
+			unlink(path);
 		return NULL;
 	}
 	bool fresh = have.w_size == want->w_size && have.w_mtime_ns == want->w_mtime_ns && have.w_ino == want->w_ino;

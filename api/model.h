@@ -25,7 +25,13 @@ struct sinter_model {
 	uint64_t seed;   /* API_W_RANDOM */
 	bool materialized; /* ws holds every param's value */
 	pthread_mutex_t lock; /* guards the first use's materialization (threads sharing m) */
+	char **srcs;       /* the other files it was read from (ONNX external data), real paths */
+	size_t nsrcs;
 };
+
+/* The file among m's own (source, weights, external data) that path
+ * names (same device and inode), or NULL; *scratch (free it) may hold it. */
+const char *api_model_file(const sinter_model *m, const char *path, char **scratch);
 
 /* Reads (or draws) every param's value into m->ws if not done yet. */
 sinter_status api_materialize(sinter_model *m, sinter_error *err);

@@ -134,7 +134,9 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 	bool onnx = n >= 5 && !strcmp(path + n - 5, ".onnx");
 	double t0 = sn_now();
 	ir_wstore *ws = onnx ? ir_ws_new() : NULL;
-	int rc = onnx ? (ws ? onnx_load(path, b, b ? opt->nshapes : 0, &g, ws, &e)
+	char **srcs = NULL;
+	size_t nsrcs = 0;
+	int rc = onnx ? (ws ? onnx_load_files(path, b, b ? opt->nshapes : 0, &g, ws, &srcs, &nsrcs, &e)
 			   : sn_errf(&e, SN_EINTERNAL, "out of memory"))
 		      : sir_parse_file(path, b, b ? opt->nshapes : 0, &g, &e);
 	free(b);
@@ -147,8 +149,11 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 		sn_stage(onnx ? "import" : "parse", t0, "%s, %u nodes", path, g->nnodes);
 	if (st != SINTER_OK || !onnx) {
 		ir_ws_free(ws);
+		onnx_files_free(srcs, nsrcs);
 		return st;
 	}
+	(*out)->srcs = srcs;
+	(*out)->nsrcs = nsrcs;
 	/* The initializers are the weights: the model is ready to run. */
 	ir_ws_free((*out)->ws);
 	(*out)->ws = ws;
@@ -179,12 +184,25 @@ sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sin
 	const char *slash = strrchr(wpath, '/');
 	const char *base = slash ? slash + 1 : wpath;
 	sn_err e = {0};
-	if (sn_out_check(sir_path, &e) != SN_OK || sn_out_check(wpath, &e) != SN_OK ||
-	    (g->path && (sn_same_file(sir_path, g->path) || sn_same_file(wpath, g->path)) &&
-	     sn_errf(&e, SN_EINPUT, "cannot write %s: it is the model being imported",
-		     sn_same_file(sir_path, g->path) ? sir_path : wpath))) {
+	if (sn_out_check(sir_path, &e) != SN_OK || sn_out_check(wpath, &e) != SN_OK) {
 		free(wpath);
 		return api_fail(err, &e);
+	}
+	/* neither output may be the model or a file it was read from (its
+	 * weights, its external data): same device and inode, whatever the name */
+	for (int i = 0; i < 2; i++) {
+		const char *out = i ? wpath : sir_path;
+		char *scratch;
+		const char *in = api_model_file(m, out, &scratch);
+		sinter_status fs = SINTER_OK;
+		if (in)
+			fs = api_failf(err, SINTER_E_INPUT, "cannot write %s: it is the same file as %s, which the "
+				       "model was read from; refusing to overwrite an input", out, in);
+		free(scratch);
+		if (fs) {
+			free(wpath);
+			return fs;
+		}
 	}
 
 	/* The weights file: every param's value once, by key. */
@@ -290,9 +308,33 @@ void sinter_model_free(sinter_model *m)
 	free(m->dir);
 	free(m->path);
 	free(m->wpath);
+	onnx_files_free(m->srcs, m->nsrcs);
 	ir_graph_free(m->g);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
+}
+
+const char *api_model_file(const sinter_model *m, const char *path, char **scratch)
+{
+	*scratch = NULL;
+	if (!m)
+		return NULL;
+	if (m->g->path && sn_same_file(path, m->g->path))
+		return m->g->path;
+	for (size_t i = 0; i < m->nsrcs; i++)
+		if (sn_same_file(path, m->srcs[i]))
+			return m->srcs[i];
+	if (m->wpath && sn_same_file(path, m->wpath))
+		return m->wpath;
+	if (m->g->weights && !m->onnx) {
+		size_t k = strlen(m->dir) + strlen(m->g->weights) + 2;
+		if ((*scratch = malloc(k))) {
+			snprintf(*scratch, k, "%s/%s", m->dir, m->g->weights);
+			if (sn_same_file(path, *scratch))
+				return *scratch;
+		}
+	}
+	return NULL;
 }
 
 char *sinter_model_print(const sinter_model *m)
@@ -1009,17 +1051,9 @@ sinter_status sinter_output_check(const sinter_model *m, const char *path, const
 	for (size_t i = 0; i < n && !what; i++)
 		if (inputs[i] && sn_same_file(path, inputs[i]))
 			what = inputs[i];
-	if (!what && m && m->g->path && sn_same_file(path, m->g->path))
-		what = m->g->path;
 	char *w = NULL;
-	if (!what && m && m->g->weights && !m->onnx) {
-		size_t k = strlen(m->dir) + strlen(m->g->weights) + 2;
-		if ((w = malloc(k))) {
-			snprintf(w, k, "%s/%s", m->dir, m->g->weights);
-			if (sn_same_file(path, w))
-				what = w;
-		}
-	}
+	if (!what)
+		what = api_model_file(m, path, &w);
 	sinter_status st = SINTER_OK;
 	if (what)
 		st = api_failf(err, SINTER_E_INPUT, "cannot write %s: it is the same file as the input %s; "

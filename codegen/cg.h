@@ -131,7 +131,8 @@ typedef struct cg_plan {
 	uint64_t weight_bytes;
 	/* who owns the memory behind kernels' cubins and the weight image:
 	 * cg_plan_free frees them, or unmaps `map` when the plan was read
-	 * from a file (cg_io.c) */
+	 * from a file (cg_io.c: the file's bytes copied into anonymous pages,
+	 * never the file mapped, so a file truncated later cannot SIGBUS) */
 	void *map;
 	size_t map_size;
 	bool borrowed; /* cubins and weights point into memory the plan does not own */
@@ -176,9 +177,10 @@ void cg_plan_list(const cg_plan *p, sn_buf *b);
  * (magic, format version, sizes, XXH3-64 of the tables and cubins), the
  * plan's tables (with an XXH3-64 per 16 MiB chunk of the weight image,
  * verified on several cores), the cubins, and the weight image on a 4 KiB
- * boundary so it can be mapped and uploaded without a copy. Written to a unique temp file
- * and renamed into place; read through mmap, every count, index, offset and
- * size checked before use. */
+ * boundary so it can be uploaded straight from the page-aligned copy. Written to a unique temp file
+ * and renamed into place; read with checked preads into private memory (a
+ * file truncated meanwhile is an error, never a SIGBUS), every count, index,
+ * offset and size checked before use. */
 #define CG_PLAN_FORMAT 2 /* 2: matrix products carry C */
 
 /* What a plan file says about where it came from. */
@@ -192,8 +194,8 @@ typedef struct cg_plan_info {
 int cg_plan_write(const char *path, const cg_plan *p, const cg_plan_info *info, sn_err *e);
 /* Reads path (nofollow: refuse a symlink, and a file another user owns
  * or others may write, for files in sinter's own folders). SN_EINPUT "PATH: not a sinter plan" / "truncated" / "checksum
- * mismatch" / "format version N" for a bad file. The plan maps the file:
- * kernels carry cubins, no sources. Free with cg_plan_free. */
+ * mismatch" / "format version N" for a bad file. The plan holds a private
+ * copy of the file: kernels carry cubins, no sources. Free with cg_plan_free. */
 int cg_plan_read(const char *path, bool nofollow, cg_plan **out, cg_plan_info *info, sn_err *e);
 /* The same over bytes in memory (fuzzing); the plan borrows data. */
 int cg_plan_parse(const void *data, size_t size, cg_plan **out, cg_plan_info *info, sn_err *e);

@@ -589,27 +589,41 @@ int cg_plan_parse(const void *data, size_t size, cg_plan **out, cg_plan_info *in
 int cg_plan_read(const char *path, bool nofollow, cg_plan **out, cg_plan_info *info, sn_err *e)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
-	if (fd < 0)
-		return sn_errf(e, errno == ENOENT ? SN_EINPUT : SN_EENV, "%s: %s", path, strerror(errno));
+	int fd;
 	struct stat sb;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return sn_errf(e, SN_EINPUT, "%s: not a regular file", path);
-	}
+	sn_err sub = {0};
+	/* a plan larger than this machine's memory cannot be loaded anyway */
+	if (sn_open_read(path, nofollow ? SN_F_NOFOLLOW : 0, sn_mem_bytes(), NULL, &fd, &sb, &sub) != SN_OK)
+		return sn_errf(e, sub.code, "%s", sub.msg);
 	/* in sinter's own folders, only what this user wrote and no one else
 	 * could have changed is trusted */
 	if (nofollow && (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))) {
-		close(fd);
+		sn_close(fd);
 		return sn_errf(e, SN_EINPUT, "%s: not owned by this user, or writable by others: not trusted", path);
 	}
 	size_t size = (size_t)sb.st_size;
-	/* populated at once: the checksum and the upload read every page */
-	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
-	close(fd);
-	if (map == MAP_FAILED)
-		return sn_errf(e, SN_EINPUT, "%s: not a sinter plan (%s)", path, size ? strerror(errno) : "empty");
-	sn_err sub = {0};
+	if (!size) {
+		sn_close(fd);
+		return sn_errf(e, SN_EINPUT, "%s: not a sinter plan (empty)", path);
+	}
+	/* Read into private memory, never mapped: a file truncated or
+	 * rewritten while it is in use (a package on a network disk, a cache
+	 * entry replaced) is then a read error here, not a SIGBUS later when
+	 * the runtime touches a page that no longer exists. Anonymous pages,
+	 * so the weight image stays 4 KiB aligned and cg_plan_free unmaps it. */
+	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED) {
+		sn_close(fd);
+		char sz[32];
+		sn_fmt_bytes(sz, size);
+		return sn_errf(e, SN_EENV, "%s: cannot hold the plan's %s in memory: %s", path, sz, strerror(errno));
+	}
+	int rc = sn_pread_full(fd, map, size, 0, path, &sub);
+	sn_close(fd);
+	if (rc != SN_OK) {
+		munmap(map, size);
+		return sn_errf(e, sub.code, "%s", sub.msg);
+	}
 	cg_plan *p = NULL;
 	if (cg_plan_parse(map, size, &p, info, &sub) != SN_OK) {
 		munmap(map, size);

@@ -395,6 +395,22 @@ static bool safe_location(const char *loc)
 	return true;
 }
 
+/* Adds path to the external data files read, once. */
+static int keep_file(ox_ctx *c, const char *path)
+{
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (!strcmp(c->files[i], path))
+			return SN_OK;
+	char **f = realloc(c->files, (c->nfiles + 1) * sizeof *f);
+	if (!f)
+		return SN_EINTERNAL;
+	c->files = f;
+	if (!(f[c->nfiles] = strdup(path)))
+		return SN_EINTERNAL;
+	c->nfiles++;
+	return SN_OK;
+}
+
 /* Opens the file of an external-data tensor: its location resolved inside
  * the model's folder (a symlink leading out is refused like "../"), a
  * regular file that holds [offset, offset + nb). Checked before the
@@ -426,6 +442,13 @@ static int open_external(ox_ctx *c, const onnx_tensor *tp, const char *what, siz
 		if (fe.code == SN_EINPUT)
 			return ox_fail(c, NULL, "%s", fe.msg);
 		return sn_errf(c->e, fe.code, "%s: %s", c->name, fe.msg);
+	}
+	if (c->keep_files && keep_file(c, *path)) {
+		sn_close(*fd);
+		*fd = -1;
+		free(*path);
+		*path = NULL;
+		return oom(c->e);
 	}
 	uint64_t size = (uint64_t)sb.st_size;
 	if ((uint64_t)tp->offset > size || nb > size - (uint64_t)tp->offset) {
@@ -1060,10 +1083,11 @@ static int translate(ox_ctx *c, const onnx_model *m, ir_wstore *ws, ir_graph **o
 }
 
 static int load(const void *buf, size_t len, const char *name, const char *dir, const sir_bind *binds,
-		size_t nbinds, ir_graph **out, ir_wstore *ws, sn_err *e)
+		size_t nbinds, ir_graph **out, ir_wstore *ws, char ***files, size_t *nfiles, sn_err *e)
 {
 	*out = NULL;
 	ox_ctx c = {0};
+	c.keep_files = files != NULL;
 	c.name = name ? name : "<input>";
 	c.dir = dir;
 	c.binds = binds;
@@ -1100,19 +1124,42 @@ static int load(const void *buf, size_t len, const char *name, const char *dir, 
 	free(c.bind_used);
 	ir_graph_free(c.w);
 	sn_arena_free(a);
+	if (files && rc == SN_OK) {
+		*files = c.files;
+		*nfiles = c.nfiles;
+	} else {
+		onnx_files_free(c.files, c.nfiles);
+	}
 	return rc;
+}
+
+void onnx_files_free(char **files, size_t n)
+{
+	for (size_t i = 0; files && i < n; i++)
+		free(files[i]);
+	free(files);
 }
 
 int onnx_load_buffer(const void *buf, size_t len, const char *name, const sir_bind *binds,
 		     size_t nbinds, ir_graph **out, ir_wstore *ws, sn_err *e)
 {
-	return load(buf, len, name, NULL, binds, nbinds, out, ws, e);
+	return load(buf, len, name, NULL, binds, nbinds, out, ws, NULL, NULL, e);
 }
 
 int onnx_load(const char *path, const sir_bind *binds, size_t nbinds, ir_graph **out,
 	      ir_wstore *ws, sn_err *e)
 {
+	return onnx_load_files(path, binds, nbinds, out, ws, NULL, NULL, e);
+}
+
+int onnx_load_files(const char *path, const sir_bind *binds, size_t nbinds, ir_graph **out,
+		    ir_wstore *ws, char ***files, size_t *nfiles, sn_err *e)
+{
 	*out = NULL;
+	if (files) {
+		*files = NULL;
+		*nfiles = 0;
+	}
 	void *buf;
 	size_t len;
 	int rc = sn_read_file(path, 0, ONNX_MAX_FILE, NULL, &buf, &len, e);
@@ -1123,7 +1170,7 @@ int onnx_load(const char *path, const sir_bind *binds, size_t nbinds, ir_graph *
 		free(buf);
 		return oom(e);
 	}
-	rc = load(buf, len, path, dir, binds, nbinds, out, ws, e);
+	rc = load(buf, len, path, dir, binds, nbinds, out, ws, files, nfiles, e);
 	free(dir);
 	free(buf);
 	return rc;

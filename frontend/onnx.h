@@ -30,6 +30,14 @@
 int onnx_load(const char *path, const sir_bind *binds, size_t nbinds, ir_graph **out,
 	      ir_wstore *ws, sn_err *e);
 
+/* onnx_load that also hands back the real path of every external data
+ * file the model read (*files: an array of *nfiles heap strings, freed
+ * with onnx_files_free; NULL and 0 when there are none or on error), so
+ * that writers can refuse to replace them. */
+int onnx_load_files(const char *path, const sir_bind *binds, size_t nbinds, ir_graph **out,
+		    ir_wstore *ws, char ***files, size_t *nfiles, sn_err *e);
+void onnx_files_free(char **files, size_t n);
+
 /* The same for a model in memory; name is used in messages (NULL:
  * "<input>"). External data is refused (there is no directory). */
 int onnx_load_buffer(const void *buf, size_t len, const char *name, const sir_bind *binds,

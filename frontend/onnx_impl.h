@@ -40,6 +40,9 @@ typedef struct ox_ctx {
 	size_t nbinds;
 	bool *bind_used;
 	uint32_t nunk;         /* fresh symbols made */
+	char **files;          /* external data files read (real paths, heap), or NULL: not kept */
+	size_t nfiles;
+	bool keep_files;
 	sn_err *e;
 } ox_ctx;
 

@@ -125,6 +125,11 @@ if command -v nvcc >/dev/null 2>&1 || [ -e /usr/local/cuda/lib64/libnvrtc.so ]; 
 	expect 2 "a package runs on cuda only" -- "$sinter" run tiny.sinterpkg --device ref
 	printf 'not a plan' >bad.sinterpkg
 	expect 1 "bad.sinterpkg: not a sinter plan" -- "$sinter" run bad.sinterpkg
+	# a truncated package (read through checked copies, never mapped): a clean error, any length
+	for n in 0 63 64 4096 $(($(stat -c %s tiny.sinterpkg) - 1)); do
+		head -c "$n" tiny.sinterpkg >trunc.sinterpkg
+		expect 1 "trunc.sinterpkg" -- "$sinter" run trunc.sinterpkg
+	done
 	expect 2 "-o writes a package" -- "$sinter" compile tiny.sir --shape N=4 --target sm_90 --init random -o tiny.bin
 	# a package path that is a symlink (here to the model) is refused before any work
 	cp tiny.sir keep.sir

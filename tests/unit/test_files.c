@@ -407,6 +407,50 @@ static void test_import_pair(void)
 	rmdir(P("imp"));
 }
 
+/* import -o and run -o never replace the model's own external data file,
+ * whatever name reaches it (the .safetensors import writes beside the
+ * .sir, a hard link); the same for the weights line of a .sir */
+static void test_outputs_onto_external_data(void)
+{
+	mkdir(P("ext"), 0700);
+	static const float w4[4] = {1, 2, 3, 4};
+	put(P("ext/m.safetensors"), w4, sizeof w4); /* raw floats, named as import's weights would be */
+	write_onnx(P("ext/m.onnx"), 4, "m.safetensors", NULL, 0);
+	sinter_model *m = NULL;
+	sinter_error err = {0};
+	CHECK(sinter_model_load(P("ext/m.onnx"), NULL, &m, &err) == SINTER_OK);
+	if (!m)
+		return;
+	/* import -o ext/m.sir would write ext/m.safetensors: the external data */
+	err = (sinter_error){0};
+	CHECK(sinter_model_save(m, P("ext/m.sir"), &err) == SINTER_E_INPUT);
+	CHECK(contains(err.message, "m.safetensors") && contains(err.message, "refusing to overwrite an input"));
+	CHECK(access(P("ext/m.sir"), F_OK) != 0);
+	/* the .sir itself a hard link to the external data */
+	CHECK(link(P("ext/m.safetensors"), P("ext/h.sir")) == 0);
+	err = (sinter_error){0};
+	CHECK(sinter_model_save(m, P("ext/h.sir"), &err) == SINTER_E_INPUT);
+	CHECK(access(P("ext/h.safetensors"), F_OK) != 0);
+	/* run -o onto it (through the hard link too) */
+	err = (sinter_error){0};
+	CHECK(sinter_output_check(m, P("ext/h.sir"), NULL, 0, &err) == SINTER_E_INPUT);
+	CHECK(contains(err.message, "refusing to overwrite an input"));
+	/* the data unchanged: the model still loads */
+	FILE *f = fopen(P("ext/m.safetensors"), "rb");
+	float back[5] = {0};
+	CHECK(f && fread(back, 4, 5, f) == 4 && !memcmp(back, w4, sizeof w4));
+	if (f)
+		fclose(f);
+	/* an unrelated output is fine */
+	err = (sinter_error){0};
+	CHECK(sinter_model_save(m, P("ext/n.sir"), &err) == SINTER_OK);
+	sinter_model_free(m);
+	const char *names[] = {"ext/m.onnx", "ext/m.safetensors", "ext/h.sir", "ext/n.sir", "ext/n.safetensors"};
+	for (size_t i = 0; i < SN_COUNT(names); i++)
+		unlink(P(names[i]));
+	CHECK(rmdir(P("ext")) == 0);
+}
+
 /* ---- the kernel cache: private, and hostile entries refused --------------------- */
 
 static void test_kcache_hostile(void)
@@ -513,6 +557,7 @@ int main(void)
 	test_truncated_weights();
 	test_writer();
 	test_import_pair();
+	test_outputs_onto_external_data();
 	test_kcache_hostile();
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	printf("files: %d checks, %d failed\n", check_count, check_failures);
