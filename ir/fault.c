@@ -12,16 +12,17 @@
 #undef strdup
 #undef strndup
 
-static atomic_long alloc_n, file_n;
+static atomic_long alloc_n, file_n, cuda_n, nvrtc_n;
 static bool trace;
-static long alloc_at = -1, file_at = -1; /* -1: not read yet; 0: never */
+static long alloc_at = -1, file_at = -1, cuda_at = -1, nvrtc_at = -1; /* -1: not read yet; 0: never */
 static atomic_flag once = ATOMIC_FLAG_INIT;
 static atomic_bool ready;
 
 static void report(void)
 {
-	fprintf(stderr, "sinter-fault: %ld allocations, %ld file operations\n", (long)atomic_load(&alloc_n),
-		(long)atomic_load(&file_n));
+	fprintf(stderr, "sinter-fault: %ld allocations, %ld file operations, %ld CUDA calls, %ld NVRTC calls\n",
+		(long)atomic_load(&alloc_n), (long)atomic_load(&file_n), (long)atomic_load(&cuda_n),
+		(long)atomic_load(&nvrtc_n));
 }
 
 static void init(void)
@@ -31,8 +32,11 @@ static void init(void)
 	if (!atomic_flag_test_and_set(&once)) {
 		const char *a = getenv("SINTER_FAULT_ALLOC"), *f = getenv("SINTER_FAULT_FILE"),
 			   *c = getenv("SINTER_FAULT_COUNT");
+		const char *g = getenv("SINTER_FAULT_CUDA"), *v = getenv("SINTER_FAULT_NVRTC");
 		alloc_at = a ? atol(a) : 0;
 		file_at = f ? atol(f) : 0;
+		cuda_at = g ? atol(g) : 0;
+		nvrtc_at = v ? atol(v) : 0;
 		if (c && *c == '1')
 			atexit(report);
 		const char *t = getenv("SINTER_FAULT_TRACE");
@@ -65,6 +69,20 @@ bool sn_fault_file_hit(void)
 	init();
 	long k = atomic_fetch_add(&file_n, 1) + 1;
 	return hit(file_at > 0 && k == file_at);
+}
+
+bool sn_fault_cuda_hit(void)
+{
+	init();
+	long k = atomic_fetch_add(&cuda_n, 1) + 1;
+	return hit(cuda_at > 0 && k == cuda_at);
+}
+
+bool sn_fault_nvrtc_hit(void)
+{
+	init();
+	long k = atomic_fetch_add(&nvrtc_n, 1) + 1;
+	return hit(nvrtc_at > 0 && k == nvrtc_at);
 }
 
 void *sn_fault_malloc(size_t n) { return sn_fault_alloc_hit() ? NULL : malloc(n); }

@@ -69,6 +69,111 @@ static const struct {
 };
 #undef ENTRY
 
+#ifdef SINTER_FAULT
+/* Fault injection (ir/fault.h): every driver call that acquires or
+ * computes something goes through a wrapper that may fail it, without
+ * making it, the way a driver out of memory or a lost device would.
+ * Releases are never failed (a failed cuMemFree would only leak). The
+ * real entry points are the same for every open (one libcuda.so.1). */
+#include "ir/fault.h"
+
+#define FW_RET(f, fail)                                             \
+	if (sn_fault_cuda_hit())                                    \
+		return fail;
+#define FW1(f, fail, T1)                                            \
+	static CUresult (*real_##f)(T1);                            \
+	static CUresult fw_##f(T1 a)                                \
+	{                                                           \
+		FW_RET(f, fail)                                     \
+		return real_##f(a);                                 \
+	}
+#define FW2(f, fail, T1, T2)                                        \
+	static CUresult (*real_##f)(T1, T2);                        \
+	static CUresult fw_##f(T1 a, T2 b)                          \
+	{                                                           \
+		FW_RET(f, fail)                                     \
+		return real_##f(a, b);                              \
+	}
+#define FW3(f, fail, T1, T2, T3)                                    \
+	static CUresult (*real_##f)(T1, T2, T3);                    \
+	static CUresult fw_##f(T1 a, T2 b, T3 c)                    \
+	{                                                           \
+		FW_RET(f, fail)                                     \
+		return real_##f(a, b, c);                           \
+	}
+#define FW4(f, fail, T1, T2, T3, T4)                                \
+	static CUresult (*real_##f)(T1, T2, T3, T4);                \
+	static CUresult fw_##f(T1 a, T2 b, T3 c, T4 d)              \
+	{                                                           \
+		FW_RET(f, fail)                                     \
+		return real_##f(a, b, c, d);                        \
+	}
+#define OOM CUDA_ERROR_OUT_OF_MEMORY
+#define UNK CUDA_ERROR_UNKNOWN
+FW1(Init, UNK, unsigned)
+FW1(DriverGetVersion, UNK, int *)
+FW1(DeviceGetCount, UNK, int *)
+FW2(DeviceGet, UNK, CUdevice *, int)
+FW3(DeviceGetName, UNK, char *, int, CUdevice)
+FW3(DeviceGetAttribute, UNK, int *, CUdevice_attribute, CUdevice)
+FW2(DeviceTotalMem, UNK, size_t *, CUdevice)
+FW2(DevicePrimaryCtxRetain, OOM, CUcontext *, CUdevice)
+FW1(CtxSetCurrent, UNK, CUcontext)
+static CUresult (*real_CtxSynchronize)(void);
+static CUresult fw_CtxSynchronize(void)
+{
+	FW_RET(CtxSynchronize, UNK)
+	return real_CtxSynchronize();
+}
+FW2(StreamCreate, OOM, CUstream *, unsigned)
+FW1(StreamSynchronize, UNK, CUstream)
+FW2(EventCreate, OOM, CUevent *, unsigned)
+FW2(EventRecord, UNK, CUevent, CUstream)
+FW1(EventSynchronize, UNK, CUevent)
+FW3(EventElapsedTime, UNK, float *, CUevent, CUevent)
+FW2(MemAlloc, OOM, CUdeviceptr *, size_t)
+FW2(MemAllocHost, OOM, void **, size_t)
+FW3(MemcpyHtoD, UNK, CUdeviceptr, const void *, size_t)
+FW3(MemcpyDtoH, UNK, void *, CUdeviceptr, size_t)
+FW4(MemcpyDtoDAsync, UNK, CUdeviceptr, CUdeviceptr, size_t, CUstream)
+FW4(MemcpyHtoDAsync, UNK, CUdeviceptr, const void *, size_t, CUstream)
+FW4(MemsetD8Async, UNK, CUdeviceptr, unsigned char, size_t, CUstream)
+FW2(ModuleLoadData, OOM, CUmodule *, const void *)
+FW3(ModuleGetFunction, UNK, CUfunction *, CUmodule, const char *)
+FW3(FuncSetAttribute, UNK, CUfunction, CUfunction_attribute, int)
+static CUresult (*real_LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+				     unsigned, CUstream, void **, void **);
+static CUresult fw_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				unsigned bz, unsigned smem, CUstream s, void **args, void **extra)
+{
+	FW_RET(LaunchKernel, UNK)
+	return real_LaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, args, extra);
+}
+FW2(StreamBeginCapture, UNK, CUstream, CUstreamCaptureMode)
+FW2(StreamEndCapture, UNK, CUstream, CUgraph *)
+FW3(GraphInstantiate, OOM, CUgraphExec *, CUgraph, unsigned long long)
+FW2(GraphLaunch, UNK, CUgraphExec, CUstream)
+#undef OOM
+#undef UNK
+
+static void fault_wrap(rt_driver *d)
+{
+#define W(f)                      \
+	do {                      \
+		real_##f = d->f;  \
+		d->f = fw_##f;    \
+	} while (0)
+	W(Init); W(DriverGetVersion); W(DeviceGetCount); W(DeviceGet); W(DeviceGetName);
+	W(DeviceGetAttribute); W(DeviceTotalMem); W(DevicePrimaryCtxRetain); W(CtxSetCurrent);
+	W(CtxSynchronize); W(StreamCreate); W(StreamSynchronize); W(EventCreate); W(EventRecord);
+	W(EventSynchronize); W(EventElapsedTime); W(MemAlloc); W(MemAllocHost); W(MemcpyHtoD);
+	W(MemcpyDtoH); W(MemcpyDtoDAsync); W(MemcpyHtoDAsync); W(MemsetD8Async); W(ModuleLoadData);
+	W(ModuleGetFunction); W(FuncSetAttribute); W(LaunchKernel); W(StreamBeginCapture);
+	W(StreamEndCapture); W(GraphInstantiate); W(GraphLaunch);
+#undef W
+}
+#endif
+
 int rt_cuda_open(int ordinal, rt_cuda **out, sn_err *e)
 {
 	*out = NULL;
@@ -94,6 +199,9 @@ int rt_cuda_open(int ordinal, rt_cuda **out, sn_err *e)
 		}
 		memcpy((char *)&c->d + entries[i].off, &f, sizeof f);
 	}
+#ifdef SINTER_FAULT
+	fault_wrap(&c->d);
+#endif
 	int count = 0;
 	if (rt_check(c, c->d.Init(0), "cuInit", e) ||
 	    rt_check(c, c->d.DeviceGetCount(&count), "cuDeviceGetCount", e))

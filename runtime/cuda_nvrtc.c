@@ -66,6 +66,51 @@ static const char *const lib_names[] = {
 	"/usr/local/cuda/lib64/libnvrtc.so.12",
 };
 
+#ifdef SINTER_FAULT
+/* Fault injection (ir/fault.h): NVRTC calls that acquire or compute fail
+ * with NVRTC_ERROR_OUT_OF_MEMORY, without being made; DestroyProgram and
+ * GetErrorString always run. */
+#include "ir/fault.h"
+#define NF(f, params, args)                                                 \
+	static nvrtcResult(*real_##f) params;                               \
+	static nvrtcResult fw_##f params                                    \
+	{                                                                   \
+		return sn_fault_nvrtc_hit() ? NVRTC_ERROR_OUT_OF_MEMORY : real_##f args; \
+	}
+NF(Version, (int *a, int *b), (a, b))
+NF(CreateProgram, (nvrtcProgram * a, const char *b, const char *c, int d, const char *const *f, const char *const *g),
+   (a, b, c, d, f, g))
+NF(CompileProgram, (nvrtcProgram a, int b, const char *const *c), (a, b, c))
+NF(GetProgramLogSize, (nvrtcProgram a, size_t *b), (a, b))
+NF(GetProgramLog, (nvrtcProgram a, char *b), (a, b))
+NF(GetCUBINSize, (nvrtcProgram a, size_t *b), (a, b))
+NF(GetCUBIN, (nvrtcProgram a, char *b), (a, b))
+NF(GetNumSupportedArchs, (int *a), (a))
+NF(GetSupportedArchs, (int *a), (a))
+#undef NF
+
+static void fault_wrap(rt_nvrtc *n)
+{
+#define W(f)                          \
+	do {                          \
+		if (n->f) {           \
+			real_##f = n->f; \
+			n->f = fw_##f;   \
+		}                     \
+	} while (0)
+	W(Version); W(CreateProgram); W(CompileProgram); W(GetProgramLogSize); W(GetProgramLog);
+	W(GetCUBINSize); W(GetCUBIN); W(GetNumSupportedArchs); W(GetSupportedArchs);
+#undef W
+}
+#endif
+
+/* An NVRTC failure other than a compile error: the machine (memory) is
+ * the environment, anything else a bug of sinter. */
+static int nvrtc_code(nvrtcResult r)
+{
+	return r == NVRTC_ERROR_OUT_OF_MEMORY ? SN_EENV : SN_EINTERNAL;
+}
+
 int rt_nvrtc_open(rt_nvrtc **out, sn_err *e)
 {
 	*out = NULL;
@@ -103,6 +148,9 @@ int rt_nvrtc_open(rt_nvrtc **out, sn_err *e)
 		}
 		memcpy((char *)n + entries[i].off, &f, sizeof f);
 	}
+#ifdef SINTER_FAULT
+	fault_wrap(n);
+#endif
 	nvrtcResult r = n->Version(&n->major, &n->minor);
 	if (r != NVRTC_SUCCESS) {
 		sn_errf(e, SN_EENV, "nvrtcVersion: %s", n->GetErrorString(r));
@@ -268,7 +316,7 @@ static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, v
 	nvrtcProgram prog = NULL;
 	nvrtcResult r = n->CreateProgram(&prog, src, name, 0, NULL, NULL);
 	if (r != NVRTC_SUCCESS)
-		return sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s: nvrtcCreateProgram: %s", name,
+		return sn_errf(e, nvrtc_code(r), "nvrtc: kernel %s: nvrtcCreateProgram: %s", name,
 			       n->GetErrorString(r));
 	r = n->CompileProgram(prog, nopts, opts);
 	char *log = NULL;
@@ -287,14 +335,14 @@ static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, v
 		goto done;
 	}
 	if (r != NVRTC_SUCCESS) {
-		sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s: nvrtcCompileProgram for sm_%d: %s\n%s", name, sm,
+		sn_errf(e, nvrtc_code(r), "nvrtc: kernel %s: nvrtcCompileProgram for sm_%d: %s\n%s", name, sm,
 			n->GetErrorString(r), log ? log : "");
 		goto done;
 	}
 	size_t sz = 0;
 	r = n->GetCUBINSize(prog, &sz);
 	if (r != NVRTC_SUCCESS || sz == 0) {
-		sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s: nvrtcGetCUBINSize: %s", name,
+		sn_errf(e, r != NVRTC_SUCCESS ? nvrtc_code(r) : SN_EINTERNAL, "nvrtc: kernel %s: nvrtcGetCUBINSize: %s", name,
 			r != NVRTC_SUCCESS ? n->GetErrorString(r) : "empty cubin");
 		goto done;
 	}
@@ -306,7 +354,7 @@ static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, v
 	r = n->GetCUBIN(prog, buf);
 	if (r != NVRTC_SUCCESS) {
 		free(buf);
-		sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s: nvrtcGetCUBIN: %s", name, n->GetErrorString(r));
+		sn_errf(e, nvrtc_code(r), "nvrtc: kernel %s: nvrtcGetCUBIN: %s", name, n->GetErrorString(r));
 		goto done;
 	}
 	*cubin = buf;
