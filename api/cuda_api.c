@@ -781,6 +781,10 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 			if (!kb.oom)
 				sn_write_file(kpath, kb.s, kb.len, 0600, &e);
 			sn_buf_free(&kb);
+			if (sn_cache_shared()) { /* the group reads them, whatever the umask */
+				chmod(path, 0640);
+				chmod(kpath, 0640);
+			}
 		}
 		s->plan_s = now() - t0;
 	}

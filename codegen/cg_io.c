@@ -597,9 +597,10 @@ int cg_plan_read(const char *path, bool nofollow, cg_plan **out, cg_plan_info *i
 		return sn_errf(e, sub.code, "%s", sub.msg);
 	/* in sinter's own folders, only what this user wrote and no one else
 	 * could have changed is trusted */
-	if (nofollow && (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))) {
+	const char *distrust = NULL;
+	if (nofollow && !sn_cache_trusted(&sb, &distrust)) {
 		sn_close(fd);
-		return sn_errf(e, SN_EINPUT, "%s: not owned by this user, or writable by others: not trusted", path);
+		return sn_errf(e, SN_EINPUT, "%s: %s: not trusted", path, distrust);
 	}
 	size_t size = (size_t)sb.st_size;
 	if (!size) {

@@ -244,6 +244,89 @@ int sn_path_confine(const char *dir, const char *rel, const char *what, char **o
 	return SN_OK;
 }
 
+/* ---- sinter's caches ---- */
+
+#include <grp.h>
+#include <pwd.h>
+
+bool sn_cache_shared(void)
+{
+	const char *v = getenv("SINTER_CACHE_SHARED");
+	return v && !strcmp(v, "1");
+}
+
+/* Whether gid is this process's effective or a supplementary group. */
+static bool in_my_groups(gid_t gid)
+{
+	if (gid == getegid())
+		return true;
+	gid_t list[256];
+	int n = getgroups(SN_COUNT(list), list);
+	for (int i = 0; i < n; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+/* Whether user uid belongs to group gid (its primary group, or listed). */
+static bool user_in_group(uid_t uid, gid_t gid)
+{
+	char buf[16384];
+	struct passwd pw, *pwp = NULL;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || !pwp)
+		return false;
+	if (pw.pw_gid == gid)
+		return true;
+	char name[256];
+	snprintf(name, sizeof name, "%s", pw.pw_name);
+	struct group gr, *grp = NULL;
+	if (getgrgid_r(gid, &gr, buf, sizeof buf, &grp) != 0 || !grp)
+		return false;
+	for (char **m = gr.gr_mem; m && *m; m++)
+		if (!strcmp(*m, name))
+			return true;
+	return false;
+}
+
+bool sn_cache_trusted(const struct stat *sb, const char **why)
+{
+	if (!sn_cache_shared()) {
+		if (sb->st_uid != geteuid()) {
+			*why = "not owned by you";
+			return false;
+		}
+		if (sb->st_mode & (S_IWGRP | S_IWOTH)) {
+			*why = "writable by others";
+			return false;
+		}
+		return true;
+	}
+	if (sb->st_mode & S_IWOTH) {
+		*why = "writable by others";
+		return false;
+	}
+	if (sb->st_uid == geteuid())
+		return true;
+	if (!in_my_groups(sb->st_gid)) {
+		*why = "not owned by you, and its group is not yours";
+		return false;
+	}
+	if (!user_in_group(sb->st_uid, sb->st_gid)) {
+		*why = "its owner is not a member of its group";
+		return false;
+	}
+	return true;
+}
+
+int sn_cache_mkdir(const char *path)
+{
+	bool shared = sn_cache_shared();
+	if (mkdir(path, shared ? 02770 : 0700) != 0)
+		return errno == EEXIST ? 0 : -1;
+	/* the umask may have taken the group's bits: set them as asked */
+	return shared ? chmod(path, 02770) : 0;
+}
+
 /* ---- writing ---- */
 
 bool sn_same_file(const char *a, const char *b)

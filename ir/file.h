@@ -63,6 +63,23 @@ uint64_t sn_mem_bytes(void);
 /* "1.5 GiB", "12 bytes": a byte count for messages, into out[32]. */
 void sn_fmt_bytes(char *out, uint64_t n);
 
+/* ---- sinter's caches (docs/CACHE.md) ---- */
+
+/* Whether SINTER_CACHE_SHARED=1: the cache folder is shared by a group
+ * (read on every call, so a process may change it). */
+bool sn_cache_shared(void);
+/* Whether a file found in a cache may be trusted; sb is its fstat, taken
+ * on the open descriptor. Private (the default): owned by this user and
+ * writable by no one else. Shared: writable by no one outside its group,
+ * its group one of this process's, and owned by this user or by a member
+ * of that group. Otherwise false with *why ("not owned by you", "writable
+ * by others", ...). */
+bool sn_cache_trusted(const struct stat *sb, const char **why);
+/* Creates one cache folder: 0700, or when shared 02770 (group rwx and
+ * setgid, so entries get the folder's group; set past the umask). 0 or -1
+ * with errno; an existing folder is not changed and is not an error. */
+int sn_cache_mkdir(const char *path);
+
 /* ---- writing ---- */
 
 typedef struct sn_out {

@@ -197,6 +197,12 @@ int kc_get(const char *dir, const uint8_t key[KC_KEY_SIZE], void **data, size_t 
 				 unlink(path) == 0 ? "deleted" : "could not delete it");
 			return SN_OK;
 		}
+		if (errno == EACCES) { /* a shared cache's member wrote it unreadable: a miss */
+			st->state = KC_CORRUPT;
+			snprintf(st->msg, sizeof st->msg, "kernel cache: refused entry %s (not readable by you): ignored",
+				 path);
+			return SN_OK;
+		}
 		return sn_errf(e, SN_EENV, "kernel cache: cannot open %s: %s", path, strerror(errno));
 	}
 	struct stat sb;
@@ -220,10 +226,10 @@ int kc_get(const char *dir, const uint8_t key[KC_KEY_SIZE], void **data, size_t 
 	}
 	/* Another user's file, or one others may rewrite, could hold anything
 	 * under a valid key and checksum: refused, left alone, recompiled. */
-	if (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+	const char *distrust = NULL;
+	if (!sn_cache_trusted(&sb, &distrust)) {
 		st->state = KC_CORRUPT;
-		snprintf(st->msg, sizeof st->msg, "kernel cache: refused entry %s (%s): ignored", path,
-			 sb.st_uid != geteuid() ? "not owned by you" : "writable by others");
+		snprintf(st->msg, sizeof st->msg, "kernel cache: refused entry %s (%s): ignored", path, distrust);
 		close(fd);
 		return SN_OK;
 	}
@@ -309,10 +315,11 @@ static int mkdirs(char *path, sn_err *e)
 			continue;
 		char c = *p;
 		*p = 0;
-		int r = mkdir(path, 0700); /* private: another user could plant entries */
+		/* private (or the group's, when shared): another user could plant entries */
+		int r = sn_cache_mkdir(path);
 		int err = errno;
 		*p = c;
-		if (r != 0 && err != EEXIST) {
+		if (r != 0) {
 			*p = 0;
 			sn_errf(e, SN_EENV, "kernel cache: cannot create directory %s: %s", path, strerror(err));
 			*p = c;
@@ -346,6 +353,9 @@ int kc_put(const char *dir, const uint8_t key[KC_KEY_SIZE], const void *data, si
 	sn_out o;
 	sn_err we = {0};
 	int rc = sn_out_open(&o, path, 0644, &we);
+	/* shared: the group reads every entry, whatever the writer's umask */
+	if (!rc && sn_cache_shared())
+		fchmod(o.fd, 0640);
 	if (!rc) {
 		sn_out_write(&o, h, sizeof h);
 		sn_out_write(&o, data, size);

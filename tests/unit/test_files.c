@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,6 +453,84 @@ static void test_outputs_onto_external_data(void)
 	CHECK(rmdir(P("ext")) == 0);
 }
 
+/* ---- a cache shared by a group (SINTER_CACHE_SHARED=1) -------------------------- */
+
+static void test_cache_shared(void)
+{
+	mode_t old_umask = umask(022);
+	setenv("SINTER_CACHE_SHARED", "1", 1);
+	char cache[600], path[4096], sub[4096];
+	snprintf(cache, sizeof cache, "%s", P("shared"));
+	uint8_t key[KC_KEY_SIZE] = {0x5e, 7};
+	sn_err e = {0};
+	CHECK(kc_put(cache, key, "cubin", 5, &e) == SN_OK);
+	/* folders group-writable with the setgid bit, past the umask; nothing for others */
+	struct stat sb;
+	kc_entry_path(cache, key, path, sizeof path, &e);
+	snprintf(sub, sizeof sub, "%s/kernels/5e", cache);
+	const char *dirs[] = {cache, sub};
+	for (size_t i = 0; i < SN_COUNT(dirs); i++)
+		CHECK(stat(dirs[i], &sb) == 0 && (sb.st_mode & 07777) == 02770);
+	/* entries readable by the group, writable by no one else */
+	CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0640);
+	void *data;
+	size_t size;
+	kc_status st;
+	/* group-writable: trusted when shared, refused when private */
+	CHECK(chmod(path, 0664) == 0);
+	CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_HIT);
+	free(data);
+	unsetenv("SINTER_CACHE_SHARED");
+	CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT && !data);
+	CHECK(contains(st.msg, "writable by others"));
+	setenv("SINTER_CACHE_SHARED", "1", 1);
+	/* writable by others: refused, shared or not */
+	CHECK(chmod(path, 0666) == 0);
+	CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT && !data);
+	CHECK(contains(st.msg, "writable by others"));
+	CHECK(chmod(path, 0640) == 0);
+	/* another user's entries (root makes them): trusted only from a member of
+	 * a group of ours. "daemon" (whose primary group is its own) writes one. */
+	struct passwd *pw = getpwnam("daemon");
+	struct passwd *nobody = getpwnam("nobody");
+	gid_t mine[64];
+	int nmine = getgroups(64, mine);
+	if (geteuid() == 0 && pw && nobody && nobody->pw_gid != pw->pw_gid && nmine >= 0 && nmine < 63) {
+		uid_t du = pw->pw_uid, nu = nobody->pw_uid;
+		gid_t dg = pw->pw_gid;
+		bool had = getegid() == dg;
+		for (int i = 0; i < nmine; i++)
+			had |= mine[i] == dg;
+		CHECK(chown(path, du, dg) == 0);
+		if (!had) { /* not our group yet: refused */
+			CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT);
+			CHECK(contains(st.msg, "its group is not yours"));
+			gid_t more[64];
+			memcpy(more, mine, (size_t)nmine * sizeof *mine);
+			more[nmine] = dg;
+			CHECK(setgroups((size_t)nmine + 1, more) == 0);
+		}
+		/* a member of our group: trusted */
+		CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_HIT);
+		free(data);
+		/* the same group, but an owner outside it: refused */
+		CHECK(chown(path, nu, dg) == 0);
+		CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT);
+		CHECK(contains(st.msg, "not a member of its group"));
+		/* and private again: another user's entry is never trusted */
+		unsetenv("SINTER_CACHE_SHARED");
+		CHECK(chown(path, du, dg) == 0);
+		CHECK(kc_get(cache, key, &data, &size, &st, &e) == SN_OK && st.state == KC_CORRUPT);
+		CHECK(contains(st.msg, "not owned by you"));
+		setenv("SINTER_CACHE_SHARED", "1", 1);
+		if (!had)
+			CHECK(setgroups((size_t)nmine, mine) == 0);
+		CHECK(chown(path, 0, 0) == 0);
+	}
+	unsetenv("SINTER_CACHE_SHARED");
+	umask(old_umask);
+}
+
 /* ---- the kernel cache: private, and hostile entries refused --------------------- */
 
 static void test_kcache_hostile(void)
@@ -559,6 +639,7 @@ int main(void)
 	test_import_pair();
 	test_outputs_onto_external_data();
 	test_kcache_hostile();
+	test_cache_shared();
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	printf("files: %d checks, %d failed\n", check_count, check_failures);
 	return check_failures != 0;
