@@ -96,7 +96,8 @@ int pass_run_list(ir_graph **g, const char *list, pass_ctx *ctx, sn_err *e)
 		ctx = &none;
 	sn_err ve = {0};
 	if (ir_verify(*g, &ve) != SN_OK)
-		return sn_errf(e, SN_EINPUT, "the graph is invalid before the passes: %s", ve.msg);
+		return sn_errf(e, ve.code == SN_EINTERNAL ? SN_EINTERNAL : SN_EINPUT,
+			       "the graph is invalid before the passes: %s", ve.msg);
 	unsigned idx = 0;
 	if (ctx->dump_dir && dump(*g, ctx->dump_dir, idx, "input", e) != SN_OK)
 		return e->code;

@@ -4,8 +4,9 @@
 # without faults counts its allocations, file operations, CUDA driver calls
 # and NVRTC calls, then every one of them of the kinds the scenario sweeps
 # is made to fail in turn, one per run. Each time sinter must end cleanly:
-# an exit code 1-4 with a message on stderr (or 0, the failure having been
-# handled), no sanitizer report (ASan/UBSan/LSan), no hang (60 s), no
+# with a message on stderr and the exit code of the failure's category (4
+# for an allocation, 3 for a file operation, a CUDA or an NVRTC call), or
+# 0 (the failure handled), no sanitizer report (ASan/UBSan/LSan), no hang (60 s), no
 # partial output (each output either absent or byte-identical to the
 # fault-free run's), no temp file left, and every input as it was.
 #
@@ -76,6 +77,14 @@ same_output() {
 }
 export -f same_output
 
+# want_code KIND: the exit code of a failure of that kind (docs/CLI.md): an
+# allocation that fails is internal (4), a file operation, a CUDA or an NVRTC
+# call that fails is the environment (3)
+want_code() {
+	case $1 in ALLOC) echo 4 ;; *) echo 3 ;; esac
+}
+export -f want_code
+
 # one DIR OUTS KIND N CMD...: one faulted run in a fresh copy of src (DIR/w-KIND-N),
 # its cache a copy of DIR/cache0 when there is one; prints "ok" or "FAIL: why"
 one() {
@@ -101,6 +110,8 @@ one() {
 		bad="sanitizer report"
 	elif [ "$rc" != 0 ] && ! grep -q '[a-z]' err.txt; then
 		bad="exit $rc without a message"
+	elif [ "$rc" != 0 ] && [ "$rc" != "$(want_code "$kind")" ]; then
+		bad="exit $rc: a failed $kind call is exit $(want_code "$kind") (docs/CLI.md)"
 	elif [ -n "$(find . -name '*.tmp-*' | head -1)" ]; then
 		bad="temp file left: $(find . -name '*.tmp-*' | head -1)"
 	else
