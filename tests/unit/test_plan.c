@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -254,6 +255,24 @@ static void test_files(void)
 	CHECK(cg_plan_read(link, false, &r, NULL, &e) == SN_OK);
 	cg_plan_free(r);
 	unlink(link);
+	/* in a cache, an entry others may write is not trusted; one the group
+	 * may write is, when the cache is shared (SINTER_CACHE_SHARED=1) */
+	r = NULL;
+	CHECK(chmod(path, 0664) == 0);
+	e = (sn_err){0};
+	CHECK(cg_plan_read(path, true, &r, NULL, &e) == SN_EINPUT && !r && contains(e.msg, "writable by others"));
+	CHECK(cg_plan_read(path, false, &r, NULL, &e) == SN_OK && r); /* a package the user named */
+	cg_plan_free(r);
+	r = NULL;
+	setenv("SINTER_CACHE_SHARED", "1", 1);
+	CHECK(cg_plan_read(path, true, &r, NULL, &e) == SN_OK && r);
+	cg_plan_free(r);
+	r = NULL;
+	CHECK(chmod(path, 0666) == 0);
+	e = (sn_err){0};
+	CHECK(cg_plan_read(path, true, &r, NULL, &e) == SN_EINPUT && !r && contains(e.msg, "writable by others"));
+	unsetenv("SINTER_CACHE_SHARED");
+	CHECK(chmod(path, 0644) == 0);
 	/* a plan file truncated while the plan is loaded (a package on a
 	 * network disk, a cache entry replaced): the plan holds its own copy,
 	 * so reading every weight and cubin byte afterwards is no SIGBUS (it
