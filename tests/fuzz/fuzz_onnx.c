@@ -1,8 +1,10 @@
 /* fuzz_onnx.c: libFuzzer target for ONNX import (protobuf decoder and
  * translation). Any input must import or fail with a message, never crash;
  * a graph that imports must verify, and its printed text must parse back
- * (what `sinter import` writes). A broken property aborts: this is a test. */
+ * (what `sinter import` writes). A broken property aborts: this is a test.
+ * Mutations are structure-aware (onnx_mutator.h) three times in four. */
 #include "frontend/onnx.h"
+#include "onnx_mutator.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,4 +50,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ir_graph_free(g);
 	ir_ws_free(ws);
 	return 0;
+}
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+/* Three times in four a mutation of the model's fields (dims, dtypes,
+ * attribute values, value names, op types, initializer sizes, fields
+ * deleted or duplicated); otherwise, or when the input is not protobuf,
+ * libFuzzer's byte mutations. */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+	if (seed % 4 != 0) {
+		size_t n = om_mutate(data, size, max_size, seed, -1);
+		if (n)
+			return n;
+	}
+	return LLVMFuzzerMutate(data, size, max_size);
 }
