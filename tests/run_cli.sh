@@ -185,6 +185,19 @@ expect 1 "leads outside the model's folder" -- "$sinter" run sub/up.sir --device
 sed "s|weights \"tiny.safetensors\"|weights \"$PWD/tiny.safetensors\"|" tiny.sir >sub/abs.sir
 expect 1 "is not a relative path inside the model's folder" -- "$sinter" run sub/abs.sir --device ref --inputs in.safetensors
 expect 0 "" -- "$sinter" run sub/abs.sir --device ref --inputs in.safetensors --weights tiny.safetensors
+# import never replaces an ONNX model's own external data (the .safetensors it
+# would write beside the .sir, or a hard link to it), nor writes half a pair
+python3 "$here/cli/mkonnx_ext.py" ext.onnx ext.safetensors 4
+python3 -c "import struct; open('ext.safetensors', 'wb').write(struct.pack('<4f', 1, 2, 3, 4))"
+cp ext.safetensors ext.keep
+expect 1 "cannot write ext.safetensors: it is the same file as .*ext.safetensors, which the model was read from" -- "$sinter" import ext.onnx -o ext.sir
+ln ext.safetensors extlink.sir
+expect 1 "refusing to overwrite an input" -- "$sinter" import ext.onnx -o extlink.sir
+expect 1 "refusing to overwrite an input" -- "$sinter" run ext.onnx --device ref --init random -o extlink.sir
+cmp -s ext.safetensors ext.keep || { echo "FAIL: import changed the model's external data"; fails=$((fails + 1)); }
+[ -e ext.sir ] && { echo "FAIL: import wrote ext.sir without its weights"; fails=$((fails + 1)); }
+expect 0 "" -- "$sinter" import ext.onnx -o extout.sir
+expect 0 "" -- "$sinter" check extout.sir
 # strict --shape syntax and --mode, whatever the command: exit 2
 for bad in "N= 3" "N=+5" "N=1," ",N=1" "N=3x" "N=1,N=2" "=3"; do
 	expect 2 "--shape" -- "$sinter" check tiny.sir --shape "$bad"
