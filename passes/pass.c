@@ -1,5 +1,6 @@
 /* pass.c: the pass table, the modes' pipelines and the pass runner. */
 #include "passes/pass.h"
+#include "ir/file.h"
 #include "passes/passes.h"
 
 #include <errno.h>
@@ -65,17 +66,11 @@ static int dump(const ir_graph *g, const char *dir, unsigned idx, const char *na
 		sn_buf_free(&b);
 		return sn_errf(e, SN_EINTERNAL, "out of memory");
 	}
-	FILE *f = fopen(path, "w");
-	bool ok = f && fwrite(b.s ? b.s : "", 1, b.len, f) == b.len;
-	int err = errno;
-	if (f && fclose(f) != 0 && ok) {
-		ok = false;
-		err = errno;
-	}
+	/* the one writer (ir/file.h): a symlink planted in the folder is
+	 * replaced, never written through */
+	int rc = sn_write_file(path, b.s ? b.s : "", b.len, 0666, e);
 	sn_buf_free(&b);
-	if (!ok)
-		return sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(err));
-	return SN_OK;
+	return rc;
 }
 
 int pass_run_list(ir_graph **g, const char *list, pass_ctx *ctx, sn_err *e)

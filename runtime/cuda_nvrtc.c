@@ -2,6 +2,7 @@
  * batch compiler (dedup, kernel cache, worker threads). */
 #include "runtime/cuda_nvrtc.h"
 
+#include "ir/file.h"
 #include "ir/log.h"
 #include "runtime/kcache.h"
 
@@ -245,21 +246,11 @@ static int check_arch(const rt_nvrtc *n, int sm, sn_err *e)
 		       n->major, n->minor, list);
 }
 
+/* Through the one writer (ir/file.h): a symlink planted in the dump
+ * folder is replaced, never written through. */
 static int write_file(const char *path, const char *text, sn_err *e)
 {
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(errno));
-	size_t len = strlen(text);
-	bool ok = fwrite(text, 1, len, f) == len;
-	int err = errno;
-	if (fclose(f) != 0 && ok) {
-		ok = false;
-		err = errno;
-	}
-	if (!ok)
-		return sn_errf(e, SN_EENV, "cannot write %s: %s", path, strerror(err));
-	return SN_OK;
+	return sn_write_file(path, text, strlen(text), 0666, e);
 }
 
 /* Writes a failed kernel's source where the user can read it:

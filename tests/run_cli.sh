@@ -173,6 +173,11 @@ expect 1 "--dump-dir nofolder/d: No such file or directory" -- "$sinter" print t
 expect 1 "--dump-dir tiny.sir: Not a directory" -- "$sinter" print tiny.sir --passes canonicalize --dump-dir tiny.sir
 expect 0 "" -- "$sinter" print tiny.sir --passes canonicalize --dump-dir newdump
 [ -f newdump/00-input.sir ] || { echo "FAIL: --dump-dir newdump was not made and filled"; fails=$((fails + 1)); }
+# a symlink planted in the dump folder is replaced, never written through
+printf 'victim' >victim.txt
+ln -sf "$PWD/victim.txt" newdump/00-input.sir
+expect 0 "" -- "$sinter" print tiny.sir --passes canonicalize --dump-dir newdump
+[ "$(cat victim.txt)" = victim ] && [ ! -L newdump/00-input.sir ] || { echo "FAIL: --dump-dir wrote through a symlink"; fails=$((fails + 1)); }
 # -o onto a symlink (the rename would replace the link), a device or /dev/stdout: refused
 ln -s tiny.safetensors wlink.safetensors
 expect 1 "symbolic link" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o wlink.safetensors
