@@ -39,6 +39,9 @@ timed() { # timed LABEL command...: runs it, fails past the bound
 }
 if [ "$what" = compile ]; then
 	export SINTER_CACHE_DIR=$tmp/cache
+	# one step per node without fusion (lowering and the memory plan over every node)
+	timed "compile --no-fusion" "$sinter" compile "$tmp/chain.sir" --shape N=2 --target sm_90 --no-fusion
+	grep -q "^.*: $nodes steps" "$tmp/out.txt" || { echo "FAIL: steps"; cat "$tmp/out.txt"; exit 1; }
 	timed compile "$sinter" compile "$tmp/chain.sir" --shape N=2 --target sm_90
 	# fused: groups of at most 64 nodes, so between nodes/64 and nodes steps
 	steps=$(sed -n 's/^.*: \([0-9]*\) steps.*/\1/p' "$tmp/out.txt" | head -1)
