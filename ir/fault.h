@@ -3,7 +3,7 @@
  * header into every library source: malloc, calloc, realloc, strdup and
  * strndup then go through sn_fault_alloc_hit(), ir/file.c asks
  * sn_fault_file_hit() before every system call it makes, and the tables
- * of dlopen'ed entry points (runtime/cuda.c, runtime/cuda_nvrtc.c) get
+ * of dlopen'ed entry points (runtime/cuda.c, cuda_blas.c, cuda_nvrtc.c) get
  * wrappers that ask sn_fault_cuda_hit() / sn_fault_nvrtc_hit() before
  * every call that acquires or computes something (never before a release:
  * cuMemFree, cuModuleUnload, nvrtcDestroyProgram, ... and the error-string
@@ -12,8 +12,9 @@
  * Environment (read once, here and nowhere else):
  *   SINTER_FAULT_ALLOC=N   the N-th allocation fails (returns NULL)
  *   SINTER_FAULT_FILE=N    the N-th file operation fails with EIO
- *   SINTER_FAULT_CUDA=N    the N-th CUDA driver call fails (CUDA_ERROR_OUT_OF_MEMORY
- *                          for allocations, CUDA_ERROR_UNKNOWN otherwise), not made
+ *   SINTER_FAULT_CUDA=N    the N-th CUDA driver or cuBLASLt call fails (CUDA_ERROR_OUT_OF_MEMORY
+ *                          for allocations, CUDA_ERROR_UNKNOWN otherwise; cuBLASLt:
+ *                          CUBLAS_STATUS_ALLOC_FAILED, EXECUTION_FAILED for a matmul), not made
  *   SINTER_FAULT_NVRTC=N   the N-th NVRTC call fails (NVRTC_ERROR_OUT_OF_MEMORY), not made
  *   SINTER_FAULT_COUNT=1   print the counts at exit: "sinter-fault: A allocations,
  *                          F file operations, C CUDA calls, V NVRTC calls"

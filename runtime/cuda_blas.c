@@ -116,6 +116,73 @@ static int check(const rt_blas *b, cublasStatus_t s, const char *what, sn_err *e
 		       name ? name : "CUBLAS_STATUS_?", text ? text : "");
 }
 
+#ifdef SINTER_FAULT
+/* Fault injection (ir/fault.h): cuBLASLt calls count as CUDA calls
+ * (SINTER_FAULT_CUDA); those that create, configure, choose or compute
+ * fail with CUBLAS_STATUS_ALLOC_FAILED (cublasLtMatmul with
+ * CUBLAS_STATUS_EXECUTION_FAILED), without being made; destroys, the
+ * version and the status strings always run. */
+#include "ir/fault.h"
+#define BF(f, fail, params, args)                                             \
+	static cublasStatus_t(*real_##f) params;                              \
+	static cublasStatus_t fw_##f params                                   \
+	{                                                                     \
+		return sn_fault_cuda_hit() ? (fail) : real_##f args;          \
+	}
+#define AF CUBLAS_STATUS_ALLOC_FAILED
+BF(Create, AF, (cublasLtHandle_t * a), (a))
+BF(MatmulDescCreate, AF, (cublasLtMatmulDesc_t * a, cublasComputeType_t b, cudaDataType_t c), (a, b, c))
+BF(MatmulDescSetAttribute, AF, (cublasLtMatmulDesc_t a, cublasLtMatmulDescAttributes_t b, const void *c, size_t d),
+   (a, b, c, d))
+BF(MatrixLayoutCreate, AF, (cublasLtMatrixLayout_t * a, cudaDataType b, uint64_t c, uint64_t d, int64_t f),
+   (a, b, c, d, f))
+BF(MatrixLayoutSetAttribute, AF,
+   (cublasLtMatrixLayout_t a, cublasLtMatrixLayoutAttribute_t b, const void *c, size_t d), (a, b, c, d))
+BF(MatmulPreferenceCreate, AF, (cublasLtMatmulPreference_t * a), (a))
+BF(MatmulPreferenceSetAttribute, AF,
+   (cublasLtMatmulPreference_t a, cublasLtMatmulPreferenceAttributes_t b, const void *c, size_t d), (a, b, c, d))
+BF(MatmulAlgoGetHeuristic, AF,
+   (cublasLtHandle_t a, cublasLtMatmulDesc_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+    cublasLtMatrixLayout_t f, cublasLtMatrixLayout_t g, cublasLtMatmulPreference_t h, int i,
+    cublasLtMatmulHeuristicResult_t j[], int *k),
+   (a, b, c, d, f, g, h, i, j, k))
+BF(Matmul, CUBLAS_STATUS_EXECUTION_FAILED,
+   (cublasLtHandle_t a, cublasLtMatmulDesc_t b, const void *c, const void *d, cublasLtMatrixLayout_t f,
+    const void *g, cublasLtMatrixLayout_t h, const void *i, const void *j, cublasLtMatrixLayout_t k, void *l,
+    cublasLtMatrixLayout_t m, const cublasLtMatmulAlgo_t *n, void *o, size_t p, cudaStream_t q),
+   (a, b, c, d, f, g, h, i, j, k, l, m, n, o, p, q))
+BF(MatmulAlgoInit, AF,
+   (cublasLtHandle_t a, cublasComputeType_t b, cudaDataType_t c, cudaDataType_t d, cudaDataType_t f,
+    cudaDataType_t g, cudaDataType_t h, int i, cublasLtMatmulAlgo_t *j),
+   (a, b, c, d, f, g, h, i, j))
+BF(MatmulAlgoCheck, AF,
+   (cublasLtHandle_t a, cublasLtMatmulDesc_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+    cublasLtMatrixLayout_t f, cublasLtMatrixLayout_t g, const cublasLtMatmulAlgo_t *h,
+    cublasLtMatmulHeuristicResult_t *i),
+   (a, b, c, d, f, g, h, i))
+BF(MatmulAlgoConfigSetAttribute, AF,
+   (cublasLtMatmulAlgo_t * a, cublasLtMatmulAlgoConfigAttributes_t b, const void *c, size_t d), (a, b, c, d))
+BF(MatmulAlgoConfigGetAttribute, AF,
+   (const cublasLtMatmulAlgo_t *a, cublasLtMatmulAlgoConfigAttributes_t b, void *c, size_t d, size_t *f),
+   (a, b, c, d, f))
+#undef AF
+#undef BF
+
+static void fault_wrap(rt_blas *b)
+{
+#define W(f)                      \
+	do {                      \
+		real_##f = b->f;  \
+		b->f = fw_##f;    \
+	} while (0)
+	W(Create); W(MatmulDescCreate); W(MatmulDescSetAttribute); W(MatrixLayoutCreate);
+	W(MatrixLayoutSetAttribute); W(MatmulPreferenceCreate); W(MatmulPreferenceSetAttribute);
+	W(MatmulAlgoGetHeuristic); W(Matmul); W(MatmulAlgoInit); W(MatmulAlgoCheck);
+	W(MatmulAlgoConfigSetAttribute); W(MatmulAlgoConfigGetAttribute);
+#undef W
+}
+#endif
+
 int rt_blas_open(rt_cuda *c, rt_blas **out, sn_err *e)
 {
 	*out = NULL;
@@ -146,6 +213,9 @@ int rt_blas_open(rt_cuda *c, rt_blas **out, sn_err *e)
 		}
 		memcpy((char *)b + entries[i].off, &f, sizeof f);
 	}
+#ifdef SINTER_FAULT
+	fault_wrap(b);
+#endif
 	b->version = (int)b->GetVersion();
 	if (check(b, b->Create(&b->h), "cublasLtCreate", e)) {
 		b->h = NULL;
