@@ -48,8 +48,9 @@ void sinter_trace_start(void)
 sinter_status sinter_trace_write(const char *path, sinter_error *err)
 {
 	char why[512];
-	if (sn_trace_write(path, why, sizeof why))
-		return api_failf(err, SINTER_E_ENV, "trace %s: %s", path, why);
+	int rc = sn_trace_write(path, why, sizeof why);
+	if (rc)
+		return api_failf(err, (sinter_status)rc, "trace %s: %s", path, why);
 	sn_log(SN_LOG_INFO, "trace written to %s", path);
 	return SINTER_OK;
 }

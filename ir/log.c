@@ -222,16 +222,14 @@ int sn_trace_write(const char *path, char *why, size_t cap)
 	evs = NULL;
 	nevs = capevs = 0;
 	pthread_mutex_unlock(&lock);
-	int rc = 0;
+	int rc = SN_OK;
 	if (b.oom) {
 		snprintf(why, cap, "out of memory");
-		rc = -1;
+		rc = SN_EINTERNAL;
 	} else {
 		sn_err e = {0};
-		if (sn_write_file(path, b.s, b.len, 0666, &e) != SN_OK) {
+		if ((rc = sn_write_file(path, b.s, b.len, 0666, &e)) != SN_OK)
 			snprintf(why, cap, "%s", e.msg);
-			rc = -1;
-		}
 	}
 	sn_buf_free(&b);
 	return rc;

@@ -34,7 +34,8 @@ void sn_trace_span(const char *cat, const char *name, double t0, double t1, cons
  * one by one"), at host time t0 for dur seconds. */
 void sn_trace_device(const char *track, const char *name, double t0, double dur, const char *args);
 /* Writes the events recorded since sn_trace_start to path and stops
- * recording. 0, or -1 with errno set. */
+ * recording. SN_OK, or the error's code (SN_EINTERNAL out of memory,
+ * ir/file.h's codes for the write) with why set. */
 int sn_trace_write(const char *path, char *why, size_t cap);
 
 /* A stage: logs "NAME: X ms" at info and records a host span, from t0 to now. */
