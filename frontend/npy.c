@@ -232,8 +232,10 @@ int npy_parse(const void *buf, size_t len, const char *name, npy_array *out, sn_
 		return sn_errf(e, SN_EINTERNAL, "out of memory reading %s", name);
 	const uint8_t *src = b + pre + hlen;
 	/* strides of the source in elements: C order, or Fortran's reversed */
-	int64_t stride[IR_MAX_RANK];
-	if (h.fortran) {
+	int64_t stride[IR_MAX_RANK] = {0};
+	if (!numel) {
+		/* nothing to copy; the dims' product may not fit (0 x 2^60 ...) */
+	} else if (h.fortran) {
 		int64_t s = 1;
 		for (int d = 0; d < h.rank; d++) {
 			stride[d] = s;
