@@ -399,6 +399,16 @@ static int builder_error(parser *P, const sir_tok *optok, const sn_err *be)
 	return sir_diag_at(&P->L, optok, "%s", be->msg);
 }
 
+/* A node just built: refused here, with its place, when its value could
+ * not exist (as ir_verify would refuse it). */
+static int built(parser *P, ir_ref r, const sir_tok *tok)
+{
+	sn_err be = {0};
+	if (r != IR_NONE && ir_check_size(P->g, r, &be) != SN_OK)
+		return builder_error(P, tok, &be);
+	return SN_OK;
+}
+
 static int grow_bytes(parser *P, size_t need)
 {
 	if (need <= P->bcap)
@@ -515,7 +525,7 @@ static int parse_const(parser *P, const sir_tok *optok, ir_ref *r)
 		return rc;
 	sn_err be = {0};
 	*r = ir_add_const(P->g, t, &s, P->bytes, &be);
-	return *r == IR_NONE ? builder_error(P, optok, &be) : SN_OK;
+	return *r == IR_NONE ? builder_error(P, optok, &be) : built(P, *r, optok);
 }
 
 static int parse_source(parser *P, ir_op op, const sir_tok *optok, ir_ref *r)
@@ -550,7 +560,7 @@ static int parse_source(parser *P, ir_op op, const sir_tok *optok, ir_ref *r)
 			return rc;
 		*r = ir_add_iota(P->g, t, &s, a.axis, &be);
 	}
-	return *r == IR_NONE ? builder_error(P, optok, &be) : SN_OK;
+	return *r == IR_NONE ? builder_error(P, optok, &be) : built(P, *r, optok);
 }
 
 /* ---- statements ---- */
@@ -607,7 +617,7 @@ static int parse_stmt(parser *P)
 	if (nres > 1 && op != IR_OP_split)
 		return sir_diag_at(&P->L, &optok, "%s defines one value, not %u (only split defines several)",
 				   ir_ops[op].name, nres);
-	ir_ref r;
+	ir_ref r = IR_NONE;
 	if (ir_ops[op].kind == IR_K_SOURCE) {
 		if ((rc = parse_source(P, (ir_op)op, &optok, &r)))
 			return rc;
@@ -650,6 +660,8 @@ static int parse_stmt(parser *P)
 		r = ir_add(P->g, (ir_op)op, P->ops, (uint32_t)nin, &a, &be);
 		if (r == IR_NONE)
 			return builder_error(P, &optok, &be);
+		if ((rc = built(P, r, &optok)))
+			return rc;
 		if ((rc = name_node(P, r, &res[i], &optok)))
 			return rc;
 	}
@@ -731,6 +743,8 @@ static int parse_func(parser *P)
 		ir_ref r = ir_add_input(P->g, name, t, &s, &be);
 		if (r == IR_NONE)
 			return builder_error(P, &ntok, &be);
+		if ((rc = built(P, r, &ntok)))
+			return rc;
 		if ((rc = name_node(P, r, &ntok, &ntok)))
 			return rc;
 	}

@@ -233,6 +233,10 @@ int64_t ir_slice_axis(int64_t d, int64_t start, int64_t end, int64_t step, int64
  * graph inputs/outputs are sane, value names are unique. Messages name
  * the node (and its source location when it has one). */
 int ir_verify(const ir_graph *g, sn_err *e);
+/* Node i's value could exist: its bytes fit IR_MAX_BYTES (ir_verify checks
+ * every node with it; the .sir parser as it builds, so that a graph that
+ * parses verifies). SN_EINPUT naming the node and the bytes it needs. */
+int ir_check_size(const ir_graph *g, ir_ref i, sn_err *e);
 
 /* Canonical text (docs/IR.md). Appends to b. */
 void ir_print(const ir_graph *g, sn_buf *b);

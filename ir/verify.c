@@ -186,7 +186,7 @@ static int check_names(const ir_graph *g, sn_err *e)
 /* A value no machine could hold (its element count overflows, or its
  * bytes exceed IR_MAX_BYTES; a symbol counts as 1) is refused here, so
  * that `check` reports it and nothing later computes or allocates it. */
-static int check_size(const ir_graph *g, uint32_t i, sn_err *e)
+int ir_check_size(const ir_graph *g, ir_ref i, sn_err *e)
 {
 	const ir_node *n = &g->nodes[i];
 	if (n->shape.rank < 0 || n->shape.rank > IR_MAX_RANK || (unsigned)n->dtype >= IR_NDTYPES)
@@ -239,7 +239,7 @@ int ir_verify(const ir_graph *g, sn_err *e)
 			listed[r]++;
 	}
 	for (uint32_t i = 0; i < g->nnodes && rc == SN_OK; i++)
-		if (!(rc = check_size(g, i, e)))
+		if (!(rc = ir_check_size(g, i, e)))
 			rc = check_node(g, i, listed, e);
 	free(listed);
 	if (rc != SN_OK)
