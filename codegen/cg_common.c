@@ -226,14 +226,6 @@ void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config)
 	emit_spec(b, g, r, config, NULL, NULL, NULL);
 }
 
-void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
-		    const cg_epilogue *epi);
-void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
-		    const cg_epilogue *epi)
-{
-	emit_spec(b, g, r, config, pro, epi, NULL);
-}
-
 void cg_emit_spec_st(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_step *st)
 {
 	emit_spec(b, g, r, config, st ? st->pro : NULL, st ? st->epi : NULL, st);

@@ -16,8 +16,6 @@
 #include <string.h>
 
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /* cg_common.c */
-void cg_emit_spec_x(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
-		    const cg_epilogue *epi);
 
 #define MAX_CACHED 16 /* values per thread kept in registers */
 

@@ -247,8 +247,9 @@ typedef struct part {
 	/* cuBLASLt epilogues (match_gemms), per node */
 	ir_ref *gemm_of, *gemm_root, *gemm_bias, *gemm_res;
 	uint8_t *gemm_act;
-	/* attention's layouts (match_attention), per node */
-	ir_ref *att_of, *att_root;
+	/* attention's layouts (match_attention), per node; att_lo per core:
+	 * its lowest member, where the group's members start */
+	ir_ref *att_of, *att_root, *att_lo;
 } part;
 
 static unsigned caps_of(const part *s, ir_ref r)
@@ -481,8 +482,11 @@ static void match_attention(part *s)
 					break;
 				take--;
 			}
-			for (int j = 0; j < take; j++)
+			for (int j = 0; j < take; j++) {
 				s->att_of[up[j]] = x;
+				if (up[j] < s->att_lo[x])
+					s->att_lo[x] = up[j];
+			}
 			nops += take;
 		}
 		if (!k && !nops)
@@ -611,9 +615,10 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 	s.gemm_act = calloc(cnt, 1);
 	s.att_of = malloc(cnt * sizeof *s.att_of);
 	s.att_root = malloc(cnt * sizeof *s.att_root);
+	s.att_lo = malloc(cnt * sizeof *s.att_lo);
 	int rc = SN_OK;
 	if (!s.cstart || !s.isout || !s.mem || !out->groups || !out->members || !out->group_of || !out->stored ||
-	    !out->free_ || !s.cons || !s.gemm_of || !s.gemm_root || !s.gemm_bias || !s.gemm_res || !s.gemm_act || !s.att_of || !s.att_root) {
+	    !out->free_ || !s.cons || !s.gemm_of || !s.gemm_root || !s.gemm_bias || !s.gemm_res || !s.gemm_act || !s.att_of || !s.att_root || !s.att_lo) {
 		rc = sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 		goto done;
 	}
@@ -621,6 +626,7 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 		out->group_of[i] = FU_NO_GROUP;
 		s.gemm_of[i] = s.gemm_root[i] = s.gemm_bias[i] = s.gemm_res[i] = IR_NONE;
 		s.att_of[i] = s.att_root[i] = IR_NONE;
+		s.att_lo[i] = i; /* the core itself until a lower operand joins */
 		for (uint32_t k = 0; k < g->nodes[i].nin; k++)
 			s.cstart[g->nodes[i].in[k] + 1]++;
 	}
@@ -679,7 +685,7 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 			fu_group *gr = new_group(&s, FU_ATTENTION, r);
 			gr->core = x;
 			uint32_t gid = out->ngroups;
-			for (ir_ref k = 0; k < r; k++)
+			for (ir_ref k = s.att_lo[x]; k < r; k++)
 				if (s.att_of[k] == x)
 					join(&s, k, gid);
 		} else if (s.gemm_root[r] != IR_NONE) {
@@ -749,6 +755,7 @@ done:
 	free(s.gemm_act);
 	free(s.att_of);
 	free(s.att_root);
+	free(s.att_lo);
 	free(s.cstart);
 	free(s.cons);
 	free(s.isout);
