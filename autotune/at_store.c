@@ -68,15 +68,12 @@ static int entry_path(const char *dir, const uint8_t key[16], bool make, char *o
 		return sn_errf(e, SN_EENV, "tuning store: path under %s is too long", dir);
 	if (make) {
 		char sub[4200];
-		snprintf(sub, sizeof sub, "%s", dir);
-		if (mkdir(sub, 0700) != 0 && errno != EEXIST)
-			return sn_errf(e, SN_EENV, "tuning store: cannot create %s: %s", sub, strerror(errno));
-		snprintf(sub, sizeof sub, "%s/tuning", dir);
-		if (mkdir(sub, 0700) != 0 && errno != EEXIST)
-			return sn_errf(e, SN_EENV, "tuning store: cannot create %s: %s", sub, strerror(errno));
-		snprintf(sub, sizeof sub, "%s/tuning/%.2s", dir, h);
-		if (mkdir(sub, 0700) != 0 && errno != EEXIST)
-			return sn_errf(e, SN_EENV, "tuning store: cannot create %s: %s", sub, strerror(errno));
+		const char *parts[] = {"", "/tuning", "/tuning/"};
+		for (int i = 0; i < 3; i++) {
+			snprintf(sub, sizeof sub, "%s%s%.*s", dir, parts[i], i == 2 ? 2 : 0, h);
+			if (sn_cache_mkdir(sub) != 0)
+				return sn_errf(e, SN_EENV, "tuning store: cannot create %s: %s", sub, strerror(errno));
+		}
 	}
 	return SN_OK;
 }
@@ -187,6 +184,39 @@ static bool accept(at_store *s, const char *text, size_t len, const uint8_t spec
 	return true;
 }
 
+/* A record file read whole into *buf (NUL-terminated, free it), checked
+ * on the open descriptor: a regular file of at most AT_RECORD_MAX bytes,
+ * and one no other user could have written (the kernel cache's rule,
+ * sn_cache_trusted; docs/CACHE.md). *distrusted says the file was refused
+ * for who may write it (to be left alone), not for what it holds. */
+static int read_record(const char *path, char **buf, size_t *len, bool *distrusted, sn_err *e)
+{
+	*buf = NULL;
+	*distrusted = false;
+	int fd;
+	struct stat sb;
+	int rc = sn_open_read(path, SN_F_NOFOLLOW | SN_F_ENV, AT_RECORD_MAX, NULL, &fd, &sb, e);
+	if (rc != SN_OK)
+		return rc;
+	const char *why = NULL;
+	if (!sn_cache_trusted(&sb, &why)) {
+		sn_close(fd);
+		*distrusted = true;
+		return sn_errf(e, SN_EENV, "%s", why);
+	}
+	*len = (size_t)sb.st_size;
+	*buf = malloc(*len + 1);
+	rc = *buf ? sn_pread_full(fd, *buf, *len, 0, path, e) : sn_errf(e, SN_EENV, "out of memory");
+	sn_close(fd);
+	if (rc != SN_OK) {
+		free(*buf);
+		*buf = NULL;
+		return rc;
+	}
+	(*buf)[*len] = 0;
+	return SN_OK;
+}
+
 static bool local_get(at_store *s, const uint8_t key[16], const uint8_t spec[16], const at_device *d,
 		      at_record *out)
 {
@@ -194,20 +224,17 @@ static bool local_get(at_store *s, const uint8_t key[16], const uint8_t spec[16]
 	sn_err e = {0};
 	if (!s->dir || entry_path(s->dir, key, false, path, sizeof path, &e) || access(path, F_OK) != 0)
 		return false;
-	void *buf;
+	char *buf;
 	size_t len;
-	if (sn_read_file(path, SN_F_NOFOLLOW | SN_F_ENV, AT_RECORD_MAX, NULL, &buf, &len, &e) != SN_OK) {
+	bool distrusted;
+	if (read_record(path, &buf, &len, &distrusted, &e) != SN_OK) {
 		s->st.rejected++;
-		say(s, "tuning store: rejected record %s (%s): deleted", path, e.msg);
-		unlink(path);
-		return false;
-	}
-	/* a file another user could have written decides nothing */
-	struct stat sb;
-	if (stat(path, &sb) == 0 && (sb.st_uid != getuid() || (sb.st_mode & 022))) {
-		free(buf);
-		s->st.rejected++;
-		say(s, "tuning store: refused record %s (not owned by you or writable by others): ignored", path);
+		if (distrusted) {
+			say(s, "tuning store: refused record %s (%s): ignored", path, e.msg);
+		} else {
+			say(s, "tuning store: rejected record %s (%s): deleted", path, e.msg);
+			unlink(path);
+		}
 		return false;
 	}
 	bool ok = accept(s, buf, len, spec, d, out, path);
@@ -224,7 +251,7 @@ static void local_put(at_store *s, const uint8_t key[16], const at_record *r)
 	sn_buf b = {0};
 	at_record_write(r, &b);
 	if (!b.oom && !entry_path(s->dir, key, true, path, sizeof path, &e) &&
-	    sn_write_file(path, b.s, b.len, 0600, &e) == SN_OK)
+	    sn_write_file(path, b.s, b.len, sn_cache_shared() ? 0640 : 0600, &e) == SN_OK)
 		s->st.writes++;
 	else
 		say(s, "tuning store: record not stored: %s", b.oom ? "out of memory" : e.msg);
@@ -342,11 +369,12 @@ int at_dir_scan(const char *dir, at_record **recs, size_t *n, size_t *rejected, 
 				continue;
 			char f[4700];
 			snprintf(f, sizeof f, "%s/%s", sub, de->d_name);
-			void *buf;
+			char *buf;
 			size_t len;
+			bool distrusted;
 			sn_err sub_e = {0};
 			at_record r;
-			bool ok = sn_read_file(f, SN_F_NOFOLLOW | SN_F_ENV, AT_RECORD_MAX, NULL, &buf, &len, &sub_e) == SN_OK;
+			bool ok = read_record(f, &buf, &len, &distrusted, &sub_e) == SN_OK;
 			if (ok) {
 				ok = at_record_parse(buf, len, &r, &sub_e) == SN_OK;
 				free(buf);

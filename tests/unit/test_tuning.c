@@ -205,6 +205,31 @@ static void store(const char *dir)
 	struct stat sb;
 	snprintf(path, sizeof path, "%s/tuning", dir);
 	CHECK(stat(path, &sb) == 0 && (sb.st_mode & 077) == 0);
+	/* a record others may rewrite decides nothing: refused on the open
+	 * descriptor, counted, left alone; in a shared cache a group-writable
+	 * record of the user's own is trusted, a world-writable one never */
+	{
+		uint8_t k[16];
+		at_key(r.spec, &dev_a, k);
+		char hx[33], rec[4300];
+		for (int i = 0; i < 16; i++)
+			snprintf(hx + 2 * i, 3, "%02x", k[i]);
+		snprintf(rec, sizeof rec, "%s/tuning/%.2s/%s.json", dir, hx, hx + 2);
+		size_t rej0 = at_store_stats_of(s)->rejected;
+		CHECK(chmod(rec, 0620) == 0);
+		at_store_get(s, r.spec, &dev_a, &got, &found);
+		CHECK(!found && at_store_stats_of(s)->rejected == rej0 + 1 && access(rec, F_OK) == 0);
+		setenv("SINTER_CACHE_SHARED", "1", 1);
+		at_store_get(s, r.spec, &dev_a, &got, &found);
+		CHECK(found && got.ms == 1.0);
+		CHECK(chmod(rec, 0602) == 0);
+		at_store_get(s, r.spec, &dev_a, &got, &found);
+		CHECK(!found && access(rec, F_OK) == 0);
+		unsetenv("SINTER_CACHE_SHARED");
+		CHECK(chmod(rec, 0600) == 0);
+		at_store_get(s, r.spec, &dev_a, &got, &found);
+		CHECK(found && got.ms == 1.0);
+	}
 	/* a damaged entry is rejected, counted and deleted */
 	at_record scan_before;
 	(void)scan_before;
