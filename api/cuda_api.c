@@ -235,34 +235,50 @@ static sinter_status compile_kernels(cg_plan *p, int sm, const sinter_compile_op
 		s->kernels += p->steps[i].kind == CG_LAUNCH;
 	if (!p->nkerns)
 		return SINTER_OK;
+	/* max-autotune's tuner compiled some already (with its candidates, in
+	 * one batch): those are skipped, but still counted as unique kernels
+	 * (they are their own: the tuner's first batch went through NVRTC or
+	 * the kernel cache, counted in tune_s) */
 	rt_job *jobs = calloc(p->nkerns, sizeof *jobs);
-	if (!jobs)
+	uint32_t *idx = calloc(p->nkerns, sizeof *idx);
+	if (!jobs || !idx) {
+		free(jobs);
+		free(idx);
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	uint32_t nj = 0, done = 0;
 	for (uint32_t i = 0; i < p->nkerns; i++) {
-		jobs[i].name = p->kerns[i].name;
-		jobs[i].src = p->kerns[i].src;
+		if (p->kerns[i].cubin && !(o && o->dump_dir)) { /* dumping wants every source */
+			done++;
+			continue;
+		}
+		jobs[nj].name = p->kerns[i].name;
+		jobs[nj].src = p->kerns[i].src;
+		idx[nj++] = i;
 	}
 	sn_err e = {0};
 	rt_nvrtc *nv = NULL;
 	rt_compile_stats cs = {0};
 	char cbuf[4096];
 	double t0 = now();
-	if (rt_nvrtc_open(&nv, &e) == SN_OK)
-		rt_compile_all(nv, jobs, p->nkerns, sm, cache_dir_of(o, cbuf, sizeof cbuf), 0, o ? o->dump_dir : NULL,
+	if (nj && rt_nvrtc_open(&nv, &e) == SN_OK)
+		rt_compile_all(nv, jobs, nj, sm, cache_dir_of(o, cbuf, sizeof cbuf), 0, o ? o->dump_dir : NULL,
 			       o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &cs, &e);
 	rt_nvrtc_close(nv);
 	s->nvrtc_s = now() - t0;
-	sn_stage("nvrtc", t0, "sm_%d, %zu unique kernels: %zu from the kernel cache, %zu compiled", sm, cs.unique,
-		 cs.hits, cs.compiled);
-	s->unique_kernels = cs.unique;
+	sn_stage("nvrtc", t0, "sm_%d, %zu unique kernels: %zu from the kernel cache, %zu compiled, %u by the tuner", sm,
+		 cs.unique, cs.hits, cs.compiled, done);
+	s->unique_kernels = cs.unique + done;
 	s->cache_hits = cs.hits;
-	for (uint32_t i = 0; !e.code && i < p->nkerns; i++) {
-		p->kerns[i].cubin = jobs[i].cubin; /* moved */
-		p->kerns[i].cubin_size = jobs[i].size;
-		jobs[i].cubin = NULL;
+	for (uint32_t j = 0; !e.code && j < nj; j++) {
+		free(p->kerns[idx[j]].cubin); /* the tuner's, when dumping */
+		p->kerns[idx[j]].cubin = jobs[j].cubin; /* moved */
+		p->kerns[idx[j]].cubin_size = jobs[j].size;
+		jobs[j].cubin = NULL;
 	}
-	rt_jobs_free(jobs, p->nkerns);
+	rt_jobs_free(jobs, nj);
 	free(jobs);
+	free(idx);
 	return e.code ? api_fail(err, &e) : SINTER_OK;
 }
 

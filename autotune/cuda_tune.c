@@ -714,32 +714,56 @@ static int measure_blas(tuner *tu, item *x, sn_err *e)
 	return rc;
 }
 
-/* Compiles the kernel candidates of items[0..n) in parallel; a batch that
- * fails is compiled job by job, so one bad candidate only scores itself out. */
-static void compile(tuner *tu, item *items, size_t n)
+/* Compiles, in parallel as one NVRTC batch, the kernel candidates of
+ * items[0..n) that have no cubin yet (all of an item's when all is set,
+ * else only its default, c[0]), and, when plan is set, every kernel of
+ * the plan no item runs (straight into the plan). A batch that fails is
+ * compiled job by job, so one bad candidate only scores itself out. */
+static void compile(tuner *tu, item *items, size_t n, const bool *all, bool plan)
 {
+	cg_plan *p = tu->p;
+	bool *ours = plan ? calloc(p->nkerns ? p->nkerns : 1, 1) : NULL;
+	if (plan && !ours)
+		return;
+	for (size_t i = 0; plan && i < n; i++)
+		if (items[i].kind == AT_KERNEL)
+			ours[items[i].kern] = true;
 	size_t nj = 0;
 	for (size_t i = 0; i < n; i++)
 		if (items[i].kind == AT_KERNEL)
 			nj += items[i].nc;
+	for (uint32_t k = 0; plan && k < p->nkerns; k++)
+		nj += !ours[k] && !p->kerns[k].cubin;
 	rt_job *jobs = calloc(nj ? nj : 1, sizeof *jobs);
 	cand **who = calloc(nj ? nj : 1, sizeof *who);
-	if (!jobs || !who) {
+	cg_kern **kwho = calloc(nj ? nj : 1, sizeof *kwho);
+	if (!jobs || !who || !kwho) {
 		free(jobs);
 		free(who);
+		free(kwho);
+		free(ours);
 		return;
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		for (size_t c = 0; items[i].kind == AT_KERNEL && c < items[i].nc; c++) {
+		for (size_t c = 0; items[i].kind == AT_KERNEL && c < items[i].nc && (c == 0 || !all || all[i]); c++) {
+			if (items[i].c[c].cubin)
+				continue;
 			jobs[k].name = items[i].c[c].name;
 			jobs[k].src = items[i].c[c].src;
 			who[k++] = &items[i].c[c];
 		}
+	for (uint32_t q = 0; plan && q < p->nkerns; q++)
+		if (!ours[q] && !p->kerns[q].cubin && p->kerns[q].src) {
+			jobs[k].name = p->kerns[q].name;
+			jobs[k].src = p->kerns[q].src;
+			kwho[k++] = &p->kerns[q];
+		}
+	nj = k;
 	sn_err e = {0};
 	rt_compile_stats cs;
-	if (rt_compile_all(tu->nv, jobs, nj, tu->c->sm, tu->o->cache_dir, 0, NULL, tu->o->warn, tu->o->ctx, &cs, &e) !=
-	    SN_OK) {
+	if (nj && rt_compile_all(tu->nv, jobs, nj, tu->c->sm, tu->o->cache_dir, 0, NULL, tu->o->warn, tu->o->ctx, &cs,
+				 &e) != SN_OK) {
 		for (size_t j = 0; j < nj; j++) {
 			sn_err e1 = {0};
 			rt_compile_all(tu->nv, &jobs[j], 1, tu->c->sm, tu->o->cache_dir, 1, NULL, tu->o->warn, tu->o->ctx,
@@ -747,13 +771,20 @@ static void compile(tuner *tu, item *items, size_t n)
 		}
 	}
 	for (size_t j = 0; j < nj; j++) {
-		who[j]->cubin = jobs[j].cubin;
-		who[j]->cubin_size = jobs[j].size;
+		if (who[j]) {
+			who[j]->cubin = jobs[j].cubin;
+			who[j]->cubin_size = jobs[j].size;
+		} else {
+			kwho[j]->cubin = jobs[j].cubin; /* the plan's own: compile_kernels skips it */
+			kwho[j]->cubin_size = jobs[j].size;
+		}
 		jobs[j].cubin = NULL;
 	}
 	rt_jobs_free(jobs, nj);
 	free(jobs);
 	free(who);
+	free(kwho);
+	free(ours);
 }
 
 /* A product's candidates: the heuristic's top algorithms (the first is
@@ -884,9 +915,15 @@ static int patch(tuner *tu, item *x, sn_err *e)
 		}
 		return SN_OK;
 	}
-	if (x->chosen == 0)
-		return SN_OK;
 	cg_kern *k = &p->kerns[x->kern];
+	if (x->chosen == 0) {
+		if (!k->cubin && c->cubin) { /* compiled here: compile_kernels skips it */
+			k->cubin = c->cubin;
+			k->cubin_size = c->cubin_size;
+			c->cubin = NULL;
+		}
+		return SN_OK;
+	}
 	char *src = strdup(c->src);
 	if (!src)
 		return sn_errf(e, SN_EINTERNAL, "out of memory");
@@ -896,8 +933,9 @@ static int patch(tuner *tu, item *x, sn_err *e)
 	k->cfg = c->cfg;
 	if (!p->map && !p->borrowed)
 		free(k->cubin);
-	k->cubin = NULL;
-	k->cubin_size = 0;
+	k->cubin = c->cubin; /* moved: compile_kernels skips it */
+	k->cubin_size = c->cubin ? c->cubin_size : 0;
+	c->cubin = NULL;
 	for (uint32_t s = 0; s < p->nsteps; s++)
 		if (p->steps[s].kind == CG_LAUNCH && p->steps[s].kern == x->kern) {
 			memcpy(p->steps[s].grid, c->grid, sizeof c->grid);
@@ -999,6 +1037,19 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 	s->nspecs = n;
 	qsort(it, n, sizeof *it, cmp_est);
 	progress(&tu, false);
+	/* One NVRTC batch first, so its wall is paid once: every default, every
+	 * record's choice, the first chunk's candidates, and the plan's kernels
+	 * nothing tunes. A second machine with imported records compiles
+	 * nothing after it. */
+	bool *all = calloc(n ? n : 1, sizeof *all);
+	if (!all) {
+		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		all[i] = it[i].record || i < AT_CHUNK;
+	compile(&tu, it, n, all, true);
+	free(all);
 	for (size_t i0 = 0; i0 < n && !rc; i0 += AT_CHUNK) {
 		size_t m = n - i0 < AT_CHUNK ? n - i0 : AT_CHUNK;
 		bool spent = now() - tu.t0 >= tu.budget;
@@ -1010,7 +1061,7 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 					s->untuned++;
 			break;
 		}
-		compile(&tu, &it[i0], m);
+		compile(&tu, &it[i0], m, NULL, false);
 		for (size_t i = i0; i < i0 + m && !rc; i++) {
 			/* a record that chose the default needs no run */
 			if (!(it[i].record && it[i].nc == 1))

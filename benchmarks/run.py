@@ -95,6 +95,20 @@ def time_calls(call, xs, iters, warmup):
     return statistics.median(ms), min(ms)
 
 
+def graph_pool_idle_bytes(torch):
+    """Bytes of CUDA graphs' private memory pools that no live tensor holds
+    (what a replay uses for its intermediates); None when the snapshot does
+    not say which pool a segment belongs to."""
+    n = 0
+    for seg in torch.cuda.memory_snapshot():
+        pid = seg.get("segment_pool_id")
+        if pid is None:
+            return None
+        if tuple(pid) != (0, 0):
+            n += seg["total_size"] - seg["allocated_size"]
+    return n
+
+
 def torch_measure(cfg, mode, model, x, iters, warmup, phase="cold"):
     """One PyTorch mode on one configuration. phase "cold": first call,
     time to steady state, latency, peak memory and the output; "warm": the
@@ -133,7 +147,13 @@ def torch_measure(cfg, mode, model, x, iters, warmup, phase="cold"):
         call(xs[0])
         torch.cuda.synchronize()
         extra = sum(xi.numel() * xi.element_size() for xi in xs[1:])
-        res["peak_bytes"] = torch.cuda.max_memory_allocated() - extra
+        # A CUDA graph's replay allocates nothing: the intermediates live in
+        # its private pool, reserved at capture, which max_memory_allocated
+        # after a reset does not see (it would count weights and outputs
+        # only). The pools' bytes not held by live tensors are added.
+        pool = graph_pool_idle_bytes(torch)
+        res["graph_pool_bytes"] = pool
+        res["peak_bytes"] = torch.cuda.max_memory_allocated() - extra + (pool or 0)
     return res, out
 
 

@@ -871,10 +871,12 @@ static int cmd_run(opts *o)
 		if (cuda)
 			printf(",\n \"compile\": {\"plan_hit\": %s, \"context_s\": %.6f, \"passes_s\": %.6f, "
 			       "\"codegen_s\": %.6f, \"nvrtc_s\": %.6f, \"load_s\": %.6f, \"upload_s\": %.6f, "
-			       "\"plan_s\": %.6f, \"steps\": %zu, \"kernels\": %zu, \"cache_hits\": %zu, "
-			       "\"arena_bytes\": %zu, \"weight_bytes\": %zu}",
+			       "\"plan_s\": %.6f, \"key_s\": %.6f, \"blas_s\": %.6f, \"tune_s\": %.6f, \"compile_s\": %.6f, "
+			       "\"steps\": %zu, \"kernels\": %zu, \"cache_hits\": %zu, "
+			       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"tune_timings\": %zu}",
 			       cs.plan_hit ? "true" : "false", cs.context_s, cs.passes_s, cs.codegen_s, cs.nvrtc_s, cs.load_s,
-			       cs.upload_s, cs.plan_s, cs.steps, cs.kernels, cs.cache_hits, cs.arena_bytes, cs.weight_bytes);
+			       cs.upload_s, cs.plan_s, cs.key_s, cs.blas_s, cs.tune_s, t1 - t0c, cs.steps, cs.kernels,
+			       cs.cache_hits, cs.arena_bytes, cs.weight_bytes, cs.tune_timings);
 		printf(",\n \"outputs\": [");
 		for (size_t i = 0; i < nout; i++) {
 			printf("%s", i ? ",\n  " : "");
