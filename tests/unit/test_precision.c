@@ -140,36 +140,71 @@ static double rel_l2(const ir_tensor *ref, const ir_tensor *got)
 
 /* The fp32 graph of m against its precision-pr rewrite on ref, same inputs
  * and weights; the worst relative L2 over the outputs (-1 on failure). */
-static double compare(const sinter_model *m, pass_precision pr, const char *label)
+/* The fp32 reference of m on fixed random inputs, computed once per
+ * model and shared by its precisions (a ResNet-50 on the reference
+ * interpreter under ASan is minutes). Free with ref_free. */
+typedef struct fp32_ref {
+	ir_tensor *in, *out;
+	bool ok;
+} fp32_ref;
+
+static fp32_ref ref_of(const sinter_model *m)
 {
+	fp32_ref r = {.in = random_inputs(m->g), .out = calloc(m->g->noutputs, sizeof(ir_tensor))};
+	r.ok = r.out && ref_with(m->g, m->ws, r.in, r.out) == 0;
+	return r;
+}
+
+static void ref_free(const sinter_model *m, fp32_ref *r)
+{
+	for (uint32_t k = 0; r->ok && k < m->g->noutputs; k++)
+		free(r->out[k].data);
+	for (uint32_t i = 0; i < m->g->ninputs; i++)
+		free(r->in[i].data);
+	free(r->in);
+	free(r->out);
+}
+
+/* The worst relative L2 over m's outputs of the pipeline at precision pr
+ * against the fp32 reference r (computed when r is NULL). */
+static double compare_to(const sinter_model *m, pass_precision pr, const char *label, const fp32_ref *r)
+{
+	fp32_ref own = {0};
+	if (!r) {
+		own = ref_of(m);
+		r = &own;
+	}
 	sn_err e = {0};
 	ir_graph *low = run_pass(m, pr, 90, true, &e);
 	if (!low) {
 		fprintf(stderr, "%s: %s\n", label, e.msg);
+		if (r == &own)
+			ref_free(m, &own);
 		return -1;
 	}
 	const ir_graph *g = m->g;
-	ir_tensor *in = random_inputs(g);
-	ir_tensor *a = calloc(g->noutputs, sizeof *a), *b = calloc(g->noutputs, sizeof *b);
+	ir_tensor *b = calloc(g->noutputs, sizeof *b);
 	double worst = -1;
-	if (ref_with(g, m->ws, in, a) == 0 && ref_with(low, m->ws, in, b) == 0) {
+	if (r->ok && ref_with(low, m->ws, r->in, b) == 0) {
 		worst = 0;
 		for (uint32_t k = 0; k < g->noutputs; k++) {
-			CHECK(b[k].dtype == a[k].dtype && ir_shape_eq(&a[k].shape, &b[k].shape));
-			double r = rel_l2(&a[k], &b[k]);
-			worst = r > worst || isnan(r) ? r : worst;
-			free(a[k].data);
+			CHECK(b[k].dtype == r->out[k].dtype && ir_shape_eq(&r->out[k].shape, &b[k].shape));
+			double x = rel_l2(&r->out[k], &b[k]);
+			worst = x > worst || isnan(x) ? x : worst;
 			free(b[k].data);
 		}
 	}
 	printf("%-36s rel L2 %.3g\n", label, worst);
-	for (uint32_t i = 0; i < g->ninputs; i++)
-		free(in[i].data);
-	free(in);
-	free(a);
 	free(b);
 	ir_graph_free(low);
+	if (r == &own)
+		ref_free(m, &own);
 	return worst;
+}
+
+static double compare(const sinter_model *m, pass_precision pr, const char *label)
+{
+	return compare_to(m, pr, label, NULL);
 }
 
 /* ---- the rewrite on a small graph ---- */
@@ -444,19 +479,22 @@ static void test_samples(bool big)
 		if (!m)
 			continue;
 		char label[128];
+		fp32_ref ref = ref_of(m);
+		CHECK(ref.ok);
 		snprintf(label, sizeof label, "%s N=%lld bf16", cases[i].file, (long long)cases[i].n);
-		double r = compare(m, PASS_BF16, label);
+		double r = compare_to(m, PASS_BF16, label, &ref);
 		CHECK(r >= 0 && r <= 2e-2);
 		CHECK(r > 0); /* the rounding is visible: the pass did something */
 		snprintf(label, sizeof label, "%s N=%lld fp16", cases[i].file, (long long)cases[i].n);
-		r = compare(m, PASS_FP16, label);
+		r = compare_to(m, PASS_FP16, label, &ref);
 		CHECK(r >= 0 && r <= 5e-3);
 		CHECK(r > 0);
 		if (!cases[i].big) {
 			snprintf(label, sizeof label, "%s N=%lld fp8", cases[i].file, (long long)cases[i].n);
-			r = compare(m, PASS_FP8, label);
+			r = compare_to(m, PASS_FP8, label, &ref);
 			CHECK(r >= 0 && r <= 6e-2); /* 3 mantissa bits: ~3.6e-2 per weight */
 		}
+		ref_free(m, &ref);
 		if (cases[i].big) {
 			/* precision alone: every conv/linear weight is bf16; only
 			 * batch-norm params (folded away by fold-bn) stay f32 */
