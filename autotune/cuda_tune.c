@@ -26,6 +26,7 @@
  * A kernel that faults on the device leaves the context unusable; that is
  * reported as an error (generated candidates are not expected to fault). */
 #include "autotune/at_tune.h"
+#include "autotune/cuda_check.h"
 
 #include "codegen/cg_render.h"
 #include "runtime/cuda_blas.h"
@@ -94,6 +95,9 @@ typedef struct tuner {
 	rt_nvrtc *nv;
 	rt_timer *tm;
 	rt_blas *blas;
+	at_check *chk;   /* fill and compare on the device; NULL: on the host */
+	void *chk_cubin; /* compiled with the first batch */
+	size_t chk_size;
 	double t0, budget, cap;
 	uint64_t seed;
 	size_t done, total;
@@ -510,7 +514,8 @@ typedef struct bufs {
 	ir_dtype t[CG_MAX_ARGS + 2];
 	size_t bytes[CG_MAX_ARGS + 2];
 	bool written[CG_MAX_ARGS + 2]; /* the default's run changed it */
-	void *host[CG_MAX_ARGS + 2];   /* written: the default's result */
+	void *host[CG_MAX_ARGS + 2];   /* written: the default's result (host check) */
+	CUdeviceptr want[CG_MAX_ARGS + 2]; /* written: the default's result (device check) */
 } bufs;
 
 static void bufs_free(tuner *tu, bufs *b)
@@ -518,13 +523,35 @@ static void bufs_free(tuner *tu, bufs *b)
 	for (unsigned i = 0; i < b->n; i++) {
 		rt_dev_free(tu->c, b->d[i]);
 		rt_dev_free(tu->c, b->keep[i]);
+		if (b->want[i])
+			rt_dev_free(tu->c, b->want[i]);
 		free(b->host[i]);
 	}
 	memset(b, 0, sizeof *b);
 }
 
+/* Whether b can be checked on the device. */
+static bool on_device(const tuner *tu, const bufs *b)
+{
+	bool ok = tu->chk != NULL;
+	for (unsigned i = 0; ok && i < b->n; i++)
+		ok = at_check_takes(b->t[i]);
+	return ok;
+}
+
 static int bufs_make(tuner *tu, bufs *b, sn_err *e)
 {
+	if (on_device(tu, b)) {
+		for (unsigned i = 0; i < b->n; i++) {
+			size_t n = b->bytes[i] / ir_dtype_size(b->t[i]);
+			uint64_t seed = next(&tu->seed);
+			if (rt_dev_alloc(tu->c, b->bytes[i], &b->d[i], e) || rt_dev_alloc(tu->c, b->bytes[i], &b->keep[i], e) ||
+			    at_check_fill(tu->chk, b->d[i], b->t[i], n, seed, e) ||
+			    rt_dev_copy(tu->c, b->keep[i], b->d[i], b->bytes[i], e))
+				return e->code;
+		}
+		return SN_OK;
+	}
 	for (unsigned i = 0; i < b->n; i++) {
 		void *h = malloc(b->bytes[i] ? b->bytes[i] : 1);
 		if (!h)
@@ -552,6 +579,19 @@ static int bufs_restore(tuner *tu, bufs *b, sn_err *e)
  * to match). */
 static int bufs_mark(tuner *tu, bufs *b, sn_err *e)
 {
+	if (on_device(tu, b)) {
+		for (unsigned i = 0; i < b->n; i++) {
+			uint64_t bad;
+			size_t n = b->bytes[i] / ir_dtype_size(b->t[i]);
+			if (at_check_diff(tu->chk, b->keep[i], b->d[i], b->t[i], n, -1, false, &bad, e))
+				return e->code;
+			b->written[i] = bad > 0;
+			if (b->written[i] && (rt_dev_alloc(tu->c, b->bytes[i], &b->want[i], e) ||
+					      rt_dev_copy(tu->c, b->want[i], b->d[i], b->bytes[i], e)))
+				return e->code;
+		}
+		return SN_OK;
+	}
 	for (unsigned i = 0; i < b->n; i++) {
 		void *h = malloc(b->bytes[i] ? b->bytes[i] : 1);
 		if (!h || rt_dev_download(tu->c, h, b->d[i], b->bytes[i], e)) {
@@ -571,6 +611,16 @@ static int bufs_mark(tuner *tu, bufs *b, sn_err *e)
 static bool bufs_match(tuner *tu, bufs *b, double rtol, bool scale, sn_err *e)
 {
 	bool ok = true;
+	if (on_device(tu, b)) {
+		for (unsigned i = 0; i < b->n && ok; i++) {
+			uint64_t bad = 0;
+			size_t n = b->bytes[i] / ir_dtype_size(b->t[i]);
+			ok = !b->written[i] || (at_check_diff(tu->chk, b->want[i], b->d[i], b->t[i], n, rtol, scale, &bad, e) ==
+							SN_OK &&
+						bad == 0);
+		}
+		return ok;
+	}
 	for (unsigned i = 0; i < b->n && ok; i++) {
 		if (!b->written[i])
 			continue;
@@ -760,6 +810,7 @@ static void compile(tuner *tu, item *items, size_t n, const bool *all, bool plan
 			nj += items[i].nc;
 	for (uint32_t k = 0; plan && k < p->nkerns; k++)
 		nj += !ours[k] && !p->kerns[k].cubin;
+	nj += plan;
 	rt_job *jobs = calloc(nj ? nj : 1, sizeof *jobs);
 	cand **who = calloc(nj ? nj : 1, sizeof *who);
 	cg_kern **kwho = calloc(nj ? nj : 1, sizeof *kwho);
@@ -785,6 +836,12 @@ static void compile(tuner *tu, item *items, size_t n, const bool *all, bool plan
 			jobs[k].src = p->kerns[q].src;
 			kwho[k++] = &p->kerns[q];
 		}
+	size_t chk = SIZE_MAX; /* the check kernels, with the first batch */
+	if (plan && !tu->chk_cubin) {
+		jobs[k].name = AT_CHECK_JOB;
+		jobs[k].src = at_check_src();
+		chk = k++;
+	}
 	nj = k;
 	sn_err e = {0};
 	rt_compile_stats cs;
@@ -797,7 +854,10 @@ static void compile(tuner *tu, item *items, size_t n, const bool *all, bool plan
 		}
 	}
 	for (size_t j = 0; j < nj; j++) {
-		if (who[j]) {
+		if (j == chk) {
+			tu->chk_cubin = jobs[j].cubin;
+			tu->chk_size = jobs[j].size;
+		} else if (who[j]) {
 			who[j]->cubin = jobs[j].cubin;
 			who[j]->cubin_size = jobs[j].size;
 		} else {
@@ -1076,6 +1136,13 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 		all[i] = it[i].record || i < AT_CHUNK;
 	compile(&tu, it, n, all, true);
 	free(all);
+	if (tu.chk_cubin) {
+		sn_err ce = {0};
+		if (at_check_open(c, tu.chk_cubin, &tu.chk, &ce) != SN_OK && fatal(&ce)) {
+			rc = sn_errf(e, SN_EINTERNAL, "autotuning: %s", ce.msg);
+			goto done;
+		}
+	}
 	for (size_t i0 = 0; i0 < n && !rc; i0 += AT_CHUNK) {
 		size_t m = n - i0 < AT_CHUNK ? n - i0 : AT_CHUNK;
 		bool spent = now() - tu.t0 >= tu.budget;
@@ -1105,6 +1172,8 @@ done:
 	s->seconds = now() - tu.t0;
 	if (!rc)
 		progress(&tu, true);
+	at_check_close(tu.chk);
+	free(tu.chk_cubin);
 	rt_blas_close(tu.blas);
 	rt_timer_close(tu.tm);
 	rt_nvrtc_close(tu.nv);

@@ -7,6 +7,7 @@
  * NVRTC-compiled for sm_80 and sm_90. Skipped (exit 0) without NVRTC. */
 #include "api/model.h"
 #include "autotune/at_tune.h"
+#include "autotune/cuda_check.h"
 #include "runtime/cuda_nvrtc.h"
 
 #include "check.h"
@@ -94,6 +95,13 @@ int main(void)
 		sinter_model_free(m);
 	}
 	CHECK(nv_ > 10 && convs > 0);
+	/* the tuner's own check kernels (autotune/cuda_check.c) */
+	if (nv_ == cap) {
+		cap = cap ? 2 * cap : 64;
+		vs = realloc(vs, cap * sizeof *vs);
+	}
+	snprintf(vs[nv_].name, sizeof vs[nv_].name, "%s", AT_CHECK_JOB);
+	vs[nv_++].src = strdup(at_check_src());
 	printf("%zu kernels took a config of the space (%zu convolutions); %zu distinct variants\n", taken, convs, nv_);
 	rt_job *jobs = calloc(nv_ ? nv_ : 1, sizeof *jobs);
 	for (size_t i = 0; i < nv_; i++) {
