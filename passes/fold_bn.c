@@ -179,8 +179,17 @@ static int fold_values(fold *f, const ir_node *bn, const ir_node *p, const char 
 		double mean = ir_load(v[2]->dtype, v[2]->data, c), var = ir_load(v[3]->dtype, v[3]->data, c);
 		double scale = gamma / sqrt(var + bn->attrs->eps);
 		double b0 = b ? ir_load(b->dtype, b->data, c) : 0.0;
-		for (size_t i = c * per; i < (c + 1) * per; i++)
-			ir_store(wt.dtype, wt.data, i, ir_load(w->dtype, w->data, i) * scale);
+		if (w->dtype == IR_F32 && wt.dtype == IR_F32) {
+			/* the common case without a call per element: the same
+			 * rounding as ir_store's (double to float) */
+			const float *src = w->data;
+			float *dst = wt.data;
+			for (size_t i = c * per; i < (c + 1) * per; i++)
+				dst[i] = (float)((double)src[i] * scale);
+		} else {
+			for (size_t i = c * per; i < (c + 1) * per; i++)
+				ir_store(wt.dtype, wt.data, i, ir_load(w->dtype, w->data, i) * scale);
+		}
 		ir_store(bdt, bt.data, c, (b0 - mean) * scale + beta);
 	}
 	if (ir_ws_put(f->ws, wkey, wt, e) != SN_OK) {

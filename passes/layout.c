@@ -142,11 +142,24 @@ static ir_ref derived_param(lay *l, ir_ref p, const char *suffix, const char *vs
 		size_t i = 0;
 		for (int64_t a = 0; a < d[0]; a++)
 			for (int64_t h = 0; h < d[2]; h++)
-				for (int64_t w = 0; w < d[3]; w++)
-					for (int64_t c = 0; c < d[1]; c++, i++) {
-						size_t src = (size_t)(((a * d[1] + c) * d[2] + h) * d[3] + w);
-						memcpy((char *)o.data + i * es, (const char *)t->data + src * es, es);
+				for (int64_t w = 0; w < d[3]; w++) {
+					/* channel c of (a, h, w) is d[2] * d[3] elements after c - 1 */
+					size_t src = (size_t)(((a * d[1]) * d[2] + h) * d[3] + w), step = (size_t)(d[2] * d[3]);
+					if (es == 4) {
+						const uint32_t *sp = t->data;
+						uint32_t *dp = o.data;
+						for (int64_t c = 0; c < d[1]; c++, i++, src += step)
+							dp[i] = sp[src];
+					} else if (es == 2) {
+						const uint16_t *sp = t->data;
+						uint16_t *dp = o.data;
+						for (int64_t c = 0; c < d[1]; c++, i++, src += step)
+							dp[i] = sp[src];
+					} else {
+						for (int64_t c = 0; c < d[1]; c++, i++, src += step)
+							memcpy((char *)o.data + i * es, (const char *)t->data + src * es, es);
 					}
+				}
 		if (ir_ws_put(l->ws, key, o, e) != SN_OK)
 			return IR_NONE;
 	}
