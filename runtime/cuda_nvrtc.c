@@ -287,6 +287,41 @@ static bool dump_failed(const char *name, const char *src, const char *dump_dir,
 
 #define MAX_OPTS 16
 
+bool rt_nvrtc_strict(void)
+{
+	const char *v = getenv("SINTER_NVRTC_STRICT");
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+/* The decimal number that ends just before p in log (0 when none). */
+static long num_before(const char *log, const char *p)
+{
+	const char *b = p;
+	while (b > log && b[-1] >= '0' && b[-1] <= '9')
+		b--;
+	return b < p ? strtol(b, NULL, 10) : 0;
+}
+
+/* ptxas's report (--ptxas-options=-v) in log: a kernel that spills
+ * registers, or whose wgmma ptxas serialized (warning C7510), is a defect
+ * of its renderer. SN_OK when neither; else SN_EINTERNAL naming what. */
+static int check_report(const char *name, int sm, const char *log, sn_err *e)
+{
+	if (strstr(log, "C7510"))
+		return sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s for sm_%d: ptxas serialized its wgmma (C7510)\n%s", name,
+			       sm, log);
+	/* "... N bytes spill stores, M bytes spill loads" per function */
+	for (const char *p = strstr(log, " bytes spill stores"); p; p = strstr(p + 1, " bytes spill stores")) {
+		const char *q = strstr(p, " bytes spill loads");
+		long st = num_before(log, p), ld = q ? num_before(log, q) : 0;
+		if (st > 0 || ld > 0)
+			return sn_errf(e, SN_EINTERNAL,
+				       "nvrtc: kernel %s for sm_%d spills registers (%ld bytes stored, %ld loaded)\n%s", name, sm,
+				       st, ld, log);
+	}
+	return SN_OK;
+}
+
 static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, void **cubin, size_t *size,
 		       const char *dump_dir, bool dumped, sn_err *e)
 {
@@ -299,10 +334,15 @@ static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, v
 	const char *opts[MAX_OPTS];
 	int nopts = 0;
 	char *save = NULL;
-	for (char *t = strtok_r(flags, " ", &save); t && nopts < MAX_OPTS - 1; t = strtok_r(NULL, " ", &save))
+	for (char *t = strtok_r(flags, " ", &save); t && nopts < MAX_OPTS - 2; t = strtok_r(NULL, " ", &save))
 		opts[nopts++] = t;
 	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
 	opts[nopts++] = arch;
+	/* strict (CI): ptxas reports each kernel's resources, checked below;
+	 * the cubin is the same, so the kernel cache's key does not change */
+	bool strict = rt_nvrtc_strict();
+	if (strict)
+		opts[nopts++] = "--ptxas-options=-v";
 
 	nvrtcProgram prog = NULL;
 	nvrtcResult r = n->CreateProgram(&prog, src, name, 0, NULL, NULL);
@@ -312,7 +352,7 @@ static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, v
 	r = n->CompileProgram(prog, nopts, opts);
 	char *log = NULL;
 	size_t log_size = 0;
-	if (r != NVRTC_SUCCESS && n->GetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0 &&
+	if ((r != NVRTC_SUCCESS || strict) && n->GetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0 &&
 	    (log = malloc(log_size + 1))) {
 		if (n->GetProgramLog(prog, log) != NVRTC_SUCCESS)
 			log[0] = 0;
@@ -330,6 +370,8 @@ static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, v
 			n->GetErrorString(r), log ? log : "");
 		goto done;
 	}
+	if (strict && log && check_report(name, sm, log, e) != SN_OK)
+		goto done;
 	size_t sz = 0;
 	r = n->GetCUBINSize(prog, &sz);
 	if (r != NVRTC_SUCCESS || sz == 0) {

@@ -37,6 +37,12 @@ const char *rt_nvrtc_path(const rt_nvrtc *n);
 int rt_nvrtc_compile(rt_nvrtc *n, const char *name, const char *src, int sm, void **cubin, size_t *size,
 		     const char *dump_dir, sn_err *e);
 
+/* Whether SINTER_NVRTC_STRICT is set (not "0"): every compile also asks
+ * ptxas for its resource report and fails (SN_EINTERNAL, naming the
+ * kernel) when the kernel spills registers or ptxas serialized its wgmma
+ * (C7510). CI's compile tests run so; users' compiles do not pay for it. */
+bool rt_nvrtc_strict(void);
+
 typedef struct rt_job {
 	const char *name; /* in: the kernel's name (see rt_nvrtc_compile) */
 	const char *src;  /* in: its CUDA C source */

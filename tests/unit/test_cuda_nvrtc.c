@@ -277,6 +277,45 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 	return remove(p);
 }
 
+/* Strict mode (SINTER_NVRTC_STRICT): a kernel that spills registers is
+ * refused naming it; the same kernel compiles without strict mode, and a
+ * kernel that does not spill compiles in both. */
+static void test_strict(rt_nvrtc *n)
+{
+	/* 64 accumulators live across a loop, at most 32 registers a thread */
+	static const char spill[] =
+		"extern \"C\" __global__ void __launch_bounds__(1024, 2) sp(float *o, const float *x, int n)\n"
+		"{\n"
+		"\tfloat a[64];\n"
+		"#pragma unroll\n"
+		"\tfor (int j = 0; j < 64; j++) a[j] = x[j * 1024 + threadIdx.x];\n"
+		"\tfor (int i = 0; i < n; i++) {\n"
+		"#pragma unroll\n"
+		"\t\tfor (int j = 0; j < 64; j++) a[j] = a[j] * a[(j + 1) & 63] + x[i * 64 + j];\n"
+		"\t}\n"
+		"#pragma unroll\n"
+		"\tfor (int j = 0; j < 64; j++) o[j * 1024 + threadIdx.x] = a[j];\n"
+		"}\n";
+	static const char lean[] = "extern \"C\" __global__ void ln(float *o) { o[threadIdx.x] = 2.0f * threadIdx.x; }\n";
+	void *cubin = NULL;
+	size_t size = 0;
+	sn_err e = {0};
+	setenv("SINTER_NVRTC_STRICT", "1", 1);
+	CHECK(rt_nvrtc_strict());
+	CHECK(rt_nvrtc_compile(n, "sp", spill, 80, &cubin, &size, NULL, &e) == SN_EINTERNAL && !cubin);
+	CHECK(strstr(e.msg, "kernel sp for sm_80 spills registers") != NULL);
+	e = (sn_err){0};
+	CHECK(rt_nvrtc_compile(n, "ln", lean, 80, &cubin, &size, NULL, &e) == SN_OK && cubin);
+	free(cubin);
+	cubin = NULL;
+	setenv("SINTER_NVRTC_STRICT", "0", 1);
+	CHECK(!rt_nvrtc_strict());
+	e = (sn_err){0};
+	CHECK(rt_nvrtc_compile(n, "sp", spill, 80, &cubin, &size, NULL, &e) == SN_OK && cubin);
+	free(cubin);
+	unsetenv("SINTER_NVRTC_STRICT");
+}
+
 int main(void)
 {
 	rt_nvrtc *n = NULL;
@@ -297,6 +336,7 @@ int main(void)
 	}
 	test_single(n, tmp);
 	test_batch(n, tmp);
+	test_strict(n);
 	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	rt_nvrtc_close(n);
 	return check_done("cuda_nvrtc");
