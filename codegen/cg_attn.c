@@ -234,7 +234,7 @@ static int render_simt(const ir_graph *g, ir_ref r, const cg_attn_spec *sp, cons
 			"static __device__ __forceinline__ float warp_sum(float a)\n{\n"
 			"\tfor (int s = 16; s > 0; s >>= 1)\n"
 			"\t\ta += __shfl_xor_sync(0xffffffffu, a, s);\n\treturn a;\n}\n\n");
-	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
 			  "%s(const %s *__restrict__ qp, const %s *__restrict__ kp, const %s *__restrict__ vp, ",
 		      rows * 32, CG_NAME, ct, ct, ct);
 	if (sp->has_mask)
