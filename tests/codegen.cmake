@@ -33,3 +33,15 @@ if(CUDAToolkit_FOUND)
   add_test(NAME codegen.nvrtc.fuse_random.sm_80 COMMAND gpu_test_cuda_fuse 50 101 80)
   set_tests_properties(codegen.nvrtc.fuse_random.sm_90 codegen.nvrtc.fuse_random.sm_80 PROPERTIES TIMEOUT 600)
 endif()
+# Strict NVRTC (runtime/cuda_nvrtc.h): in these compile tests, ptxas's
+# resource report is checked for every kernel: a kernel family that spills
+# registers, or whose wgmma is serialized (C7510), fails CI. The search
+# space's every config (unit.cuda_tune_space) is held to the same.
+if(CUDAToolkit_FOUND)
+  get_property(_tests DIRECTORY PROPERTY TESTS)
+  foreach(t ${_tests})
+    if(t MATCHES "^codegen\\.nvrtc\\." OR t STREQUAL "unit.cuda_tune_space")
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT SINTER_NVRTC_STRICT=1)
+    endif()
+  endforeach()
+endif()
