@@ -303,13 +303,15 @@ static long num_before(const char *log, const char *p)
 }
 
 /* ptxas's report (--ptxas-options=-v) in log: a kernel that spills
- * registers, or whose wgmma ptxas serialized (warning C7510), is a defect
+ * registers, or whose wgmma ptxas serialized (warnings C7510 and the like), is a defect
  * of its renderer. SN_OK when neither; else SN_EINTERNAL naming what. */
 static int check_report(const char *name, int sm, const char *log, sn_err *e)
 {
-	if (strstr(log, "C7510"))
-		return sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s for sm_%d: ptxas serialized its wgmma (C7510)\n%s", name,
-			       sm, log);
+	/* C7510 and its siblings (C7511-C7513, C7520 name other causes) all
+	 * say this */
+	if (strstr(log, "C7510") || strstr(log, "wgmma.mma_async instructions are serialized"))
+		return sn_errf(e, SN_EINTERNAL, "nvrtc: kernel %s for sm_%d: ptxas serialized its wgmma\n%s", name, sm,
+			       log);
 	/* "... N bytes spill stores, M bytes spill loads" per function */
 	for (const char *p = strstr(log, " bytes spill stores"); p; p = strstr(p + 1, " bytes spill stores")) {
 		const char *q = strstr(p, " bytes spill loads");
