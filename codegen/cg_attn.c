@@ -323,14 +323,14 @@ int cg_render_attention(const ir_graph *g, ir_ref r, const cg_target *tg, const 
 	if (cg_attn_spec_of(g, r, st, &sp, e))
 		return e->code;
 	int variant = want ? want->variant : 0;
-	if (variant < 0 || variant > 3)
-		return sn_errf(e, SN_EUSAGE, "attention: variant=%d is not 0 (default), 1 (flash), 2 (simt) or 3 "
-			       "(flash wgmma)", (int)variant);
+	if (variant < 0 || variant > 4)
+		return sn_errf(e, SN_EUSAGE, "attention: variant=%d is not 0 (default), 1 (flash), 2 (simt), 3 "
+			       "(flash wgmma) or 4 (flash wgmma with a producer warpgroup)", (int)variant);
 	char why[160];
-	if (variant == 3 || variant == 0) {
+	if (variant >= 3 || variant == 0) {
 		bool wg = cg_flash_wg_fits(&sp, tg, why, sizeof why);
-		if (variant == 3 && !wg)
-			return sn_errf(e, SN_EUSAGE, "attention: variant=3 (flash wgmma) does not fit: %s", why);
+		if (variant >= 3 && !wg)
+			return sn_errf(e, SN_EUSAGE, "attention: variant=%d (flash wgmma) does not fit: %s", variant, why);
 		if (wg)
 			return cg_render_flash_wg(g, r, tg, &sp, want, st, e);
 	}

@@ -78,7 +78,13 @@ static const char body[] =
 	"#define DK (D / 16)   /* k-steps of Q K^T */\n"
 	"#define KT (TN / 16)  /* k-steps of P V */\n"
 	"#define CH (D / 8)    /* 16-byte chunks per row */\n"
+	"#if WS /* a producer warp after the consumers */\n"
+	"#define THREADS (NWG * 128 + 32)\n"
+	"#define LOADERS 32\n"
+	"#else\n"
 	"#define THREADS (NWG * 128)\n"
+	"#define LOADERS THREADS\n"
+	"#endif\n"
 	"#define NEG_INF (-__int_as_float(0x7f800000))\n"
 	"#if MASK && !MASK_BOOL\n"
 	"#define PRE SCALE_LOG2\n"
@@ -100,22 +106,47 @@ static const char body[] =
 	"/* rows [row0, row0 + ROWS) into a swizzled tile of ROWS-row column blocks;\n"
 	" * rows at or past nvalid are zero-filled (src-size 0) */\n"
 	"template <int ROWS>\n"
-	"static __device__ __forceinline__ void load_tile(unsigned dst, const unsigned short *g, long base, long rs, long row0, long nvalid)\n{\n"
+	"static __device__ __forceinline__ void load_tile(int lt, unsigned dst, const unsigned short *g, long base, long rs, long row0, long nvalid)\n{\n"
 	"#pragma unroll\n"
-	"\tfor (int it = 0; it < (ROWS * CH + THREADS - 1) / THREADS; it++) {\n"
-	"\t\tint x = threadIdx.x + it * THREADS, r = x / CH, c = x % CH;\n"
-	"\t\tif ((ROWS * CH) % THREADS && x >= ROWS * CH)\n"
+	"\tfor (int it = 0; it < (ROWS * CH + LOADERS - 1) / LOADERS; it++) {\n"
+	"\t\tint x = lt + it * LOADERS, r = x / CH, c = x % CH;\n"
+	"\t\tif ((ROWS * CH) % LOADERS && x >= ROWS * CH)\n"
 	"\t\t\tbreak;\n"
 	"\t\tbool ok = row0 + r < nvalid;\n"
 	"\t\tconst unsigned short *src = g + (ok ? base + (row0 + r) * rs + c * 8 : 0);\n"
 	"\t\tunsigned d = dst + (c >> 3) * (ROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);\n"
 	"\t\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n"
 	"\t}\n}\n\n"
+	"#if WS\n"
+	"/* the producer warp's copy of a tile: the same placement, a rolled loop\n"
+	" * (unrolled, its many invariant addresses would pin registers in every\n"
+	" * thread of the block) */\n"
+	"template <int ROWS>\n"
+	"static __device__ __forceinline__ void load_rows(int lt, unsigned dst, const unsigned short *g, long base, long rs, long row0, long nvalid)\n{\n"
+	"#pragma unroll 2\n"
+	"\tfor (int x = lt; x < ROWS * CH; x += LOADERS) {\n"
+	"\t\tint r = x / CH, c = x % CH;\n"
+	"\t\tbool ok = row0 + r < nvalid;\n"
+	"\t\tconst unsigned short *src = g + (ok ? base + (row0 + r) * rs + c * 8 : 0);\n"
+	"\t\tunsigned d = dst + (c >> 3) * (ROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);\n"
+	"\t\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n"
+	"\t}\n}\n"
+	"#endif\n\n"
+	"#if !WS\n"
 	"static __device__ __forceinline__ void commit(void)\n{\n"
 	"\tasm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n}\n\n"
 	"template <int N>\n"
 	"static __device__ __forceinline__ void wait_groups(void)\n{\n"
-	"\tasm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\");\n}\n\n"
+	"\tasm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\");\n}\n"
+	"#endif\n\n"
+	"static __device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity)\n{\n"
+	"\tunsigned ok;\n"
+	"\tdo\n"
+	"\t\tasm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\"\n"
+	"\t\t\t     : \"=r\"(ok) : \"r\"(a), \"r\"(parity) : \"memory\");\n"
+	"\twhile (!ok);\n}\n\n"
+	"static __device__ __forceinline__ void mbar_arrive(unsigned a)\n{\n"
+	"\tasm volatile(\"{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }\" :: \"r\"(a) : \"memory\");\n}\n\n"
 	"static __device__ __forceinline__ void wg_fence(void)\n{\n"
 	"\tasm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n}\n\n"
 	"static __device__ __forceinline__ void wg_commit(void)\n{\n"
@@ -154,7 +185,8 @@ static const char body[] =
 	"\t    unsigned short *__restrict__ out)\n{\n"
 	"\textern __shared__ __align__(1024) unsigned char smem[];\n"
 	"\tconst unsigned sq = (smem_u32(smem) + 1023u) & ~1023u, sk = sq + TM * D * 2, sv = sk + STAGES * TN * D * 2;\n"
-	"\tconst int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;\n"
+	"\tconst int tid = threadIdx.x, lane = tid & 31;\n"
+	"\tconst int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); /* provably warp-uniform for ptxas */\n"
 	"\tconst long z = blockIdx.x % NB, i0 = (TILES - 1 - (long)blockIdx.x / NB) * TM;\n"
 	"\tconst offs o = batch_offs(z);\n"
 	"#if CAUSAL\n"
@@ -163,15 +195,42 @@ static const char body[] =
 	"\tconst long send = S;\n"
 	"#endif\n"
 	"\tconst int ntile = (int)((send + TN - 1) / TN);\n"
-	"\tload_tile<TM>(sq, qp, o.q, Q_RS, i0, L);\n"
+	"#if WS\n"
+	"\t/* slot s: full[s] at bars + 8 s (completes when the producers' copies of\n"
+	"\t * its tile have landed), empty[s] at bars + 8 (STAGES + s) (when every\n"
+	"\t * consumer thread is done with it) */\n"
+	"\tconst unsigned bars = sv + STAGES * TN * D * 2;\n"
+	"\tif (tid == 0)\n"
+	"\t\tfor (int s = 0; s < STAGES; s++) {\n"
+	"\t\t\tasm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(bars + 8 * s), \"r\"(LOADERS) : \"memory\");\n"
+	"\t\t\tasm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(bars + 8 * (STAGES + s)), \"r\"(NWG * 128) : \"memory\");\n"
+	"\t\t}\n"
+	"\t__syncthreads();\n"
+	"\tif (wg == NWG) { /* the producer: Q, then K/V tiles as slots free up */\n"
+	"\t\tconst int lt = tid - NWG * 128;\n"
+	"\t\tload_rows<TM>(lt, sq, qp, o.q, Q_RS, i0, L);\n"
+	"\t\tfor (int t = 0; t < ntile; t++) {\n"
+	"\t\t\tconst int s = t % STAGES;\n"
+	"\t\t\tif (t >= STAGES)\n"
+	"\t\t\t\tmbar_wait(bars + 8 * (STAGES + s), (t / STAGES - 1) & 1);\n"
+	"\t\t\tload_rows<TN>(lt, sk + s * TN * D * 2, kp, o.k, K_RS, (long)t * TN, S);\n"
+	"\t\t\tload_rows<TN>(lt, sv + s * TN * D * 2, vp, o.v, V_RS, (long)t * TN, S);\n"
+	"\t\t\tasm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\" :: \"r\"(bars + 8 * s) : \"memory\");\n"
+	"\t\t}\n"
+	"\t\tasm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n"
+	"\t} else {\n"
+	"#else\n"
+	"\tload_tile<TM>(tid, sq, qp, o.q, Q_RS, i0, L);\n"
 	"#pragma unroll\n"
 	"\tfor (int s = 0; s < STAGES - 2; s++) {\n"
 	"\t\tif (s < ntile) {\n"
-	"\t\t\tload_tile<TN>(sk + s * TN * D * 2, kp, o.k, K_RS, (long)s * TN, S);\n"
-	"\t\t\tload_tile<TN>(sv + s * TN * D * 2, vp, o.v, V_RS, (long)s * TN, S);\n"
+	"\t\t\tload_tile<TN>(tid, sk + s * TN * D * 2, kp, o.k, K_RS, (long)s * TN, S);\n"
+	"\t\t\tload_tile<TN>(tid, sv + s * TN * D * 2, vp, o.v, V_RS, (long)s * TN, S);\n"
 	"\t\t}\n"
 	"\t\tcommit();\n"
 	"\t}\n"
+	"\t{\n"
+	"#endif\n"
 	"\tconst int wr = wg * 64 + ((tid >> 5) & 3) * 16; /* the warp's first row in the tile */\n"
 	"\tconst unsigned qa = sq + wg * 64 * 128;\n"
 	"\tfloat oacc[D / 2], sacc[TN / 2], mrow[2], lrow[2];\n"
@@ -191,15 +250,20 @@ static const char body[] =
 	"\t\t/* tile t has landed (this thread's copies), fenced into the async proxy;\n"
 	"\t\t * after the barrier every thread's have, and every warpgroup is done\n"
 	"\t\t * with tile t - 2, whose slot the next copy takes */\n"
+	"#if WS\n"
+	"\t\tmbar_wait(bars + 8 * (t % STAGES), (t / STAGES) & 1);\n"
+	"\t\tasm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+	"#else\n"
 	"\t\twait_groups<STAGES - 3>();\n"
 	"\t\tasm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
 	"\t\t__syncthreads();\n"
 	"\t\tconst int tl = t + STAGES - 2;\n"
 	"\t\tif (tl < ntile) {\n"
-	"\t\t\tload_tile<TN>(sk + (tl % STAGES) * TN * D * 2, kp, o.k, K_RS, (long)tl * TN, S);\n"
-	"\t\t\tload_tile<TN>(sv + (tl % STAGES) * TN * D * 2, vp, o.v, V_RS, (long)tl * TN, S);\n"
+	"\t\t\tload_tile<TN>(tid, sk + (tl % STAGES) * TN * D * 2, kp, o.k, K_RS, (long)tl * TN, S);\n"
+	"\t\t\tload_tile<TN>(tid, sv + (tl % STAGES) * TN * D * 2, vp, o.v, V_RS, (long)tl * TN, S);\n"
 	"\t\t}\n"
 	"\t\tcommit();\n"
+	"#endif\n"
 	"\t\tconst unsigned kb = sk + (t % STAGES) * TN * D * 2;\n"
 	"\t\t/* S = Q K^T */\n"
 	"\t\twg_fence();\n"
@@ -285,6 +349,10 @@ static const char body[] =
 	"\t\t}\n"
 	"\t\t/* P V of tile t - 1 done: O and P may change */\n"
 	"\t\twg_wait<0>();\n"
+	"#if WS\n"
+	"\t\tif (t > 0) /* tile t - 1's slot is free for the producer */\n"
+	"\t\t\tmbar_arrive(bars + 8 * (STAGES + (t - 1) % STAGES));\n"
+	"#endif\n"
 	"\t\thold(oacc);\n"
 	"\t\thold_u(pa);\n"
 	"#pragma unroll\n"
@@ -313,7 +381,9 @@ static const char body[] =
 	"\t\twg_wait<0>();\n"
 	"\t\thold(oacc);\n"
 	"\t}\n"
+	"#if !WS\n"
 	"\twait_groups<0>();\n"
+	"#endif\n"
 	"#pragma unroll\n"
 	"\tfor (int h = 0; h < 2; h++) {\n"
 	"\t\tfloat l = lrow[h];\n"
@@ -336,30 +406,32 @@ static const char body[] =
 	"#endif\n"
 	"\t\t}\n"
 	"\t}\n"
+	"\t}\n"
 	"}\n";
 
 typedef struct wg_cfg {
 	int warps, tn, stages;
 } wg_cfg;
 
-static unsigned wg_smem(const wg_cfg *c, int64_t d)
+static unsigned wg_smem(const wg_cfg *c, int64_t d, bool ws)
 {
-	return (unsigned)((c->warps * 16 + 2 * c->stages * c->tn) * d * 2 + 1024);
+	return (unsigned)((c->warps * 16 + 2 * c->stages * c->tn) * d * 2 + 1024 + (ws ? 16 * c->stages : 0));
 }
 
 /* Measured on the H100 (PERF.md, 2026-11-23, gpu_test_cuda_attention
  * --sweep): head dim 64 (GPT-2, 512 tokens) runs best with one warpgroup
  * and 64 keys per step (128 where the 64-row blocks do not fill the 132
  * SMs); head dim 128 with two warpgroups and 128 keys when causal, three
- * warpgroups and 96 keys when not (458 against 410 TFLOP/s), one
- * warpgroup where bigger blocks would leave most SMs idle. */
+ * warpgroups and 96 keys when not (458 against 410 TFLOP/s; at 384
+ * threads the 168-register cap spills 8 bytes), one warpgroup of 64 keys
+ * where bigger blocks would leave most SMs idle. */
 static wg_cfg default_wg(const cg_attn_spec *sp)
 {
 	int64_t blocks64 = (sp->L + 63) / 64 * sp->nb;
 	if (sp->E == 64)
 		return (wg_cfg){4, blocks64 < 132 ? 128 : 64, 4};
 	if ((sp->L + 127) / 128 * sp->nb < 132)
-		return (wg_cfg){4, 128, 3};
+		return (wg_cfg){4, 64, 4}; /* 128 keys would need 255 registers with a causal mask, and spill */
 	if (!sp->causal && !sp->has_mask && (sp->L + 191) / 192 * sp->nb >= 132)
 		return (wg_cfg){12, 96, 3};
 	return (wg_cfg){8, 128, 3};
@@ -369,6 +441,12 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 		       const cg_config *want, cg_step *st, sn_err *e)
 {
 	wg_cfg c = default_wg(sp);
+	bool ws = want && want->variant == 4;
+	int producer = ws ? 32 : 0; /* threads */
+	if (ws && sp->E == 128) { /* 288 threads leave 224 registers: at most 96 keys, two warpgroups */
+		c.tn = c.tn > 96 ? 96 : c.tn;
+		c.warps = c.warps > 8 ? 8 : c.warps;
+	}
 	if (want) {
 		if (want->tile_k || want->vec || want->rows || want->split_k)
 			return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): only tile_m, tile_n, warps, stages and "
@@ -387,9 +465,9 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 		if (want->tile_m && want->tile_m != c.warps * 16)
 			return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): tile_m=%d must be 64 rows per "
 				       "warpgroup, %d with warps=%d", (int)want->tile_m, c.warps * 16, c.warps);
-		if (want->block && want->block != c.warps * 32)
-			return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): block=%d must be warps * 32 = %d",
-				       (int)want->block, c.warps * 32);
+		if (want->block && want->block != c.warps * 32 + producer)
+			return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): block=%d must be warps * 32%s = %d",
+				       (int)want->block, ws ? " + 32 (the producer)" : "", c.warps * 32 + producer);
 	}
 	int64_t D = sp->E;
 	if (c.tn < 16 || c.tn > 256 || c.tn % 16)
@@ -400,10 +478,10 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 	if (regs > 192)
 		return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): tile_n=%d with head dim %lld needs %d "
 			       "accumulator registers per thread (at most 192)", c.tn, (long long)D, regs);
-	if (c.stages < 3 || c.stages > 6)
-		return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): stages=%d is not in [3, 6] (a slot for "
-			       "S, one for the lagging P V, one or more in flight)", c.stages);
-	unsigned smem = wg_smem(&c, D);
+	if (c.stages < (ws ? 2 : 3) || c.stages > 6)
+		return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): stages=%d is not in [%d, 6] (a slot for "
+			       "S, one for the lagging P V%s)", c.stages, ws ? 2 : 3, ws ? "" : ", one or more in flight");
+	unsigned smem = wg_smem(&c, D, ws);
 	if (smem > 227 * 1024)
 		return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): warps=%d, tile_n=%d and stages=%d need %u "
 			       "bytes of shared memory, more than sm_90's %u", c.warps, c.tn, c.stages, smem,
@@ -420,8 +498,9 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 		pair = pair && o->st[i] % 2 == 0;
 
 	char cfg[240], scl[48];
-	snprintf(cfg, sizeof cfg, "flash (wgmma m64, 128-byte swizzle, cp.async ring, P from registers): %lld "
-		 "batches, L=%lld S=%lld D=%lld; warps=%d (tile_m=%d) tile_n=%d stages=%d%s", (long long)sp->nb,
+	snprintf(cfg, sizeof cfg, "flash (wgmma m64, 128-byte swizzle, cp.async ring%s, P from registers): %lld "
+		 "batches, L=%lld S=%lld D=%lld; warps=%d (tile_m=%d) tile_n=%d stages=%d%s",
+		 ws ? " filled by a producer warp" : "", (long long)sp->nb,
 		 (long long)sp->L, (long long)sp->S, (long long)D, c.warps, tm, c.tn, c.stages,
 		 sp->laid ? "; strided operands" : "");
 	cg_attn_float(scl, sp->scale * 1.4426950408889634);
@@ -435,11 +514,12 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 	}
 	sn_buf_printf(&b, "#define KERNEL_NAME %s\n#define MMA_T \"%s\"\n"
 			  "#define L %lldL\n#define S %lldL\n#define D %lld\n#define NB %lldL\n#define TILES %lldL\n"
-			  "#define TM %d\n#define TN %d\n#define NWG %d\n#define STAGES %d\n"
+			  "#define TM %d\n#define TN %d\n#define NWG %d\n#define STAGES %d\n#define WS %d\n"
+
 			  "#define CAUSAL %d\n#define MASK %d\n#define MASK_BOOL %d\n"
 			  "#define MASK_T %s\n#define O_PAIR %d\n#define SCALE_LOG2 %s\n",
 		      CG_NAME, ty, (long long)sp->L, (long long)sp->S, (long long)D, (long long)sp->nb,
-		      (long long)tiles, tm, c.tn, c.warps / 4, c.stages, sp->causal, sp->has_mask,
+		      (long long)tiles, tm, c.tn, c.warps / 4, c.stages, ws, sp->causal, sp->has_mask,
 		      sp->has_mask && sp->mt == IR_BOOL, sp->has_mask ? cg_ctype(sp->mt) : "void", pair, scl);
 	sn_buf_printf(&b, "#define Q_RS %lldL\n#define K_RS %lldL\n#define V_RS %lldL\n#define O_RS %lldL\n"
 			  "#define O_CS %lldL\n#define M_RS %lldL\n#define M_CS %lldL\n\n",
@@ -455,11 +535,11 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 	cg_kernel *kk = &st->k;
 	kk->grid[0] = (unsigned)blocks;
 	kk->grid[1] = kk->grid[2] = 1;
-	kk->block[0] = (unsigned)c.warps * 32;
+	kk->block[0] = (unsigned)(c.warps * 32 + producer);
 	kk->block[1] = kk->block[2] = 1;
 	kk->smem = smem;
-	kk->cfg = (cg_config){.variant = 3, .block = c.warps * 32, .tile_m = tm, .tile_n = c.tn, .warps = c.warps,
-			      .stages = c.stages};
+	kk->cfg = (cg_config){.variant = ws ? 4 : 3, .block = c.warps * 32 + producer, .tile_m = tm, .tile_n = c.tn,
+			      .warps = c.warps, .stages = c.stages};
 	cg_attn_bufs(kk, sp);
 	return cg_finish(kk, "flash_attention_wg", &b, e);
 }

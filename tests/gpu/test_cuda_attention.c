@@ -31,7 +31,7 @@ static int part_k, part_n = 1, nchecks; /* --part K N: only checks K, K + N, ...
 static bool pick_variant(void *ctx, const uint8_t spec[16], const cg_config *def, cg_config *want)
 {
 	(void)ctx, (void)spec;
-	if (def->variant == forced_variant)
+	if (def->variant == forced_variant || def->variant == 2) /* the SIMT kernel: head dims no flash kernel takes */
 		return false;
 	*want = (cg_config){.variant = forced_variant};
 	return true;
@@ -42,7 +42,7 @@ static int check_variant(const ir_graph *g, struct cg_plan *pl, sn_err *e)
 {
 	(void)g;
 	for (uint32_t i = 0; i < pl->nkerns; i++)
-		if (pl->kerns[i].cfg.variant != forced_variant)
+		if (pl->kerns[i].cfg.variant != forced_variant && pl->kerns[i].cfg.variant != 2)
 			return sn_errf(e, SN_EINTERNAL, "kernel %s has variant %d, not the forced %d", pl->kerns[i].name,
 				       (int)pl->kerns[i].cfg.variant, forced_variant);
 	return SN_OK;
@@ -242,12 +242,16 @@ static void configs(void)
 		{.variant = 3, .warps = 8, .tile_n = 176, .stages = 3},
 		{.variant = 3, .warps = 8, .tile_n = 16, .stages = 6},
 		{.variant = 3, .warps = 4, .tile_n = 96, .stages = 3},
+		{.variant = 4, .warps = 4, .tile_n = 128, .stages = 2},
+		{.variant = 4, .warps = 8, .tile_n = 64, .stages = 4},
+		{.variant = 4, .warps = 8, .tile_n = 96, .stages = 3},
+		{.variant = 4, .warps = 12, .tile_n = 32, .stages = 5},
 	};
-	static const int64_t dims[] = {128, 64, 128, 128, 64, 128, 128, 64, 64, 128, 128};
+	static const int64_t dims[] = {128, 64, 128, 128, 64, 128, 128, 64, 64, 128, 128, 128, 64, 128, 64};
 	for (size_t c = 0; c < SN_COUNT(cfgs); c++)
 		for (int m = 0; m < M_KINDS; m++) {
 			int64_t D = dims[c];
-			if (cfgs[c].variant == 3 && gpu_device_sm() != 90)
+			if (cfgs[c].variant >= 3 && gpu_device_sm() != 90)
 				continue;
 			ir_graph *g = ir_graph_new();
 			ir_add_output(g, add_attention(g, IR_BF16, 2, 3, 3, 300, 300, D, m));
@@ -269,8 +273,8 @@ static void strided(void)
 	const int64_t B = 2, L = 200, H = 4;
 	for (size_t a = 0; a < SN_COUNT(dts); a++)
 		for (int D = 64; D <= 128; D += 64)
-			for (int variant = 1; variant <= 3; variant++) {
-				if (variant == 3 && gpu_device_sm() != 90)
+			for (int variant = 1; variant <= 4; variant++) {
+				if (variant >= 3 && gpu_device_sm() != 90)
 					continue;
 				char src[2048];
 				const char *tn = ir_dtype_name(dts[a]);
@@ -310,7 +314,7 @@ static void strided(void)
 							 .strides = {L * hd, D, hd, 1}};
 				char what[120];
 				snprintf(what, sizeof what, "strided qkv %s D=%d causal (%s)", tn, D,
-					 variant == 1 ? "flash" : variant == 2 ? "simt" : "flash wgmma");
+					 variant == 1 ? "flash" : variant == 2 ? "simt" : variant == 3 ? "flash wgmma" : "flash wgmma ws");
 				run_patched(g, dts[a], &pc, what);
 			}
 }
@@ -332,19 +336,19 @@ static void sweep(void)
 		{"4096/128 bs4 nc", 4, 16, 4096, 128, false},
 	};
 	/* variant, tile_m, tile_n, warps, stages (all 0: the default) */
-	static const int cfg64[][5] = {{0, 0, 0, 0, 0},      {1, 64, 64, 4, 3},    {1, 128, 64, 8, 2},
-				       {3, 64, 128, 4, 4},   {3, 128, 128, 8, 4},  {3, 128, 64, 8, 4},
-				       {3, 192, 64, 12, 4},  {3, 64, 64, 4, 4},    {3, 192, 128, 12, 3},
-				       {3, 128, 176, 8, 3},  {3, 64, 176, 4, 3},   {3, 128, 192, 8, 3}};
-	static const int cfg128[][5] = {{0, 0, 0, 0, 0},      {1, 128, 128, 8, 2},  {1, 128, 64, 8, 2},
-					{3, 128, 128, 8, 3},  {3, 128, 64, 8, 5},   {3, 128, 96, 8, 4},
-					{3, 192, 64, 12, 3},  {3, 64, 128, 4, 3},   {3, 192, 96, 12, 3},
-					{3, 128, 64, 8, 6},   {3, 64, 64, 4, 5},    {3, 128, 112, 8, 3}};
+	static const int cfg64[][5] = {{0, 0, 0, 0, 0},     {1, 64, 64, 4, 3},    {3, 64, 64, 4, 4},
+				       {3, 64, 128, 4, 4},  {3, 128, 64, 8, 4},   {4, 64, 64, 4, 4},
+				       {4, 64, 128, 4, 3},  {4, 128, 64, 8, 4},   {4, 128, 128, 8, 3},
+				       {4, 64, 64, 4, 2},   {4, 128, 96, 8, 4},   {3, 192, 64, 12, 4}};
+	static const int cfg128[][5] = {{0, 0, 0, 0, 0},     {1, 128, 128, 8, 2},  {3, 128, 128, 8, 3},
+					{3, 128, 64, 8, 5},  {3, 192, 96, 12, 3},  {4, 128, 64, 8, 4},
+					{4, 128, 96, 8, 3},  {4, 128, 64, 8, 6},   {4, 128, 96, 8, 4},
+					{4, 64, 128, 4, 3},  {4, 128, 80, 8, 4},   {4, 128, 48, 8, 6}};
 	uint64_t seed = 12345;
 	for (size_t i = 0; i < SN_COUNT(shapes); i++)
 		for (int c = 0; c < (int)SN_COUNT(cfg64); c++) {
 			const int *cf = shapes[i].d == 64 ? cfg64[c] : cfg128[c];
-			if (cf[0] == 3 && gpu_device_sm() != 90)
+			if (cf[0] >= 3 && gpu_device_sm() != 90)
 				continue;
 			ir_graph *g = ir_graph_new();
 			ir_ref r = add_attention(g, IR_BF16, shapes[i].b, shapes[i].h, shapes[i].h, shapes[i].s, shapes[i].s,
