@@ -25,8 +25,16 @@
  * start with the longest (the last rows). A fully masked row gives NaN,
  * as PyTorch.
  *
- * Configs (cg_config, variant 3): warps (4, 8 or 12: NWG = warps / 4;
- * tile_m = 16 * warps), tile_n (a multiple of 16), stages (3..6).
+ * Variant 4 is the same kernel with a producer warp after the consumer
+ * warpgroups: it alone copies Q and the K/V tiles (cp.async, completion
+ * signalled on a per-slot "full" mbarrier), and waits on a per-slot "empty"
+ * mbarrier that the consumers arrive on once their P V of the slot is
+ * done, so consumers never meet at a block barrier (measured slower on the
+ * H100: one warp's copies do not keep up; PERF.md).
+ *
+ * Configs (cg_config, variant 3 or 4): warps (consumer warps, 4, 8 or 12:
+ * NWG = warps / 4; tile_m = 16 * warps), tile_n (a multiple of 16), stages
+ * (3..6; 2..6 for variant 4).
  * Operands as for the mma.sync kernel (cg_flash.c): rows contiguous and
  * 16-byte aligned. */
 #include "codegen/cg_attn.h"
