@@ -25,12 +25,13 @@
  * start with the longest (the last rows). A fully masked row gives NaN,
  * as PyTorch.
  *
- * Variant 4 is the same kernel with a producer warp after the consumer
- * warpgroups: it alone copies Q and the K/V tiles (cp.async, completion
+ * Variant 4 is the same kernel with a producer warpgroup after the
+ * consumer warpgroups: it alone copies Q and the K/V tiles (cp.async, completion
  * signalled on a per-slot "full" mbarrier), and waits on a per-slot "empty"
  * mbarrier that the consumers arrive on once their P V of the slot is
- * done, so consumers never meet at a block barrier (measured slower on the
- * H100: one warp's copies do not keep up; PERF.md).
+ * done, so consumers never meet at a block barrier (PERF.md). Its 128
+ * threads cap registers at 168 (384 threads) or 128 (512): at head dim 128
+ * it takes at most 96 keys and two consumer warpgroups.
  *
  * Configs (cg_config, variant 3 or 4): warps (consumer warps, 4, 8 or 12:
  * NWG = warps / 4; tile_m = 16 * warps), tile_n (a multiple of 16), stages
@@ -86,9 +87,9 @@ static const char body[] =
 	"#define DK (D / 16)   /* k-steps of Q K^T */\n"
 	"#define KT (TN / 16)  /* k-steps of P V */\n"
 	"#define CH (D / 8)    /* 16-byte chunks per row */\n"
-	"#if WS /* a producer warp after the consumers */\n"
-	"#define THREADS (NWG * 128 + 32)\n"
-	"#define LOADERS 32\n"
+	"#if WS /* a producer warpgroup after the consumers */\n"
+	"#define THREADS (NWG * 128 + 128)\n"
+	"#define LOADERS 128\n"
 	"#else\n"
 	"#define THREADS (NWG * 128)\n"
 	"#define LOADERS THREADS\n"
@@ -126,7 +127,7 @@ static const char body[] =
 	"\t\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n"
 	"\t}\n}\n\n"
 	"#if WS\n"
-	"/* the producer warp's copy of a tile: the same placement, a rolled loop\n"
+	"/* the producer's copy of a tile: the same placement, a rolled loop\n"
 	" * (unrolled, its many invariant addresses would pin registers in every\n"
 	" * thread of the block) */\n"
 	"template <int ROWS>\n"
@@ -419,6 +420,7 @@ static const char body[] =
 
 typedef struct wg_cfg {
 	int warps, tn, stages;
+	bool ws; /* variant 4: a producer warpgroup */
 } wg_cfg;
 
 static unsigned wg_smem(const wg_cfg *c, int64_t d, bool ws)
@@ -429,29 +431,38 @@ static unsigned wg_smem(const wg_cfg *c, int64_t d, bool ws)
 /* Measured on the H100 (PERF.md, 2026-11-23, gpu_test_cuda_attention
  * --sweep): head dim 64 (GPT-2, 512 tokens) runs best with one warpgroup
  * and 64 keys per step (128 where the 64-row blocks do not fill the 132
- * SMs); head dim 128 with two warpgroups and 128 keys when causal, three
- * warpgroups and 96 keys when not (458 against 410 TFLOP/s; at 384
- * threads the 168-register cap spills 8 bytes), one warpgroup of 64 keys
- * where bigger blocks would leave most SMs idle. */
+ * SMs); head dim 128 causal with two consumer warpgroups, a producer
+ * warpgroup and 96 keys (346-358 against 333-337 TFLOP/s without the
+ * producer), with no mask with three warpgroups and 96 keys (458-486
+ * against 410-428 with two; at 384 threads the 168-register cap spills 8
+ * bytes); one warpgroup of 64 keys where bigger blocks would leave most
+ * SMs idle. */
 static wg_cfg default_wg(const cg_attn_spec *sp)
 {
 	int64_t blocks64 = (sp->L + 63) / 64 * sp->nb;
 	if (sp->E == 64)
-		return (wg_cfg){4, blocks64 < 132 ? 128 : 64, 4};
+		return (wg_cfg){4, blocks64 < 132 ? 128 : 64, 4, false};
 	if ((sp->L + 127) / 128 * sp->nb < 132)
-		return (wg_cfg){4, 64, 4}; /* 128 keys would need 255 registers with a causal mask, and spill */
-	if (!sp->causal && !sp->has_mask && (sp->L + 191) / 192 * sp->nb >= 132)
-		return (wg_cfg){12, 96, 3};
-	return (wg_cfg){8, 128, 3};
+		return (wg_cfg){4, 64, 4, false}; /* 128 keys would need 255 registers with a causal mask, and spill */
+	if (sp->causal)
+		return (wg_cfg){8, 96, 4, true};
+	if (!sp->has_mask && (sp->L + 191) / 192 * sp->nb >= 132)
+		return (wg_cfg){12, 96, 3, false};
+	return (wg_cfg){8, 128, 3, false};
 }
 
 int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_attn_spec *sp,
 		       const cg_config *want, cg_step *st, sn_err *e)
 {
 	wg_cfg c = default_wg(sp);
-	bool ws = want && want->variant == 4;
-	int producer = ws ? 32 : 0; /* threads */
-	if (ws && sp->E == 128) { /* 288 threads leave 224 registers: at most 96 keys, two warpgroups */
+	bool ws = want && want->variant ? want->variant == 4 : c.ws;
+	if (ws != c.ws && sp->E == 128) { /* asked for the other variant: its default shape */
+		bool small = (sp->L + 127) / 128 * sp->nb < 132;
+		c = ws ? (wg_cfg){small ? 4 : 8, 96, 4, true}
+		       : (wg_cfg){small ? 4 : 8, small ? 64 : 128, small ? 4 : 3, false};
+	}
+	int producer = ws ? 128 : 0; /* threads */
+	if (ws && sp->E == 128) { /* 384 threads leave 168 registers: at most 96 keys, two warpgroups */
 		c.tn = c.tn > 96 ? 96 : c.tn;
 		c.warps = c.warps > 8 ? 8 : c.warps;
 	}
@@ -475,12 +486,16 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 				       "warpgroup, %d with warps=%d", (int)want->tile_m, c.warps * 16, c.warps);
 		if (want->block && want->block != c.warps * 32 + producer)
 			return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): block=%d must be warps * 32%s = %d",
-				       (int)want->block, ws ? " + 32 (the producer)" : "", c.warps * 32 + producer);
+				       (int)want->block, ws ? " + 128 (the producer)" : "", c.warps * 32 + producer);
 	}
 	int64_t D = sp->E;
 	if (c.tn < 16 || c.tn > 256 || c.tn % 16)
 		return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): tile_n=%d must be a multiple of 16 in "
 			       "[16, 256]", c.tn);
+	if (ws && D == 128 && c.warps >= 8 && c.tn > 96)
+		return sn_errf(e, SN_EUSAGE, "attention (flash wgmma, producer warpgroup): tile_n=%d with warps=%d "
+			       "at head dim 128 spills (%d threads leave %d registers): at most 96", c.tn, c.warps,
+			       c.warps * 32 + producer, 65536 / (c.warps * 32 + producer) / 8 * 8);
 	/* fp32 registers per thread: S (tn / 2), O (D / 2) and P (tn / 4) */
 	int regs = c.tn / 2 + (int)D / 2 + c.tn / 4;
 	if (regs > 192)
@@ -508,7 +523,7 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 	char cfg[240], scl[48];
 	snprintf(cfg, sizeof cfg, "flash (wgmma m64, 128-byte swizzle, cp.async ring%s, P from registers): %lld "
 		 "batches, L=%lld S=%lld D=%lld; warps=%d (tile_m=%d) tile_n=%d stages=%d%s",
-		 ws ? " filled by a producer warp" : "", (long long)sp->nb,
+		 ws ? " filled by a producer warpgroup" : "", (long long)sp->nb,
 		 (long long)sp->L, (long long)sp->S, (long long)D, c.warps, tm, c.tn, c.stages,
 		 sp->laid ? "; strided operands" : "");
 	cg_attn_float(scl, sp->scale * 1.4426950408889634);

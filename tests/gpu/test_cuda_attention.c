@@ -322,7 +322,7 @@ static void strided(void)
 /* --sweep: times the flash kernel under configs on the benchmark's shapes
  * (no reference check: the configs' numerics are the grid's and
  * configs()'s job). For choosing the default heuristic. */
-static void sweep(void)
+static void sweep(const char *only)
 {
 	static const struct {
 		const char *name;
@@ -348,6 +348,8 @@ static void sweep(void)
 	for (size_t i = 0; i < SN_COUNT(shapes); i++)
 		for (int c = 0; c < (int)SN_COUNT(cfg64); c++) {
 			const int *cf = shapes[i].d == 64 ? cfg64[c] : cfg128[c];
+			if (only && !strstr(shapes[i].name, only))
+				continue;
 			if (cf[0] >= 3 && gpu_device_sm() != 90)
 				continue;
 			ir_graph *g = ir_graph_new();
@@ -398,7 +400,7 @@ int main(int argc, char **argv)
 	if (!gpu_available())
 		return 0;
 	if (argc > 1 && !strcmp(argv[1], "--sweep")) {
-		sweep();
+		sweep(argc > 2 ? argv[2] : NULL); /* --sweep [SHAPE]: shapes whose name holds SHAPE */
 		return gpu_done();
 	}
 	if (argc > 3 && !strcmp(argv[1], "--part")) { /* --part K N [args]: a share of the checks, to run N side by side */
