@@ -433,10 +433,11 @@ static unsigned wg_smem(const wg_cfg *c, int64_t d, bool ws)
  * and 64 keys per step (128 where the 64-row blocks do not fill the 132
  * SMs); head dim 128 causal with two consumer warpgroups, a producer
  * warpgroup and 96 keys (346-358 against 333-337 TFLOP/s without the
- * producer), with no mask with three warpgroups and 96 keys (458-486
- * against 410-428 with two; at 384 threads the 168-register cap spills 8
- * bytes); one warpgroup of 64 keys where bigger blocks would leave most
- * SMs idle. */
+ * producer), with no mask with three warpgroups and 64 keys (417 against
+ * 410 with two warpgroups and 128 keys; 96 keys ran 458-486 but spill 8
+ * bytes under the 168-register cap of 384 threads, 80 keys fit at 163
+ * registers and were not measured); one warpgroup of 64 keys where bigger
+ * blocks would leave most SMs idle. */
 static wg_cfg default_wg(const cg_attn_spec *sp)
 {
 	int64_t blocks64 = (sp->L + 63) / 64 * sp->nb;
@@ -447,7 +448,7 @@ static wg_cfg default_wg(const cg_attn_spec *sp)
 	if (sp->causal)
 		return (wg_cfg){8, 96, 4, true};
 	if (!sp->has_mask && (sp->L + 191) / 192 * sp->nb >= 132)
-		return (wg_cfg){12, 96, 3, false};
+		return (wg_cfg){12, 64, 3, false};
 	return (wg_cfg){8, 128, 3, false};
 }
 
