@@ -246,8 +246,10 @@ static void configs(void)
 		{.variant = 4, .warps = 8, .tile_n = 64, .stages = 4},
 		{.variant = 4, .warps = 8, .tile_n = 96, .stages = 3},
 		{.variant = 4, .warps = 12, .tile_n = 32, .stages = 5},
+		{.variant = 3, .warps = 12, .tile_n = 64, .stages = 3}, /* the non-causal head-dim-128 default */
+		{.variant = 1, .tile_m = 128, .tile_n = 64, .warps = 8, .stages = 2}, /* mma.sync's default there */
 	};
-	static const int64_t dims[] = {128, 64, 128, 128, 64, 128, 128, 64, 64, 128, 128, 128, 64, 128, 64};
+	static const int64_t dims[] = {128, 64, 128, 128, 64, 128, 128, 64, 64, 128, 128, 128, 64, 128, 64, 128, 128};
 	for (size_t c = 0; c < SN_COUNT(cfgs); c++)
 		for (int m = 0; m < M_KINDS; m++) {
 			int64_t D = dims[c];
