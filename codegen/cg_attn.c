@@ -313,18 +313,27 @@ static int render_simt(const ir_graph *g, ir_ref r, const cg_attn_spec *sp, cons
 	return cg_finish(kk, "attention", &b, e);
 }
 
-/* want->variant: 0 the default (flash where it fits, else SIMT), 1 flash
- * (SN_EUSAGE saying why when it does not fit), 2 the SIMT kernel. */
+/* want->variant: 0 the default (on sm_90 the wgmma flash kernel where it
+ * fits, else the mma.sync flash kernel where it fits, else SIMT), 1 flash
+ * mma.sync, 3 flash wgmma (SN_EUSAGE saying why when they do not fit), 2
+ * the SIMT kernel. */
 int cg_render_attention(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
 	cg_attn_spec sp;
 	if (cg_attn_spec_of(g, r, st, &sp, e))
 		return e->code;
 	int variant = want ? want->variant : 0;
-	if (variant < 0 || variant > 2)
-		return sn_errf(e, SN_EUSAGE, "attention: variant=%d is not 0 (default), 1 (flash) or 2 (simt)",
-			       (int)variant);
+	if (variant < 0 || variant > 4)
+		return sn_errf(e, SN_EUSAGE, "attention: variant=%d is not 0 (default), 1 (flash), 2 (simt), 3 "
+			       "(flash wgmma) or 4 (flash wgmma with a producer warpgroup)", (int)variant);
 	char why[160];
+	if (variant >= 3 || variant == 0) {
+		bool wg = cg_flash_wg_fits(&sp, tg, why, sizeof why);
+		if (variant >= 3 && !wg)
+			return sn_errf(e, SN_EUSAGE, "attention: variant=%d (flash wgmma) does not fit: %s", variant, why);
+		if (wg)
+			return cg_render_flash_wg(g, r, tg, &sp, want, st, e);
+	}
 	bool fits = cg_flash_fits(&sp, tg, why, sizeof why);
 	if (variant == 1 && !fits)
 		return sn_errf(e, SN_EUSAGE, "attention: variant=1 (flash) does not fit: %s", why);

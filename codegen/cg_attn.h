@@ -1,6 +1,7 @@
 /* cg_attn.h: inside codegen, shared by the two attention renderers
  * (cg_attn.c: the SIMT fp32 kernel that covers everything; cg_flash.c: the
- * tensor-core flash kernel for f16/bf16, head dims 64 and 128, sm_80+).
+ * tensor-core flash kernel for f16/bf16, head dims 64 and 128, sm_80+;
+ * cg_flash_wg.c: its wgmma variant for sm_90).
  * Both address their operands through one description, so batch
  * broadcasting, GQA and fusion's layouts (cg_render.h, cg_layout) are
  * worked out once. */
@@ -48,5 +49,10 @@ void cg_attn_bufs(cg_kernel *k, const cg_attn_spec *sp);
 bool cg_flash_fits(const cg_attn_spec *sp, const cg_target *t, char *why, size_t cap);
 int cg_render_flash(const ir_graph *g, ir_ref r, const cg_target *t, const cg_attn_spec *sp, const cg_config *want,
 		    cg_step *st, sn_err *e);
+/* cg_flash_wg.c: the wgmma flash kernel (sm_90 only, compiled for sm_90a):
+ * whether it covers *sp on t, and its renderer (want: NULL or variant 0/3). */
+bool cg_flash_wg_fits(const cg_attn_spec *sp, const cg_target *t, char *why, size_t cap);
+int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *t, const cg_attn_spec *sp,
+		       const cg_config *want, cg_step *st, sn_err *e);
 
 #endif

@@ -366,18 +366,18 @@ typedef struct flash_cfg {
 /* Measured on the H100 (PERF.md, 2026-11-22, gpu_test_cuda_attention
  * --sweep): head dim 64 (GPT-2) runs best with 64 rows of 4 warps and a
  * 3-deep ring at 512 tokens, batch 1 and 8; head dim 128 with 128 rows of 8
- * warps and 128 keys per step (160 KiB of shared memory; 64 keys where the
- * arch has less), or 64 rows of 4 warps when 128-row blocks would leave
- * most of a 132-SM H100 idle. */
+ * warps and 64 keys per step (128 keys ran 7 % faster but spill 64 bytes of
+ * registers, which the strict NVRTC mode refuses), or 64 rows of 4 warps
+ * when 128-row blocks would leave most of a 132-SM H100 idle. On sm_90 the
+ * wgmma kernel (cg_flash_wg.c) is the default. */
 static flash_cfg default_cfg(const cg_attn_spec *sp, int sm)
 {
+	(void)sm;
 	if (sp->E == 64)
 		return (flash_cfg){64, 64, 4, 3};
 	int64_t blocks = (sp->L + 127) / 128 * sp->nb;
 	if (blocks < 2 * 132)
 		return (flash_cfg){64, 64, 4, 2};
-	if ((128 + 2 * 2 * 128) * 128 * 2 <= (int)smem_limit(sm))
-		return (flash_cfg){128, 128, 8, 2};
 	return (flash_cfg){128, 64, 8, 2};
 }
 

@@ -338,7 +338,10 @@ static int compile_one(rt_nvrtc *n, const char *name, const char *src, int sm, v
 	char *save = NULL;
 	for (char *t = strtok_r(flags, " ", &save); t && nopts < MAX_OPTS - 2; t = strtok_r(NULL, " ", &save))
 		opts[nopts++] = t;
-	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
+	/* sm_90 compiles for sm_90a, the arch-specific target whose cubins run on
+	 * 9.0 devices only (as sm_90's do: no other 9.x exists): wgmma kernels
+	 * (cg_flash_wg.c) need it, and other kernels compile the same */
+	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%s", sm, sm == 90 ? "a" : "");
 	opts[nopts++] = arch;
 	/* strict (CI): ptxas reports each kernel's resources, checked below;
 	 * the cubin is the same, so the kernel cache's key does not change */

@@ -29,8 +29,14 @@ int gpu_build_run(struct rt_cuda *dev, const ir_graph *g, const ir_tensor *vals,
 struct cg_plan;
 extern bool gpu_tf32;
 extern int (*gpu_plan_hook)(const ir_graph *g, struct cg_plan *p, sn_err *e);
+/* Set by a test (NULL: none): the target's pick hook (cg_target.pick), so
+ * a test may ask every kernel for a config while lowering. */
+struct cg_config;
+extern bool (*gpu_pick)(void *ctx, const uint8_t spec[16], const struct cg_config *def, struct cg_config *want);
 /* The device gpu_available opened (NULL: none). */
 struct rt_cuda *gpu_device(void);
+/* Its compute capability as 80, 90, ... (0: none). */
+int gpu_device_sm(void);
 /* Makes gpu_build_run also time the plan: `iters` launches after 10 of
  * warm-up, the median into *median_ms (0 iters: off). */
 void gpu_set_timing(int iters, double *median_ms);

@@ -5,10 +5,13 @@
  * and 80 (the SIMT fallback), batch 1 and 3, every mask kind (none,
  * causal, additive float broadcast over heads, bool [L, S]), GQA (6 query
  * heads on 2 and on 1 key/value heads), bf16 and f16. Then the flash
- * kernel under explicit configs, and both kernels reading q, k and v as
+ * kernels under explicit configs, and every kernel reading q, k and v as
  * strided views of one [B, L, 3*H*D] qkv buffer and writing [B, L, H*D]
  * (fusion's layouts, as GPT-2's), with the plan patched by hand so that
- * only the attention step runs. */
+ * only the attention step runs. The grid runs the default variant (on
+ * sm_90 the wgmma flash kernel, variant 3; else mma.sync, variant 1);
+ * `--variant N` runs it with every attention kernel asked for variant N
+ * (checked in the plan), e.g. 1 for the mma.sync kernel on an H100. */
 #include "gpu_check.h"
 
 #include "codegen/cg_render.h"
@@ -20,6 +23,30 @@
 
 static sn_err err;
 static int build_failures;
+static int forced_variant; /* 0: the default */
+static int part_k, part_n = 1, nchecks; /* --part K N: only checks K, K + N, ... */
+
+/* gpu_pick: every kernel (the graphs hold attention only) is asked for
+ * forced_variant with its default tiles. */
+static bool pick_variant(void *ctx, const uint8_t spec[16], const cg_config *def, cg_config *want)
+{
+	(void)ctx, (void)spec;
+	if (def->variant == forced_variant || def->variant == 2) /* the SIMT kernel: head dims no flash kernel takes */
+		return false;
+	*want = (cg_config){.variant = forced_variant};
+	return true;
+}
+
+/* gpu_plan_hook while a variant is forced: the pick must have taken. */
+static int check_variant(const ir_graph *g, struct cg_plan *pl, sn_err *e)
+{
+	(void)g;
+	for (uint32_t i = 0; i < pl->nkerns; i++)
+		if (pl->kerns[i].cfg.variant != forced_variant && pl->kerns[i].cfg.variant != 2)
+			return sn_errf(e, SN_EINTERNAL, "kernel %s has variant %d, not the forced %d", pl->kerns[i].name,
+				       (int)pl->kerns[i].cfg.variant, forced_variant);
+	return SN_OK;
+}
 
 enum { M_NONE, M_CAUSAL, M_FLOAT, M_BOOL, M_KINDS };
 static const char *const mask_name[] = {"none", "causal", "float mask", "bool mask"};
@@ -55,6 +82,11 @@ static ir_ref add_attention(ir_graph *g, ir_dtype t, int64_t B, int64_t hq, int6
 
 static void check(ir_graph *g, ir_dtype t, const char *label)
 {
+	if (nchecks++ % part_n != part_k) {
+		ir_graph_free(g);
+		err = (sn_err){0};
+		return;
+	}
 	if (err.code) {
 		printf("%-64s FAIL: builder: %s\n", label, err.msg);
 		err = (sn_err){0};
@@ -62,7 +94,15 @@ static void check(ir_graph *g, ir_dtype t, const char *label)
 		build_failures++;
 		return;
 	}
+	if (forced_variant) {
+		gpu_pick = pick_variant;
+		gpu_plan_hook = check_variant;
+	}
 	gpu_compare(g, gpu_tol(t), label);
+	if (forced_variant) {
+		gpu_pick = NULL;
+		gpu_plan_hook = NULL;
+	}
 }
 
 /* One graph per dtype, head dim, mask kind and batch, holding every
@@ -113,20 +153,31 @@ typedef struct patch {
 
 static patch *cur_patch;
 
+/* The plan's buffer for node x: a graph input's or output's (fusion
+ * stores only the values it must, so buffers are not one per node). */
+static int buf_of_node(const ir_graph *g, const struct cg_plan *pl, ir_ref x, uint32_t *out, sn_err *e)
+{
+	for (uint32_t k = 0; k < g->ninputs && k < pl->ninputs; k++)
+		if (g->inputs[k] == x)
+			return *out = pl->inputs[k].buf, SN_OK;
+	for (uint32_t k = 0; k < g->noutputs && k < pl->noutputs; k++)
+		if (g->outputs[k] == x)
+			return *out = pl->outputs[k].buf, SN_OK;
+	return sn_errf(e, SN_EINTERNAL, "patch: node %u is neither a graph input nor an output", x);
+}
+
 /* gpu_plan_hook: re-renders the graph's attention node with cur_patch's
- * config and layouts and makes it the plan's only step (buffers are one
- * per node, in node order). */
+ * config and layouts and makes it the plan's only step (its operands and
+ * output must be graph inputs and outputs). */
 static int patch_plan(const ir_graph *g, struct cg_plan *pl, sn_err *e)
 {
 	patch *pc = cur_patch;
-	if (pl->nbufs != g->nnodes)
-		return sn_errf(e, SN_EINTERNAL, "patch: expected one buffer per node");
 	ir_ref r = IR_NONE;
 	for (ir_ref i = 0; i < g->nnodes; i++)
 		if (g->nodes[i].op == IR_OP_scaled_dot_product_attention)
 			r = i;
 	uint32_t at = 0;
-	while (at < pl->nsteps && strcmp(pl->steps[at].op, "scaled_dot_product_attention"))
+	while (at < pl->nsteps && strncmp(pl->steps[at].op, "scaled_dot_product_attention", 28) /* "+N" when fused */)
 		at++;
 	if (r == IR_NONE || at == pl->nsteps)
 		return sn_errf(e, SN_EINTERNAL, "patch: no attention step");
@@ -157,7 +208,8 @@ static int patch_plan(const ir_graph *g, struct cg_plan *pl, sn_err *e)
 	ps.smem = st.k.smem;
 	ps.nargs = st.k.nbufs;
 	for (uint32_t i = 0; i < st.k.nbufs; i++)
-		ps.args[i] = st.k.bufs[i];
+		if (buf_of_node(g, pl, st.k.bufs[i], &ps.args[i], e))
+			return e->code;
 	pl->steps[0] = ps;
 	pl->nsteps = 1;
 	return SN_OK;
@@ -171,7 +223,8 @@ static void run_patched(ir_graph *g, ir_dtype t, patch *pc, const char *what)
 	snprintf(label, sizeof label, "attention %s", what);
 	check(g, t, label);
 	gpu_plan_hook = NULL;
-	printf("    rendered with: %s\n", pc->got);
+	if (pc->got[0])
+		printf("    rendered with: %s\n", pc->got);
 }
 
 /* The flash kernel under configs other than the default. */
@@ -184,10 +237,24 @@ static void configs(void)
 		{.variant = 1, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 2},
 		{.variant = 1, .tile_m = 128, .tile_n = 32, .warps = 8, .stages = 4},
 		{.variant = 2, .rows = 4},
+		{.variant = 3, .warps = 4, .tile_n = 64, .stages = 3},
+		{.variant = 3, .warps = 12, .tile_n = 64, .stages = 4},
+		{.variant = 3, .warps = 8, .tile_n = 176, .stages = 3},
+		{.variant = 3, .warps = 8, .tile_n = 16, .stages = 6},
+		{.variant = 3, .warps = 4, .tile_n = 96, .stages = 3},
+		{.variant = 4, .warps = 4, .tile_n = 128, .stages = 2},
+		{.variant = 4, .warps = 8, .tile_n = 64, .stages = 4},
+		{.variant = 4, .warps = 8, .tile_n = 96, .stages = 3},
+		{.variant = 4, .warps = 12, .tile_n = 32, .stages = 5},
+		{.variant = 3, .warps = 12, .tile_n = 64, .stages = 3}, /* the non-causal head-dim-128 default */
+		{.variant = 1, .tile_m = 128, .tile_n = 64, .warps = 8, .stages = 2}, /* mma.sync's default there */
 	};
+	static const int64_t dims[] = {128, 64, 128, 128, 64, 128, 128, 64, 64, 128, 128, 128, 64, 128, 64, 128, 128};
 	for (size_t c = 0; c < SN_COUNT(cfgs); c++)
 		for (int m = 0; m < M_KINDS; m++) {
-			int64_t D = c % 2 && c != 3 ? 64 : 128;
+			int64_t D = dims[c];
+			if (cfgs[c].variant >= 3 && gpu_device_sm() != 90)
+				continue;
 			ir_graph *g = ir_graph_new();
 			ir_add_output(g, add_attention(g, IR_BF16, 2, 3, 3, 300, 300, D, m));
 			patch pc = {.want = cfgs[c], .use_want = true};
@@ -208,7 +275,9 @@ static void strided(void)
 	const int64_t B = 2, L = 200, H = 4;
 	for (size_t a = 0; a < SN_COUNT(dts); a++)
 		for (int D = 64; D <= 128; D += 64)
-			for (int variant = 1; variant <= 2; variant++) {
+			for (int variant = 1; variant <= 4; variant++) {
+				if (variant >= 3 && gpu_device_sm() != 90)
+					continue;
 				char src[2048];
 				const char *tn = ir_dtype_name(dts[a]);
 				int64_t hd = H * D;
@@ -247,7 +316,7 @@ static void strided(void)
 							 .strides = {L * hd, D, hd, 1}};
 				char what[120];
 				snprintf(what, sizeof what, "strided qkv %s D=%d causal (%s)", tn, D,
-					 variant == 1 ? "flash" : "simt");
+					 variant == 1 ? "flash" : variant == 2 ? "simt" : variant == 3 ? "flash wgmma" : "flash wgmma ws");
 				run_patched(g, dts[a], &pc, what);
 			}
 }
@@ -255,7 +324,7 @@ static void strided(void)
 /* --sweep: times the flash kernel under configs on the benchmark's shapes
  * (no reference check: the configs' numerics are the grid's and
  * configs()'s job). For choosing the default heuristic. */
-static void sweep(void)
+static void sweep(const char *only)
 {
 	static const struct {
 		const char *name;
@@ -268,14 +337,23 @@ static void sweep(void)
 		{"4096/128 bs4", 4, 16, 4096, 128, true},
 		{"4096/128 bs4 nc", 4, 16, 4096, 128, false},
 	};
-	static const int cfg64[][4] = {{0, 0, 0, 0}, {32, 64, 2, 2}, {64, 128, 4, 2}, {128, 64, 4, 2}, {128, 128, 4, 2},
-				       {64, 64, 4, 3}, {32, 32, 2, 2}, {128, 64, 8, 2}, {64, 32, 4, 2}, {16, 64, 1, 2}};
-	static const int cfg128[][4] = {{0, 0, 0, 0}, {128, 64, 4, 2}, {128, 32, 4, 2}, {64, 64, 4, 2}, {128, 64, 8, 3},
-					{128, 128, 8, 2}, {64, 128, 4, 2}, {128, 64, 4, 3}, {128, 32, 8, 2}, {256, 64, 8, 2}};
+	/* variant, tile_m, tile_n, warps, stages (all 0: the default) */
+	static const int cfg64[][5] = {{0, 0, 0, 0, 0},     {1, 64, 64, 4, 3},    {3, 64, 64, 4, 4},
+				       {3, 64, 128, 4, 4},  {3, 128, 64, 8, 4},   {4, 64, 64, 4, 4},
+				       {4, 64, 128, 4, 3},  {4, 128, 64, 8, 4},   {4, 128, 128, 8, 3},
+				       {4, 64, 64, 4, 2},   {4, 128, 96, 8, 4},   {3, 192, 64, 12, 4}};
+	static const int cfg128[][5] = {{0, 0, 0, 0, 0},     {1, 128, 128, 8, 2},  {3, 128, 128, 8, 3},
+					{3, 128, 64, 8, 5},  {3, 192, 96, 12, 3},  {4, 128, 64, 8, 4},
+					{4, 128, 96, 8, 3},  {4, 128, 64, 8, 6},   {4, 128, 96, 8, 4},
+					{4, 64, 128, 4, 3},  {4, 128, 80, 8, 4},   {4, 128, 48, 8, 6}};
 	uint64_t seed = 12345;
 	for (size_t i = 0; i < SN_COUNT(shapes); i++)
-		for (int c = 0; c < 10; c++) {
+		for (int c = 0; c < (int)SN_COUNT(cfg64); c++) {
 			const int *cf = shapes[i].d == 64 ? cfg64[c] : cfg128[c];
+			if (only && !strstr(shapes[i].name, only))
+				continue;
+			if (cf[0] >= 3 && gpu_device_sm() != 90)
+				continue;
 			ir_graph *g = ir_graph_new();
 			ir_ref r = add_attention(g, IR_BF16, shapes[i].b, shapes[i].h, shapes[i].h, shapes[i].s, shapes[i].s,
 						 shapes[i].d, shapes[i].causal ? M_CAUSAL : M_NONE);
@@ -291,7 +369,8 @@ static void sweep(void)
 				}
 				vals[g->inputs[k]] = ins[k];
 			}
-			patch pc = {.want = {.tile_m = cf[0], .tile_n = cf[1], .warps = cf[2], .stages = cf[3]},
+			patch pc = {.want = {.variant = cf[0], .tile_m = cf[1], .tile_n = cf[2], .warps = cf[3],
+					     .stages = cf[4]},
 				    .use_want = cf[0] != 0};
 			double ms = 0;
 			sn_err e = {0};
@@ -323,8 +402,24 @@ int main(int argc, char **argv)
 	if (!gpu_available())
 		return 0;
 	if (argc > 1 && !strcmp(argv[1], "--sweep")) {
-		sweep();
+		sweep(argc > 2 ? argv[2] : NULL); /* --sweep [SHAPE]: shapes whose name holds SHAPE */
 		return gpu_done();
+	}
+	if (argc > 3 && !strcmp(argv[1], "--part")) { /* --part K N [args]: a share of the checks, to run N side by side */
+		part_k = atoi(argv[2]);
+		part_n = atoi(argv[3]);
+		if (part_n < 1 || part_k < 0 || part_k >= part_n) {
+			fprintf(stderr, "--part K N: 0 <= K < N\n");
+			return 2;
+		}
+		argc -= 3;
+		argv += 3;
+	}
+	if (argc > 2 && !strcmp(argv[1], "--variant")) {
+		forced_variant = atoi(argv[2]);
+		grid();
+		forced_variant = 0;
+		return gpu_done() || build_failures ? 1 : 0;
 	}
 	grid();
 	configs();
