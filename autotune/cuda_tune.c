@@ -421,6 +421,11 @@ const cg_config at_space[] = {
 	{.tile_m = 64, .tile_n = 64, .warps = 4, .stages = 3}, {.tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4},
 	{.tile_m = 64, .tile_n = 128, .warps = 4, .stages = 3}, {.tile_m = 256, .tile_n = 64, .warps = 8, .stages = 3},
 	{.tile_m = 128, .tile_n = 128, .warps = 4, .stages = 3}, {.tile_m = 64, .tile_n = 64, .warps = 2, .stages = 4},
+	/* attention's wgmma kernels on sm_90 (variant 3; 4 with a producer
+	 * warpgroup), beside the defaults: the best tiles of the kernel
+	 * benchmark's sweep (docs/PERF.md) */
+	{.variant = 3, .tile_m = 192, .tile_n = 80}, {.variant = 3, .tile_m = 128, .tile_n = 128},
+	{.variant = 4, .tile_m = 128, .tile_n = 96}, {.variant = 3, .tile_m = 128, .tile_n = 64},
 };
 const size_t at_space_n = SN_COUNT(at_space);
 
