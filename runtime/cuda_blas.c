@@ -11,6 +11,7 @@
 #include <cublasLt.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,21 +246,27 @@ void rt_blas_close(rt_blas *b)
 	free(b);
 }
 
-int rt_blas_lib_version(void)
+/* Found once per process (pthread_once: callers on several threads all
+ * see the finished value, never a half-set one). */
+static int lib_version;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void find_lib_version(void)
 {
-	static int version = -1;
-	if (version >= 0)
-		return version;
-	version = 0;
 	for (size_t i = 0; i < SN_COUNT(lib_names); i++) {
 		void *lib = dlopen(lib_names[i], RTLD_LAZY | RTLD_LOCAL);
 		if (!lib)
 			continue;
 		size_t (*get)(void) = (size_t (*)(void))dlsym(lib, "cublasLtGetVersion");
-		version = get ? (int)get() : 0;
+		lib_version = get ? (int)get() : 0;
 		break; /* stays loaded, as rt_blas_close explains */
 	}
-	return version;
+}
+
+int rt_blas_lib_version(void)
+{
+	pthread_once(&lib_once, find_lib_version);
+	return lib_version;
 }
 
 int rt_blas_version(const rt_blas *b)

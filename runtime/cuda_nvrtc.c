@@ -171,12 +171,13 @@ void rt_nvrtc_close(rt_nvrtc *n)
 	free(n);
 }
 
-int rt_nvrtc_lib_version(void)
+/* Found once per process (pthread_once: callers on several threads all
+ * see the finished value, never a half-set one). */
+static int lib_code;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void find_lib_version(void)
 {
-	static int code = -1;
-	if (code >= 0)
-		return code;
-	code = 0;
 	const char *only = getenv("SINTER_NVRTC_LIBRARY");
 	for (size_t i = 0; i < (only ? 1 : SN_COUNT(lib_names)); i++) {
 		void *lib = dlopen(only ? only : lib_names[i], RTLD_LAZY | RTLD_LOCAL);
@@ -185,11 +186,16 @@ int rt_nvrtc_lib_version(void)
 		int (*ver)(int *, int *) = (int (*)(int *, int *))dlsym(lib, "nvrtcVersion");
 		int major = 0, minor = 0;
 		if (ver && ver(&major, &minor) == 0)
-			code = 1000 * major + 10 * minor;
+			lib_code = 1000 * major + 10 * minor;
 		dlclose(lib);
 		break;
 	}
-	return code;
+}
+
+int rt_nvrtc_lib_version(void)
+{
+	pthread_once(&lib_once, find_lib_version);
+	return lib_code;
 }
 
 void rt_nvrtc_version(const rt_nvrtc *n, int *major, int *minor)
