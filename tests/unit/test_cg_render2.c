@@ -82,7 +82,8 @@ static bool nvrtc_build(const char *src, const char *name, int sm)
 	if (nv.create(&p, src, name, 0, NULL, NULL) != 0)
 		return false;
 	char arch[48];
-	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
+	/* sm_90 as the runtime compiles it: sm_90a, for wgmma */
+	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%s", sm, sm == 90 ? "a" : "");
 	const char *opts[] = {arch, "--std=c++17", "-default-device"};
 	int rc = nv.compile(p, 3, opts);
 	if (rc != 0) {
@@ -110,11 +111,14 @@ static void *compile_worker(void *arg)
 		if (i < 0)
 			return NULL;
 		job *j = &jobs[i];
-		j->ok = nvrtc_build(j->src, j->label, 80) && nvrtc_build(j->src, j->label, 90);
+		/* a kernel rendered with wgmma (for sm_90) exists on sm_90 only */
+		bool hopper = strstr(j->src, "wgmma.") != NULL;
+		j->ok = (hopper || nvrtc_build(j->src, j->label, 80)) && nvrtc_build(j->src, j->label, 90);
 	}
 }
 
-/* Compiles every queued kernel for sm_80 and sm_90; each must compile. */
+/* Compiles every queued kernel for sm_80 and sm_90 (wgmma kernels for
+ * sm_90 only); each must compile. */
 static void compile_all(void)
 {
 	if (have_nvrtc) {
@@ -817,7 +821,9 @@ static void test_attention(void)
 		a.causal = true;
 		snprintf(label, sizeof label, "attention causal %s", ir_dtype_name(t));
 		ir_ref r = op(IR_OP_scaled_dot_product_attention, qkv, 3, &a);
-		if (render(cg_render_attention, r, &st, label) && t == IR_F32) {
+		/* on sm_80 (sm_90 takes the wgmma kernel, test_flash_wg) */
+		cg_target t80 = {.sm = 80};
+		if (render_with(cg_render_attention, r, &t80, NULL, NULL, &st, label) && t == IR_F32) {
 			/* the SIMT kernel: 512 rows / 8 per block = 64 blocks per head, 12 heads */
 			CHECK(st.k.grid[0] == 768 && st.k.block[0] == 256 && st.k.nbufs == 4 && st.k.bufs[3] == r);
 			CHECK(strstr(st.k.src, "0.125f") != NULL); /* 1 / sqrt(64) */
@@ -833,6 +839,14 @@ static void test_attention(void)
 			      strstr(st.k.src, "cp.async.cg"));
 		}
 		step_free(&st);
+		/* sm_90: f16 and bf16 take the wgmma kernel (variant 3 at head dim 64) */
+		if (t != IR_F32) {
+			cg_target t90 = {.sm = 90};
+			snprintf(label, sizeof label, "attention causal %s sm_90", ir_dtype_name(t));
+			if (render_with(cg_render_attention, r, &t90, NULL, NULL, &st, label))
+				CHECK(st.k.cfg.variant == 3 && strstr(st.k.src, "wgmma.mma_async") != NULL);
+			step_free(&st);
+		}
 		/* a bool mask [L, S] and a float mask [1, 1, L, S], explicit scale */
 		a = attrs(IR_OP_scaled_dot_product_attention);
 		a.scale = 0.3;
@@ -931,12 +945,14 @@ static void test_flash(void)
 	ca.causal = true;
 	ir_ref r = op(IR_OP_scaled_dot_product_attention, q, 3, &ca);
 	CHECK(cg_caps(G, r, &(cg_target){.sm = 90}) == (CG_CAN_LAYOUT_IN | CG_CAN_LAYOUT_OUT));
+	/* the mma.sync kernel's (variant 1: on sm_90 variant 0 is the wgmma
+	 * kernel's default) */
 	static const cg_config good[] = {
-		{.tile_m = 128, .tile_n = 64, .warps = 4, .stages = 2},
-		{.tile_m = 64, .tile_n = 128, .warps = 4, .stages = 3},
-		{.tile_m = 32, .tile_n = 32, .warps = 2, .stages = 1},
+		{.variant = 1, .tile_m = 128, .tile_n = 64, .warps = 4, .stages = 2},
+		{.variant = 1, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 3},
+		{.variant = 1, .tile_m = 32, .tile_n = 32, .warps = 2, .stages = 1},
 		{.variant = 1, .tile_m = 128, .tile_n = 32, .warps = 8, .stages = 4, .block = 256},
-		{.warps = 2},
+		{.variant = 1, .warps = 2},
 		{.variant = 2, .rows = 4},
 	};
 	for (size_t i = 0; i < SN_COUNT(good); i++) {
@@ -958,18 +974,19 @@ static void test_flash(void)
 		cg_config c;
 		const char *msg;
 	} bad[] = {
-		{{.tile_m = 48, .warps = 4}, "attention (flash): tile_m=48 must be warps (4) x 16, 32, 48 or 64 rows"},
-		{{.tile_n = 24}, "attention (flash): tile_n=24 must be a multiple of 16 in [16, 128]"},
-		{{.stages = 5}, "attention (flash): stages=5 is not in [1, 4]"},
-		{{.warps = 4, .block = 256}, "attention (flash): block=256 must be warps * 32 = 128"},
-		{{.tile_k = 32}, "attention (flash): only tile_m, tile_n, warps, stages and block are configurable "
+		{{.variant = 1, .tile_m = 48, .warps = 4}, "attention (flash): tile_m=48 must be warps (4) x 16, 32, 48 or 64 rows"},
+		{{.variant = 1, .tile_n = 24}, "attention (flash): tile_n=24 must be a multiple of 16 in [16, 128]"},
+		{{.variant = 1, .stages = 5}, "attention (flash): stages=5 is not in [1, 4]"},
+		{{.variant = 1, .warps = 4, .block = 256}, "attention (flash): block=256 must be warps * 32 = 128"},
+		{{.variant = 1, .tile_k = 32}, "attention (flash): only tile_m, tile_n, warps, stages and block are configurable "
 				 "(tile_k, vec, rows and split_k are not)"},
-		{{.tile_m = 256, .warps = 4}, "attention (flash): tile_m=256 with warps=4 and tile_n=64 needs 384 "
+		{{.variant = 1, .tile_m = 256, .warps = 4}, "attention (flash): tile_m=256 with warps=4 and tile_n=64 needs 384 "
 					      "accumulator registers per thread (at most 200)"},
-		{{.tile_m = 64, .tile_n = 128, .stages = 4},
+		{{.variant = 1, .tile_m = 64, .tile_n = 128, .stages = 4},
 		 "attention (flash): tile_m=64, tile_n=128 and stages=4 need 278528 bytes of shared memory, "
 		 "more than sm_90's 232448"},
-		{{.variant = 3}, "attention: variant=3 is not 0 (default), 1 (flash) or 2 (simt)"},
+		{{.variant = 5}, "attention: variant=5 is not 0 (default), 1 (flash), 2 (simt), 3 (flash wgmma) or 4 "
+				    "(flash wgmma with a producer warpgroup)"},
 		{{.variant = 2, .tile_m = 64}, "attention (simt): only rows and block are configurable (tile_m, "
 					       "tile_n, warps and stages are the flash kernel's, variant=1)"},
 		{{.variant = 2, .rows = 33}, "attention (simt): rows=33 is not in [1, 32]"},
@@ -980,8 +997,7 @@ static void test_flash(void)
 		CHECK_STR(e.msg, bad[i].msg);
 		step_free(&st);
 	}
-	/* head dim 128 on a large problem: 128 rows of 8 warps, 128 keys per step
-	 * (160 KiB of shared memory), 64 keys where an arch has 99 KiB */
+	/* head dim 128 on a large problem, per arch */
 	{
 		fresh();
 		ir_ref big[3] = {in(IR_BF16, SHAPE(4, 16, 4096, 128)), in(IR_BF16, SHAPE(4, 16, 4096, 128)),
@@ -989,8 +1005,16 @@ static void test_flash(void)
 		ir_ref rb = op(IR_OP_scaled_dot_product_attention, big, 3, &ca);
 		e = (sn_err){0};
 		CHECK(render_cfg(rb, NULL, 90, NULL, NULL, &st, &e, "flash 4096/128") == SN_OK);
-		CHECK(st.k.cfg.tile_m == 128 && st.k.cfg.tile_n == 128 && st.k.cfg.warps == 8 && st.k.cfg.stages == 2 &&
-		      st.k.smem == 160 * 1024 && st.k.grid[0] == 32 * 64);
+		/* sm_90: the wgmma kernel with a producer warpgroup (variant 4), two
+		 * consumer warpgroups of 64 rows, 96 keys per step, 4 stages */
+		CHECK(st.k.cfg.variant == 4 && st.k.cfg.tile_m == 128 && st.k.cfg.tile_n == 96 && st.k.cfg.warps == 8 &&
+		      st.k.cfg.stages == 4 && st.k.grid[0] == 32 * 64 && strstr(st.k.src, "wgmma.mma_async"));
+		step_free(&st);
+		/* sm_80: the mma.sync kernel, 128 rows of 8 warps, 64 keys per step
+		 * (128 spilled), 96 KiB of shared memory */
+		CHECK(render_cfg(rb, NULL, 80, NULL, NULL, &st, &e, "flash 4096/128 sm_80") == SN_OK);
+		CHECK(st.k.cfg.variant == 1 && st.k.cfg.tile_m == 128 && st.k.cfg.tile_n == 64 && st.k.cfg.warps == 8 &&
+		      st.k.cfg.stages == 2 && st.k.smem == 96 * 1024 && st.k.grid[0] == 32 * 64);
 		step_free(&st);
 		CHECK(render_cfg(rb, NULL, 86, NULL, NULL, &st, &e, "flash 4096/128 sm_86") == SN_OK);
 		CHECK(st.k.cfg.tile_n == 64 && st.k.smem == 96 * 1024);
@@ -1022,7 +1046,7 @@ static void test_flash(void)
 	for (int i = 0; i < 3; i++)
 		lay[i] = (cg_layout){.set = true, .root = qkv, .offset = i * 768, .strides = {512 * 2304, 64, 2304, 1}};
 	e = (sn_err){0};
-	CHECK(render_cfg(r, NULL, 90, lay, &lay_out, &st, &e, "flash strided") == SN_OK);
+	CHECK(render_cfg(r, NULL, 80, lay, &lay_out, &st, &e, "flash strided") == SN_OK);
 	if (st.k.src) {
 		CHECK(st.k.nbufs == 4 && st.k.bufs[0] == qkv && st.k.bufs[1] == qkv && st.k.bufs[2] == qkv &&
 		      st.k.bufs[3] == merged);
