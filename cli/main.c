@@ -89,8 +89,10 @@ static const char *const run_help =
 	"usage: sinter run FILE.sir [options]\n"
 	"\n"
 	"Runs the model and prints, per output, its type, mean, abs-max and first values.\n"
-	"  --device D         ref (the reference interpreter) or cuda; default: cuda\n"
-	"                     when a GPU is usable, else ref\n"
+	"  --device D         ref (the reference interpreter), cpu (LLVM-compiled for\n"
+	"                     this CPU) or cuda; default: cuda when a GPU is usable,\n"
+	"                     else cpu when this build has it, else ref\n"
+	"  --threads N        cpu: worker threads (default: the cores)\n"
 	"  --inputs FILE      inputs from a .safetensors or NumPy .npz file, matched by\n"
 	"                     input name, or a .npy for a model with one input\n"
 	"                     (symbolic dims are bound from their shapes)\n"
@@ -133,6 +135,8 @@ static const char *const bench_help =
 	"  --json             one JSON object instead of text\n"
 	"  --profile          also time each kernel alone and list the top ones\n"
 	"  -o FILE            write the outputs of the first run to a .safetensors file\n"
+	"  --device cpu       the cpu device instead of the GPU (latency timed by the\n"
+	"                     wall clock); --threads N: its worker threads\n"
 	"  --inputs, --weights, --seed: as for run\n"
 	"%s";
 static const char *const tune_help =
@@ -175,6 +179,7 @@ typedef struct opts {
 	uint64_t seed;
 	bool help;
 	double child_t0; /* bench's warm-start child: the parent's clock at spawn */
+	int threads;     /* --threads (cpu) */
 } opts;
 
 /* A decimal integer, strictly: an optional '-' and digits, nothing else
@@ -278,6 +283,12 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 		} else if (run && !strcmp(a, "--device")) {
 			VALUE();
 			o->device = val;
+		} else if (run && !strcmp(a, "--threads")) {
+			VALUE();
+			int64_t v;
+			if (parse_int(val, &v) || v < 1 || v > 1024)
+				return usage_error(cmd, "--threads wants a count >= 1, got '%s'", val);
+			o->threads = (int)v;
 		} else if (run && !strcmp(a, "--inputs")) {
 			VALUE();
 			o->inputs = val;
@@ -748,6 +759,8 @@ static void compile_opts(const opts *o, sinter_compile_options *co)
 	co->tune_budget_s = o->tune_budget;
 	co->tune_progress = o->tune_progress;
 	co->cache_remote = o->cache_remote;
+	co->device = o->device && !strcmp(o->device, "cpu") ? "cpu" : NULL;
+	co->threads = o->threads;
 }
 
 /* Random inputs for a compiled model (packages carry no model). */
@@ -814,19 +827,18 @@ static int cmd_run(opts *o)
 	char why[512] = "";
 	const char *device = o->device;
 	if (device && strcmp(device, "ref") && strcmp(device, "cpu") && strcmp(device, "cuda"))
-		return usage_error("run", "unknown device '%s' (ref or cuda)", device);
-	if (device && !strcmp(device, "cpu")) {
-		fprintf(stderr, "sinter run: the cpu device is not built yet; use --device ref or cuda\n");
-		return SINTER_E_ENV;
-	}
+		return usage_error("run", "unknown device '%s' (ref, cpu or cuda)", device);
 	if (is_package(o->file)) {
 		if (device && strcmp(device, "cuda"))
 			return usage_error("run", "%s", "a package runs on cuda only");
 		return run_package(o);
 	}
-	bool cuda = device ? !strcmp(device, "cuda") : sinter_cuda_available(why, sizeof why);
-	if (!device && !cuda)
-		device = "ref";
+	/* no device named: cuda when a GPU is usable, else the compiled cpu
+	 * device when this build has it, else the reference interpreter */
+	if (!device)
+		device = sinter_cuda_available(why, sizeof why) ? "cuda" : sinter_cpu_available(why, sizeof why) ? "cpu" : "ref";
+	o->device = device;
+	bool cuda = strcmp(device, "ref") != 0; /* compiled: cuda or cpu */
 	prepared p;
 	int rc = prepare(o, false, &p);
 	if (rc)
@@ -866,17 +878,17 @@ static int cmd_run(opts *o)
 	} else if (o->json) {
 		printf("{\"ok\": true, \"file\": ");
 		json_str(o->file);
-		printf(", \"device\": \"%s\", \"run_s\": %.6f, \"weights_and_inputs_s\": %.6f", cuda ? "cuda" : "ref",
+		printf(", \"device\": \"%s\", \"run_s\": %.6f, \"weights_and_inputs_s\": %.6f", device,
 		       t2 - t1, p.load_s);
 		if (cuda)
 			printf(",\n \"compile\": {\"plan_hit\": %s, \"context_s\": %.6f, \"passes_s\": %.6f, "
 			       "\"codegen_s\": %.6f, \"nvrtc_s\": %.6f, \"load_s\": %.6f, \"upload_s\": %.6f, "
 			       "\"plan_s\": %.6f, \"key_s\": %.6f, \"blas_s\": %.6f, \"tune_s\": %.6f, \"compile_s\": %.6f, "
 			       "\"steps\": %zu, \"kernels\": %zu, \"cache_hits\": %zu, "
-			       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"tune_timings\": %zu}",
+			       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"tune_timings\": %zu, \"ref_steps\": %zu}",
 			       cs.plan_hit ? "true" : "false", cs.context_s, cs.passes_s, cs.codegen_s, cs.nvrtc_s, cs.load_s,
 			       cs.upload_s, cs.plan_s, cs.key_s, cs.blas_s, cs.tune_s, t1 - t0c, cs.steps, cs.kernels,
-			       cs.cache_hits, cs.arena_bytes, cs.weight_bytes, cs.tune_timings);
+			       cs.cache_hits, cs.arena_bytes, cs.weight_bytes, cs.tune_timings, cs.ref_steps);
 		printf(",\n \"outputs\": [");
 		for (size_t i = 0; i < nout; i++) {
 			printf("%s", i ? ",\n  " : "");
@@ -886,10 +898,9 @@ static int cmd_run(opts *o)
 	} else {
 		for (size_t i = 0; i < nout; i++)
 			summarize(&outs[i]);
-		printf("ran %s on %s in %.3f s (weights and inputs %.3f s)\n", o->file, cuda ? "cuda" : "ref",
-		       t2 - t1, p.load_s);
+		printf("ran %s on %s in %.3f s (weights and inputs %.3f s)\n", o->file, device, t2 - t1, p.load_s);
 	}
-	if (tracing && c) {
+	if (tracing && c && !strcmp(device, "cuda")) {
 		/* each step's device time, on the trace's device track */
 		sinter_profile_entry *pe = NULL;
 		size_t npe = 0;
@@ -1047,7 +1058,13 @@ static int warm_start_child(const opts *o, const char *dir, const char *inputs, 
 	av[n++] = "run";
 	av[n++] = o->file;
 	av[n++] = "--device";
-	av[n++] = "cuda";
+	av[n++] = o->device && !strcmp(o->device, "cpu") ? "cpu" : "cuda";
+	char threads[16];
+	if (o->threads) {
+		snprintf(threads, sizeof threads, "%d", o->threads);
+		av[n++] = "--threads";
+		av[n++] = threads;
+	}
 	av[n++] = "--cache-dir";
 	av[n++] = dir;
 	char shapes[16][96];
@@ -1133,10 +1150,15 @@ static void remove_tree(const char *dir)
 static int cmd_bench(opts *o)
 {
 	char why[512];
-	if (!sinter_cuda_available(why, sizeof why)) {
+	bool cpu = o->device && !strcmp(o->device, "cpu");
+	if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
+		return usage_error("bench", "unknown device '%s' (cpu or cuda)", o->device);
+	if (cpu ? !sinter_cpu_available(why, sizeof why) : !sinter_cuda_available(why, sizeof why)) {
 		fprintf(stderr, "sinter bench: %s\n", why);
 		return SINTER_E_ENV;
 	}
+	if (cpu && is_package(o->file))
+		return usage_error("bench", "%s", "a package runs on cuda only");
 	/* Cold: empty kernel and plan caches of our own; warm: a second
 	 * process over the same caches. */
 	char dir[] = "/tmp/sinter-bench-XXXXXX";
