@@ -55,6 +55,10 @@ struct cl_emitter {
 	uint32_t nmemo, capmemo;
 	bool fail;
 	uint32_t nfn;
+	/* emitted functions' bodies as text (without the name), for dedupe */
+	char **texts;
+	int32_t *tfn; /* the plan function index of texts[i] */
+	uint32_t ntexts, captexts;
 };
 
 int cl_emit_new(cl_emitter **out, sn_err *e)
@@ -88,7 +92,49 @@ void cl_emit_free(cl_emitter *m)
 	if (m->ctx)
 		LLVMContextDispose(m->ctx);
 	free(m->memo);
+	for (uint32_t i = 0; i < m->ntexts; i++)
+		free(m->texts[i]);
+	free(m->texts);
+	free(m->tfn);
 	free(m);
+}
+
+/* Function f (just emitted as st->fn) replaced by an identical earlier
+ * one when there is one: twelve GPT-2 layers compile their kernels once. */
+static void dedupe(cl_emitter *m, LLVMValueRef f, cl_step *st, char **fns, uint32_t *nfns)
+{
+	char *t = LLVMPrintValueToString(f);
+	if (!t)
+		return;
+	const char *body = strchr(t, '(');
+	body = body ? body : t;
+	for (uint32_t i = 0; i < m->ntexts; i++)
+		if (!strcmp(m->texts[i], body)) {
+			LLVMDisposeMessage(t);
+			LLVMDeleteFunction(f);
+			free(fns[--*nfns]);
+			st->fn = m->tfn[i];
+			return;
+		}
+	if (m->ntexts == m->captexts) {
+		uint32_t cap = m->captexts ? 2 * m->captexts : 32;
+		char **nt = realloc(m->texts, cap * sizeof *nt);
+		if (nt)
+			m->texts = nt;
+		int32_t *nf = realloc(m->tfn, cap * sizeof *nf);
+		if (nf)
+			m->tfn = nf;
+		if (!nt || !nf) {
+			LLVMDisposeMessage(t);
+			return;
+		}
+		m->captexts = cap;
+	}
+	m->texts[m->ntexts] = strdup(body);
+	m->tfn[m->ntexts] = st->fn;
+	if (m->texts[m->ntexts])
+		m->ntexts++;
+	LLVMDisposeMessage(t);
 }
 
 void cl_emit_finish(cl_emitter *m, cl_plan *p)
@@ -722,6 +768,7 @@ static bool emit_pointwise(cl_emitter *m, const ir_graph *g, const fu_plan *fp, 
 	}
 	st->rows = rows;
 	st->inner = inner;
+	dedupe(m, f, st, fns, nfns);
 	return true;
 }
 
@@ -921,6 +968,7 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 	LLVMBuildRetVoid(m->b);
 	st->rows = rows;
 	st->inner = cols;
+	dedupe(m, f, st, fns, nfns);
 	return true;
 }
 

@@ -722,8 +722,10 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 		}
 	}
 	void *bufs[CL_MAX_ARGS];
+	bool timed = sn_log_level() >= SN_LOG_DEBUG;
 	for (uint32_t i = 0; i < p->nsteps; i++) {
 		const cl_step *s = &p->steps[i];
+		double t0 = timed ? now() : 0;
 		for (uint32_t k = 0; k < s->nargs; k++)
 			bufs[k] = c->addr[s->args[k]];
 		int rc = SN_OK;
@@ -742,6 +744,10 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 		}
 		if (rc)
 			return rc;
+		if (timed && s->kind != CL_SKIP)
+			sn_log(SN_LOG_DEBUG, "cpu step %u: %s %s %.3f ms", i,
+			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view"}[s->kind], s->op,
+			       (now() - t0) * 1e3);
 	}
 	for (uint32_t k = 0; k < g->noutputs; k++) {
 		const ir_node *on = &g->nodes[g->outputs[k]];

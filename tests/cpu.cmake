@@ -1,0 +1,11 @@
+# cpu.cmake: the cpu device (--device cpu) against the reference
+# interpreter (tests/cpu_ref.py): cpu.ops runs every op's programs fused
+# and unfused, cpu.samples every samples/*.sir at batch 1. Needs the cpu
+# device in this build and a python with numpy (-DSINTER_PYTHON).
+if(SINTER_PYTHON AND SINTER_LLVM_LIBRARY)
+  add_test(NAME cpu.ops COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_ref.py
+           $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --ops-only)
+  add_test(NAME cpu.samples COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_ref.py
+           $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --samples-only)
+  set_tests_properties(cpu.ops cpu.samples PROPERTIES TIMEOUT 600)
+endif()
