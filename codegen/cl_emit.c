@@ -341,6 +341,55 @@ static LLVMValueRef sel(cl_emitter *m, LLVMValueRef c, LLVMValueRef a, LLVMValue
 	return LLVMBuildSelect(m->b, c, a, b, "");
 }
 
+/* A float constant of type ty (f32, or <8 x float> splat). */
+static LLVMValueRef cv(cl_emitter *m, LLVMTypeRef ty, double v)
+{
+	if (ty != m->v8)
+		return cf(m, v);
+	LLVMValueRef e[VW];
+	for (int i = 0; i < VW; i++)
+		e[i] = cf(m, v);
+	return LLVMConstVector(e, VW);
+}
+
+/* e^x without a libm call, so loops over it vectorize: x = n ln2 + r
+ * (Cody-Waite, |r| <= ln2/2), e^r by Cephes' expf polynomial, 2^n by
+ * building the exponent; within 2 ulp of expf over [-87.3, 88]; inputs
+ * outside saturate (1.2e-38, 1.65e38), NaN stays NaN. ty: f32 or v8. */
+static LLVMValueRef fexp(cl_emitter *m, LLVMValueRef x, LLVMTypeRef ty)
+{
+	LLVMBuilderRef b = m->b;
+	bool vec = ty == m->v8;
+	LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+	LLVMValueRef c = sel(m, LLVMBuildFCmp(b, LLVMRealOGT, x, cv(m, ty, 88.0), ""), cv(m, ty, 88.0), x);
+	c = sel(m, LLVMBuildFCmp(b, LLVMRealOLT, c, cv(m, ty, -87.33654), ""), cv(m, ty, -87.33654), c);
+	c = sel(m, nan, cv(m, ty, 0), c);
+	LLVMValueRef n = callf(m, vec ? "llvm.rint.v8f32" : "llvm.rint.f32", ty,
+			       LLVMBuildFMul(b, c, cv(m, ty, 1.44269504088896341), ""), NULL);
+	LLVMValueRef r = LLVMBuildFSub(b, c, LLVMBuildFMul(b, n, cv(m, ty, 0.693359375), ""), "");
+	r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, cv(m, ty, -2.12194440e-4), ""), "");
+	static const double k[] = {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+	LLVMValueRef p = cv(m, ty, 1.9875691500e-4);
+	for (size_t i = 0; i < SN_COUNT(k); i++)
+		p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), cv(m, ty, k[i]), "");
+	LLVMValueRef y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), ""), r, ""),
+				       cv(m, ty, 1.0), "");
+	LLVMTypeRef ity = vec ? LLVMVectorType(m->i32, VW) : m->i32;
+	LLVMValueRef ni = LLVMBuildFPToSI(b, n, ity, "");
+	LLVMValueRef c127 = vec ? LLVMConstVector((LLVMValueRef[]){LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
+								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
+								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
+								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0)}, VW)
+				: LLVMConstInt(m->i32, 127, 0);
+	LLVMValueRef c23 = vec ? LLVMConstVector((LLVMValueRef[]){LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
+								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
+								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
+								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0)}, VW)
+				: LLVMConstInt(m->i32, 23, 0);
+	LLVMValueRef e = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildAdd(b, ni, c127, ""), c23, ""), ty, "");
+	return sel(m, nan, x, LLVMBuildFMul(b, y, e, ""));
+}
+
 static LLVMValueRef relu6(cl_emitter *m, LLVMValueRef v)
 {
 	v = sel(m, LLVMBuildFCmp(m->b, LLVMRealOLT, v, cf(m, 0), ""), cf(m, 0), v);
@@ -356,7 +405,7 @@ static LLVMValueRef softplus(cl_emitter *m, LLVMValueRef x)
 
 static LLVMValueRef sigmoid(cl_emitter *m, LLVMValueRef x)
 {
-	LLVMValueRef e = call1(m, "llvm.exp.f32", LLVMBuildFNeg(m->b, x, ""));
+	LLVMValueRef e = fexp(m, LLVMBuildFNeg(m->b, x, ""), m->f32);
 	return LLVMBuildFDiv(m->b, cf(m, 1), LLVMBuildFAdd(m->b, cf(m, 1), e, ""), "");
 }
 
@@ -368,7 +417,7 @@ static LLVMValueRef float_op(cl_emitter *m, const ir_node *n, LLVMValueRef x, LL
 	switch (n->op) {
 	case IR_OP_neg: return LLVMBuildFNeg(b, x, "");
 	case IR_OP_abs: return call1(m, "llvm.fabs.f32", x);
-	case IR_OP_exp: return call1(m, "llvm.exp.f32", x);
+	case IR_OP_exp: return fexp(m, x, m->f32);
 	case IR_OP_log: return call1(m, "llvm.log.f32", x);
 	case IR_OP_sqrt: return call1(m, "llvm.sqrt.f32", x);
 	case IR_OP_rsqrt: return LLVMBuildFDiv(b, cf(m, 1), call1(m, "llvm.sqrt.f32", x), "");
@@ -381,8 +430,8 @@ static LLVMValueRef float_op(cl_emitter *m, const ir_node *n, LLVMValueRef x, LL
 			LLVMValueRef x3 = LLVMBuildFMul(b, LLVMBuildFMul(b, x, x, ""), x, "");
 			LLVMValueRef in = LLVMBuildFMul(b, cf(m, 0.7978845608028654),
 							LLVMBuildFAdd(b, x, LLVMBuildFMul(b, cf(m, 0.044715), x3, ""), ""), "");
-			LLVMValueRef t = LLVMBuildFAdd(b, cf(m, 1), call1(m, "tanhf", in), "");
-			return LLVMBuildFMul(b, LLVMBuildFMul(b, cf(m, 0.5), x, ""), t, "");
+			/* 0.5 x (1 + tanh(u)) = x sigmoid(2u): no tanhf call, no cancellation */
+			return LLVMBuildFMul(b, x, sigmoid(m, LLVMBuildFMul(b, cf(m, 2), in, "")), "");
 		} else {
 			LLVMValueRef t = LLVMBuildFAdd(b, cf(m, 1), call1(m, "erff", LLVMBuildFMul(b, x, cf(m, 0.7071067811865476), "")), "");
 			return LLVMBuildFMul(b, LLVMBuildFMul(b, cf(m, 0.5), x, ""), t, "");
@@ -813,7 +862,7 @@ static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, LLVMValueRef p, in
 	if (fx == 1 || fx == 3)
 		x = LLVMBuildFMul(m->b, x, x, "");
 	if (fx == 2)
-		x = callf(m, "llvm.exp.v8f32", m->v8, x, NULL);
+		x = fexp(m, x, m->v8);
 	LLVMValueRef nacc = k == R_SUM ? LLVMBuildFAdd(m->b, acc, x, "") : callf(m, vname, m->v8, acc, x);
 	LLVMBasicBlockRef cur = LLVMGetInsertBlock(m->b);
 	LLVMAddIncoming(acc, &nacc, &cur, 1);
@@ -836,7 +885,7 @@ static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, LLVMValueRef p, in
 	if (fx == 1 || fx == 3)
 		y = LLVMBuildFMul(m->b, y, y, "");
 	if (fx == 2)
-		y = call1(m, "llvm.exp.f32", y);
+		y = fexp(m, y, m->f32);
 	LLVMValueRef ns = k == R_SUM ? LLVMBuildFAdd(m->b, sacc, y, "") : callf(m, sname, m->f32, sacc, y);
 	cur = LLVMGetInsertBlock(m->b);
 	LLVMAddIncoming(sacc, &ns, &cur, 1);
@@ -952,7 +1001,7 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 		if (sub)
 			x = LLVMBuildFSub(m->b, x, sub, "");
 		if (n->op == IR_OP_softmax)
-			x = call1(m, "llvm.exp.f32", x);
+			x = fexp(m, x, m->f32);
 		if (mul)
 			x = LLVMBuildFMul(m->b, x, mul, "");
 		if (addl)

@@ -396,6 +396,33 @@ static void *addr_of(rt_cpu *c, ir_ref r)
 	return r == IR_NONE ? NULL : c->addr[r];
 }
 
+/* e^x for the tanh-GELU epilogue: Cody-Waite reduction and Cephes' expf
+ * polynomial (as cl_emit.c's fexp), no libm call, so the loop vectorizes. */
+static inline float fast_exp(float x)
+{
+	float c = x > 88.0f ? 88.0f : x < -87.33654f ? -87.33654f : x == x ? x : 0.0f;
+	float n = rintf(c * 1.44269504088896341f);
+	float r = c - n * 0.693359375f - n * -2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	float y = p * r * r + r + 1.0f;
+	int32_t bits = ((int32_t)n + 127) << 23;
+	float e;
+	memcpy(&e, &bits, sizeof e);
+	return x != x ? x : y * e;
+}
+
+/* 0.5 v (1 + tanh(u)) written as v / (1 + e^(-2u)) */
+static inline float gelu_tanh(float v)
+{
+	float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
+	return v / (1.0f + fast_exp(-2.0f * u));
+}
+
 typedef struct gjob {
 	rt_cpu *c;
 	const cl_step *s;
@@ -443,7 +470,7 @@ static void gemm_task(void *ctx, int64_t lo, int64_t hi, int tid)
 				if (s->act == 1)
 					v = v < 0.0f ? 0.0f : v;
 				else if (s->act == 2)
-					v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+					v = gelu_tanh(v);
 				o[jj] = v;
 			}
 		}
