@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""cpu_bench.py: sinter's cpu device against onnxruntime's CPU provider, on
+the same models, weights, inputs and thread count, in one run.
+
+The models are written here as ONNX (onnx.helper, random weights from a
+seed): the MLP of samples/mlp.sir and a ResNet-50 (torchvision's layout,
+batch norms already folded into the convolutions' biases, as sinter's
+fold-bn pass leaves them). sinter reads the same file through
+`sinter import` (its initializers become the weights file); onnxruntime
+runs it with intra_op_num_threads = --threads and graph optimizations on.
+Latency: median of --iters calls after warmup, each side timed by its own
+wall clock around one call (`sinter bench --device cpu --json`). ResNet-50
+also runs once on the reference interpreter (`sinter run --device ref`).
+Cold compile: `sinter bench`'s cold compile (empty caches); warm start: its
+second process, which finds the JIT-compiled object in the cache.
+
+usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50]
+Needs numpy, onnx and onnxruntime (tests/requirements.txt).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+class G:
+    def __init__(self, seed):
+        self.nodes, self.inits, self.rng, self.k = [], [], np.random.default_rng(seed), 0
+
+    def name(self, p):
+        self.k += 1
+        return "%s%d" % (p, self.k)
+
+    def w(self, shape, fan_in):
+        n = self.name("w")
+        b = 1.0 / np.sqrt(fan_in)
+        self.inits.append(numpy_helper.from_array(self.rng.uniform(-b, b, size=shape).astype(np.float32), n))
+        return n
+
+    def op(self, op, ins, **attrs):
+        o = self.name(op.lower())
+        self.nodes.append(helper.make_node(op, ins, [o], **attrs))
+        return o
+
+    def conv(self, x, cin, cout, k, stride=1, relu=True):
+        w = self.w((cout, cin, k, k), cin * k * k)
+        b = self.w((cout,), cin * k * k)
+        p = k // 2
+        y = self.op("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride, stride], pads=[p, p, p, p])
+        return self.op("Relu", [y]) if relu else y
+
+    def model(self, x_shape, out, out_shape):
+        g = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        return m
+
+
+def mlp(seed):
+    g = G(seed)
+    x, d = "x", 1024
+    for i, (a, b) in enumerate([(1024, 4096), (4096, 4096), (4096, 4096)]):
+        w, bb = g.w((a, b), a), g.w((b,), a)
+        x = g.op("Add", [g.op("MatMul", [x, w]), bb])
+        if i < 2:
+            x = g.op("Relu", [x])
+    return g.model([1, d], x, [1, 4096]), [1, d]
+
+
+def resnet50(seed):
+    g = G(seed)
+    x = g.conv("x", 3, 64, 7, 2)
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for width, blocks, stride in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]:
+        for i in range(blocks):
+            s = stride if i == 0 else 1
+            y = g.conv(x, cin, width, 1)
+            y = g.conv(y, width, width, 3, s)
+            y = g.conv(y, width, width * 4, 1, relu=False)
+            sc = g.conv(x, cin, width * 4, 1, s, relu=False) if i == 0 else x
+            x = g.op("Relu", [g.op("Add", [y, sc])])
+            cin = width * 4
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    w, b = g.w((1000, 2048), 2048), g.w((1000,), 2048)
+    x = g.op("Gemm", [x, w, b], transB=1)
+    return g.model([1, 3, 224, 224], x, [1, 1000]), [1, 3, 224, 224]
+
+
+def sinter_json(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
+    return json.loads(p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sinter")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--models", default="mlp,resnet50")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="sinter-cpu-bench-")
+    rows = []
+    for name in a.models.split(","):
+        m, xs = {"mlp": mlp, "resnet50": resnet50}[name](0)
+        path = os.path.join(work, name + ".onnx")
+        onnx.save(m, path)
+        sir = os.path.join(work, name + ".sir")
+        subprocess.run([a.sinter, "import", path, "-o", sir], check=True, capture_output=True)
+        x = np.random.default_rng(1).standard_normal(xs).astype(np.float32)
+        npz = os.path.join(work, name + ".in.npz")
+        np.savez(npz, x=x)
+        # onnxruntime, same threads
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = a.threads
+        so.inter_op_num_threads = 1
+        t0 = time.perf_counter()
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        ort_load = time.perf_counter() - t0
+        want = sess.run(None, {"x": x})[0]
+        for _ in range(3):
+            sess.run(None, {"x": x})
+        ts = []
+        for _ in range(a.iters):
+            t0 = time.perf_counter()
+            sess.run(None, {"x": x})
+            ts.append((time.perf_counter() - t0) * 1e3)
+        ort_ms = float(np.median(ts))
+        # sinter cpu
+        out = os.path.join(work, name + ".out.npz")
+        j = sinter_json([a.sinter, "bench", sir, "--device", "cpu", "--threads", str(a.threads), "--weights",
+                         os.path.join(work, name + ".safetensors"), "--inputs", npz, "--iters", str(a.iters),
+                         "--warmup", "3", "--json", "-o", out])
+        got = list(np.load(out).values())[0]
+        err = float(np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want))
+        row = dict(model=name, threads=a.threads, sinter_ms=j["median_ms"], ort_ms=ort_ms,
+                   ratio=j["median_ms"] / ort_ms, cold_compile_s=j["cold_compile_s"],
+                   warm_start_s=j["warm_start_s"], ort_session_s=ort_load, rel_l2_vs_ort=err)
+        if name == "resnet50":
+            t0 = time.perf_counter()
+            r = sinter_json([a.sinter, "run", sir, "--device", "ref", "--weights",
+                             os.path.join(work, name + ".safetensors"), "--inputs", npz, "--json"])
+            row["ref_ms"] = r["run_s"] * 1e3
+            row["ref_speedup"] = row["ref_ms"] / j["median_ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\n| model | threads | sinter cpu ms | onnxruntime ms | sinter / ort | cold compile s | warm start s | vs ref |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print("| %s | %d | %.2f | %.2f | %.2f | %.3f | %.3f | %s |" % (
+            r["model"], r["threads"], r["sinter_ms"], r["ort_ms"], r["ratio"], r["cold_compile_s"],
+            r["warm_start_s"], "%.0fx (ref %.0f ms)" % (r["ref_speedup"], r["ref_ms"]) if "ref_ms" in r else "-"))
+
+
+if __name__ == "__main__":
+    main()
