@@ -56,7 +56,7 @@ sinter_status api_cpu_bench(sinter_compiled *c, int warmup, int iters, double *m
 {
 	return SINTER_E_ENV;
 }
-char *api_cpu_plan_text(const sinter_model *m, sinter_error *err)
+char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
 {
 	api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
 	return NULL;
@@ -168,7 +168,7 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 	return SINTER_OK;
 }
 
-char *api_cpu_plan_text(const sinter_model *m, sinter_error *err)
+char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
 {
 	cl_plan *p = NULL;
 	sinter_compile_stats s = {0};

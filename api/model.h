@@ -77,8 +77,5 @@ void api_cpu_free(sinter_compiled *c);
 sinter_status api_cpu_run(sinter_compiled *c, const sinter_tensor *inputs, size_t n, sinter_tensor **outputs,
 			  sinter_error *err);
 sinter_status api_cpu_bench(sinter_compiled *c, int warmup, int iters, double *ms, sinter_error *err);
-/* The CPU plan of m as it stands (no passes), one line per step and a
- * count of each kind (sinter print --device cpu). Free with free. */
-char *api_cpu_plan_text(const sinter_model *m, sinter_error *err);
 
 #endif

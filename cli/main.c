@@ -74,6 +74,8 @@ static const char *const print_help =
 	"after the graph passes asked for. --groups prints instead the fusion groups a\n"
 	"CUDA compile would make (symbolic dims bound with --shape).\n"
 	"  --dot              Graphviz dot instead of text (sinter print --dot F | dot -Tsvg)\n"
+	"  --device cpu       the cpu plan's steps instead, with how many fall back to the\n"
+	"                     reference interpreter (after the passes asked for)\n"
 	"  --dump-dir D       write the IR after each pass to D (made if missing)\n";
 static const char *const passes_help =
 	"  --passes a,b,c     run these graph passes (canonicalize, fold-bn, layout, precision, attention)\n"
@@ -280,7 +282,7 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 			int rc = add_shapes(cmd, o, a + 8);
 			if (rc)
 				return rc;
-		} else if (run && !strcmp(a, "--device")) {
+		} else if ((run || is_print) && !strcmp(a, "--device")) {
 			VALUE();
 			o->device = val;
 		} else if (run && !strcmp(a, "--threads")) {
@@ -521,11 +523,17 @@ static int cmd_print(const opts *o)
 	if (rc)
 		return rc;
 	sinter_error err = {0};
-	char *text = o->groups ? sinter_model_print_groups(m, 0, &err)
+	bool cpu = o->device && !strcmp(o->device, "cpu");
+	if (o->device && !cpu) {
+		sinter_model_free(m);
+		return usage_error("print", "--device takes cpu (its plan's steps), got '%s'", o->device);
+	}
+	char *text = cpu ? sinter_model_print_cpu_plan(m, &err)
+		   : o->groups ? sinter_model_print_groups(m, 0, &err)
 		   : o->dot    ? sinter_model_dot(m)
 			       : sinter_model_print(m);
 	sinter_model_free(m);
-	if (!text && o->groups) {
+	if (!text && (o->groups || cpu)) {
 		fprintf(stderr, "sinter print: %s\n", err.message);
 		return err.status;
 	}

@@ -123,6 +123,12 @@ char *sinter_model_print(const sinter_model *m);
  * symbolic dims bound), one line per group; NULL with err set when they
  * cannot be made. Free with sinter_free. */
 char *sinter_model_print_groups(const sinter_model *m, int target_sm, sinter_error *err);
+/* The steps a cpu compile of m (as it stands: no passes) would run, one
+ * line each, and how many of them fall back to the reference interpreter;
+ * m must be fully shaped and its weights need not be loaded. NULL with
+ * err set when the cpu device is not built or the plan cannot be made.
+ * Free with sinter_free. */
+char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err);
 /* The structural hash (XXH3-128) as 32 lowercase hex digits plus NUL. */
 void sinter_model_hash(const sinter_model *m, char hex[33]);
 size_t sinter_model_num_nodes(const sinter_model *m);
