@@ -18,7 +18,7 @@ GPT-2's), stays well under 1e-5 relative; 2e-5 leaves room for the
 cancellation in layer_norm's variance. Integers and bools are compared
 exactly.
 
-usage: cpu_ref.py SINTER SAMPLES_DIR [--seed S] [--keep DIR] [--ops-only | --samples-only]
+usage: cpu_ref.py SINTER SAMPLES_DIR [--seed S] [--keep DIR] [--ops-only | --samples-only] [--only mlp,resblock]
 """
 import os
 import random
@@ -150,7 +150,8 @@ def main():
         failures += 1
     if "--ops-only" not in args:
         for f in sorted(os.listdir(samples)):
-            if f.endswith(".sir"):
+            only = args[args.index("--only") + 1].split(",") if "--only" in args else None
+            if f.endswith(".sir") and (not only or f[:-4] in only):
                 sir = os.path.join(samples, f)
                 failures += check(sinter, "sample " + f, [sir, "--shape", "N=1", "--init", "random", "--seed",
                                                            str(seed % 1000)], work, f[:-4])
