@@ -129,8 +129,10 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 				 "its steps have no launch overhead to capture; max-autotune has no cpu search spaces)",
 				 mode);
 	if (o && o->precision != SINTER_PREC_FP32)
-		return api_failf(err, SINTER_E_USAGE, "the cpu device computes fp32 only (asked for precision %d)",
-				 (int)o->precision);
+		return api_failf(err, SINTER_E_USAGE, "the cpu device computes fp32 only: precision %s is not built for it",
+				 (unsigned)o->precision <= SINTER_PREC_FP8
+					 ? (const char *[]){"fp32", "tf32", "bf16", "fp16", "fp8"}[o->precision]
+					 : "?");
 	sn_err e = {0};
 	double t0 = now();
 	ir_graph *g = ir_graph_clone(m->g, &e);

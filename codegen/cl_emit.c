@@ -655,6 +655,8 @@ static LLVMValueRef new_fn(cl_emitter *m, char **fns, uint32_t *nfns, cl_step *s
 	snprintf(name, sizeof name, "k%u", m->nfn++);
 	LLVMValueRef f = LLVMAddFunction(m->mod, name, m->fnty);
 	fns[*nfns] = strdup(name);
+	if (!fns[*nfns])
+		m->fail = true; /* out of memory: the group falls back */
 	st->fn = (int32_t)(*nfns)++;
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, f, "entry");
 	LLVMPositionBuilderAtEnd(m->b, entry);
@@ -962,6 +964,7 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 	for (uint32_t k = 0; k < n->nin; k++)
 		st->args[st->nargs++] = n->in[k];
 	LLVMValueRef lo, hi;
+	m->fail = false;
 	LLVMValueRef f = new_fn(m, fns, nfns, st, &lo, &hi);
 	loop lr;
 	loop_begin(m, f, lo, hi, &lr);
@@ -1015,6 +1018,12 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 	}
 	loop_end(m, &lr, 1);
 	LLVMBuildRetVoid(m->b);
+	if (m->fail) {
+		LLVMDeleteFunction(f);
+		free(fns[--*nfns]);
+		st->fn = -1;
+		return false;
+	}
 	st->rows = rows;
 	st->inner = cols;
 	dedupe(m, f, st, fns, nfns);
