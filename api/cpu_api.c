@@ -223,7 +223,7 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 	}
 	c->device = API_DEV_CPU;
 	c->poison = o && o->poison;
-	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->nref;
+	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->nref;
 	s.kernels = p->nfns;
 	s.unique_kernels = p->nfns;
 	s.ref_steps = p->nref;

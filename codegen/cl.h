@@ -13,6 +13,7 @@
  *              pointwise epilogue (a CL kernel) applied on the tile;
  *   CL_ATTN    scaled_dot_product_attention, per (batch, head) two products
  *              and a softmax in between;
+ *   CL_POOL    max_pool2d and global_avg_pool, NHWC f32, in the runtime's C;
  *   CL_REF     anything else: the reference interpreter's implementation of
  *              each member of the group, on the plan's buffers.
  * The plan keeps the optimized graph (fallback steps and convolutions read
@@ -36,7 +37,7 @@ typedef struct cl_val {
 	uint32_t index;  /* CL_INPUT: input i; CL_VIEW: the node whose storage it shares */
 } cl_val;
 
-typedef enum cl_kind { CL_KERNEL, CL_GEMM, CL_CONV, CL_ATTN, CL_REF, CL_SKIP } cl_kind;
+typedef enum cl_kind { CL_KERNEL, CL_GEMM, CL_CONV, CL_ATTN, CL_REF, CL_SKIP, CL_POOL } cl_kind;
 
 typedef struct cl_step {
 	cl_kind kind;
@@ -67,7 +68,7 @@ typedef struct cl_plan {
 	char **fns;        /* function names, nfns (owned) */
 	uint32_t nfns;
 	void *llctx, *llmod; /* LLVMContextRef, LLVMModuleRef until cl_plan_take_module */
-	uint32_t nref, nkernel, ngemm, nconv, nattn; /* steps of each kind */
+	uint32_t nref, nkernel, ngemm, nconv, nattn, npool; /* steps of each kind */
 } cl_plan;
 
 /* Lowers g (verified, concrete shapes; taken: the plan owns it from here,

@@ -133,7 +133,7 @@ void cl_plan_free(cl_plan *p)
 
 static const char *kind_name(cl_kind k)
 {
-	static const char *const n[] = {"kernel", "gemm", "conv", "attention", "ref", "view"};
+	static const char *const n[] = {"kernel", "gemm", "conv", "attention", "ref", "view", "pool"};
 	return (unsigned)k < SN_COUNT(n) ? n[k] : "?";
 }
 
@@ -154,9 +154,9 @@ void cl_plan_list(const cl_plan *p, sn_buf *b)
 			sn_buf_printf(b, " epilogue=%s", p->fns[s->fn]);
 		sn_buf_puts(b, "\n");
 	}
-	sn_buf_printf(b, "%u steps: %u kernels, %u gemm, %u conv, %u attention, %u on the reference interpreter\n",
-		      p->nkernel + p->ngemm + p->nconv + p->nattn + p->nref, p->nkernel, p->ngemm, p->nconv, p->nattn,
-		      p->nref);
+	sn_buf_printf(b, "%u steps: %u kernels, %u gemm, %u conv, %u attention, %u pool, %u on the reference interpreter\n",
+		      p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->nref, p->nkernel, p->ngemm, p->nconv,
+		      p->nattn, p->npool, p->nref);
 }
 
 static uint64_t up(uint64_t x)
@@ -308,6 +308,12 @@ int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, 
 				continue;
 			}
 			p->nconv++;
+			continue;
+		}
+		if (gr->kind == FU_NODE && f32_all(g, core) && core->attrs->layout == IR_NHWC &&
+		    (core->op == IR_OP_max_pool2d || core->op == IR_OP_global_avg_pool)) {
+			st->kind = CL_POOL;
+			p->npool++;
 			continue;
 		}
 		if (gr->kind == FU_NODE && attn_ok(g, core)) {

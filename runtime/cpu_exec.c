@@ -453,6 +453,15 @@ static void gemm_task(void *ctx, int64_t lo, int64_t hi, int tid)
 			c1 = c0 + j->tile < s->n ? c0 + j->tile : s->n;
 		}
 		const float *Bt = s->trans_b ? B + c0 * s->k : B + c0;
+		if (r1 - r0 == 1) {
+			/* one row: a matrix-vector product, bound by reading B once */
+			if (s->trans_b)
+				cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)s->k, 1.0f, Bt,
+					    (blasint)s->k, A + r0 * s->k, 1, 0.0f, C + r0 * s->n + c0, 1);
+			else
+				cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)s->k, (blasint)(c1 - c0), 1.0f, Bt,
+					    (blasint)s->n, A + r0 * s->k, 1, 0.0f, C + r0 * s->n + c0, 1);
+		} else
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),
 			    (blasint)(c1 - c0), (blasint)s->k, 1.0f, A + r0 * s->k, (blasint)s->k, Bt,
 			    (blasint)(s->trans_b ? s->k : s->n), 0.0f, C + r0 * s->n + c0, (blasint)s->n);
@@ -512,6 +521,7 @@ typedef struct cjob {
 	bool direct; /* 1x1, stride 1, no pad: x is the patch matrix */
 	void **ebufs;
 	kern_fn *epi;
+	int64_t ctile, nct; /* output channels per task, tasks per pixel tile */
 } cjob;
 
 static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
@@ -519,7 +529,9 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 	cjob *j = ctx;
 	float *col = j->c->scratch[tid];
 	for (int64_t t = lo; t < hi; t++) {
-		int64_t p0 = t * CONV_TILE, p1 = p0 + CONV_TILE < j->M ? p0 + CONV_TILE : j->M;
+		int64_t ct = t % j->nct, pt_ = t / j->nct;
+		int64_t p0 = pt_ * CONV_TILE, p1 = p0 + CONV_TILE < j->M ? p0 + CONV_TILE : j->M;
+		int64_t o0 = ct * j->ctile, o1 = o0 + j->ctile < j->O ? o0 + j->ctile : j->O;
 		const float *A;
 		if (j->direct) {
 			A = j->x + p0 * j->C;
@@ -543,15 +555,16 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 			A = col;
 		}
 		float *C = j->out + p0 * j->O;
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(p1 - p0), (blasint)j->O, (blasint)j->K, 1.0f, A,
-			    (blasint)j->K, j->w, (blasint)j->K, 0.0f, C, (blasint)j->O);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(p1 - p0), (blasint)(o1 - o0), (blasint)j->K,
+			    1.0f, A, (blasint)j->K, j->w + o0 * j->K, (blasint)j->K, 0.0f, C + o0, (blasint)j->O);
 		if (j->bias)
 			for (int64_t p = p0; p < p1; p++)
-				for (int64_t o = 0; o < j->O; o++)
+				for (int64_t o = o0; o < o1; o++)
 					C[(p - p0) * j->O + o] += j->bias[o];
 		/* the fused epilogue on the tile while it is in cache: its rows
-		 * are output pixels of O channels */
-		if (j->epi)
+		 * are output pixels of O channels (after the whole conv when
+		 * the channels are split) */
+		if (j->epi && j->nct == 1)
 			j->epi(j->ebufs, p0, p1);
 	}
 }
@@ -586,7 +599,21 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 		}
 		c->scratch_n = need;
 	}
-	pool_for(c->pool, (j.M + CONV_TILE - 1) / CONV_TILE, 1, conv_task, &j);
+	/* few pixel tiles (the last stages' 7x7 maps): split the output
+	 * channels too, so every thread has work */
+	int64_t ntiles = (j.M + CONV_TILE - 1) / CONV_TILE;
+	j.nct = 1;
+	j.ctile = j.O;
+	if (ntiles < 2 * c->pool->n && j.O >= 64) {
+		j.nct = (2 * c->pool->n + ntiles - 1) / ntiles;
+		j.ctile = ((j.O + j.nct - 1) / j.nct + 15) / 16 * 16;
+		j.nct = (j.O + j.ctile - 1) / j.ctile;
+	}
+	pool_for(c->pool, ntiles * j.nct, 1, conv_task, &j);
+	if (j.epi && j.nct > 1) {
+		kjob k = {.fn = j.epi, .bufs = ebufs};
+		pool_for(c->pool, j.M, 64, kern_task, &k);
+	}
 	return SN_OK;
 }
 
@@ -657,6 +684,74 @@ static int run_attn(rt_cpu *c, const cl_step *s, sn_err *e)
 	}
 	pool_for(c->pool, j.B * j.H, 1, attn_task, &j);
 	return SN_OK;
+}
+
+/* ---- pooling, NHWC f32: max over the window (padding never wins), and
+ * the mean over H and W ---- */
+
+typedef struct pjob {
+	const ir_node *n;
+	const ir_shape *xs;
+	const float *x;
+	float *out;
+} pjob;
+
+static void pool_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	pjob *j = ctx;
+	const ir_attrs *a = j->n->attrs;
+	int64_t H = j->xs->d[1], W = j->xs->d[2], C = j->xs->d[3];
+	int64_t Ho = j->n->shape.d[1], Wo = j->n->shape.d[2];
+	if (j->n->op == IR_OP_global_avg_pool) {
+		for (int64_t b = lo; b < hi; b++) {
+			float *o = j->out + b * C;
+			for (int64_t c = 0; c < C; c++)
+				o[c] = 0;
+			for (int64_t p = 0; p < H * W; p++) {
+				const float *x = j->x + (b * H * W + p) * C;
+				for (int64_t c = 0; c < C; c++)
+					o[c] += x[c];
+			}
+			for (int64_t c = 0; c < C; c++)
+				o[c] /= (float)(H * W);
+		}
+		return;
+	}
+	int64_t kh = a->kernel.v[0], kw = a->kernel.n > 1 ? a->kernel.v[1] : kh;
+	int64_t sh = a->stride.n > 0 ? a->stride.v[0] : kh, sw = a->stride.n > 1 ? a->stride.v[1] : kw;
+	int64_t pt = a->pad.n > 0 ? a->pad.v[0] : 0, pl = a->pad.n > 1 ? a->pad.v[1] : 0;
+	int64_t dh = a->dilation.n > 0 ? a->dilation.v[0] : 1, dw = a->dilation.n > 1 ? a->dilation.v[1] : 1;
+	for (int64_t r = lo; r < hi; r++) { /* r: (n, ho) */
+		int64_t b = r / Ho, ho = r % Ho;
+		for (int64_t wo = 0; wo < Wo; wo++) {
+			float *o = j->out + ((b * Ho + ho) * Wo + wo) * C;
+			for (int64_t c = 0; c < C; c++)
+				o[c] = -INFINITY;
+			for (int64_t p = 0; p < kh; p++) {
+				int64_t hi_ = ho * sh - pt + p * dh;
+				if (hi_ < 0 || hi_ >= H)
+					continue;
+				for (int64_t q = 0; q < kw; q++) {
+					int64_t wi = wo * sw - pl + q * dw;
+					if (wi < 0 || wi >= W)
+						continue;
+					const float *x = j->x + ((b * H + hi_) * W + wi) * C;
+					for (int64_t c = 0; c < C; c++)
+						o[c] = x[c] > o[c] || x[c] != x[c] ? x[c] : o[c];
+				}
+			}
+		}
+	}
+}
+
+static void run_pool(rt_cpu *c, const cl_step *s)
+{
+	const ir_graph *g = c->p->g;
+	const ir_node *n = &g->nodes[s->node];
+	pjob j = {.n = n, .xs = &g->nodes[n->in[0]].shape, .x = addr_of(c, n->in[0]), .out = addr_of(c, s->out)};
+	int64_t rows = n->op == IR_OP_global_avg_pool ? j.xs->d[0] : n->shape.d[0] * n->shape.d[1];
+	pool_for(c->pool, rows, 1, pool_task, &j);
 }
 
 /* ---- fallback: the reference interpreter over a group's members ---- */
@@ -767,13 +862,14 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 		case CL_GEMM: run_gemm(c, s); break;
 		case CL_CONV: rc = run_conv(c, s, bufs, e); break;
 		case CL_ATTN: rc = run_attn(c, s, e); break;
+		case CL_POOL: run_pool(c, s); break;
 		case CL_REF: rc = run_ref(c, s, e); break;
 		}
 		if (rc)
 			return rc;
 		if (timed && s->kind != CL_SKIP)
 			sn_log(SN_LOG_DEBUG, "cpu step %u: %s %s %.3f ms", i,
-			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view"}[s->kind], s->op,
+			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view", "pool"}[s->kind], s->op,
 			       (now() - t0) * 1e3);
 	}
 	for (uint32_t k = 0; k < g->noutputs; k++) {
