@@ -97,6 +97,57 @@ def resnet50(seed):
     return g.model([1, 3, 224, 224], x, [1, 1000]), [1, 3, 224, 224]
 
 
+def gpt2(seed, seq=128, layers=12, d=768, heads=12, vocab=50257):
+    """GPT-2 small as samples/gpt2.sir writes it (HF GPT2Model, gelu_new,
+    causal softmax(q k^T / 8) v), on seq tokens; random weights."""
+    g = G(seed)
+    hd = d // heads
+
+    def const(name, arr):
+        g.inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def ln(x):
+        return g.op("LayerNormalization", [x, const(g.name("lnw"), np.ones(d, np.float32)),
+                                           const(g.name("lnb"), np.zeros(d, np.float32))], axis=-1, epsilon=1e-5)
+
+    def lin(x, a, b):
+        return g.op("Add", [g.op("MatMul", [x, g.w((a, b), a)]), g.w((b,), a)])
+
+    wte = const("wte", (g.rng.standard_normal((vocab, d)) * 0.02).astype(np.float32))
+    wpe = const("wpe", (g.rng.standard_normal((1024, d)) * 0.01).astype(np.float32))
+    pos = const("pos", np.arange(seq, dtype=np.int64))
+    h = g.op("Add", [g.op("Gather", [wte, "x"]), g.op("Gather", [wpe, pos])])
+    mask = const("mask", np.triu(np.ones((seq, seq), np.bool_), 1))
+    ninf = const("ninf", np.array(-np.inf, np.float32))
+    scale = const("scale", np.array(1.0 / np.sqrt(hd), np.float32))
+    shp = const("shp", np.array([1, seq, heads, hd], np.int64))
+    back = const("back", np.array([1, seq, d], np.int64))
+    split = const("split", np.array([d, d, d], np.int64))
+    for _ in range(layers):
+        a = ln(h)
+        qkv = lin(a, d, 3 * d)
+        q, k, v = g.name("q"), g.name("k"), g.name("v")
+        g.nodes.append(helper.make_node("Split", [qkv, split], [q, k, v], axis=2))
+        q = g.op("Transpose", [g.op("Reshape", [q, shp])], perm=[0, 2, 1, 3])
+        k = g.op("Transpose", [g.op("Reshape", [k, shp])], perm=[0, 2, 3, 1])
+        v = g.op("Transpose", [g.op("Reshape", [v, shp])], perm=[0, 2, 1, 3])
+        s = g.op("Mul", [g.op("MatMul", [q, k]), scale])
+        s = g.op("Where", [mask, ninf, s])
+        o = g.op("MatMul", [g.op("Softmax", [s], axis=-1), v])
+        o = g.op("Reshape", [g.op("Transpose", [o], perm=[0, 2, 1, 3]), back])
+        h = g.op("Add", [h, lin(o, d, d)])
+        m = g.op("Gelu", [lin(ln(h), d, 4 * d)], approximate="tanh")
+        h = g.op("Add", [h, lin(m, 4 * d, d)])
+    h = ln(h)
+    gr = helper.make_graph(g.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT64, [1, seq])],
+                           [helper.make_tensor_value_info(h, TensorProto.FLOAT, [1, seq, d])], g.inits)
+    mo = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 20)])
+    mo.ir_version = 9
+    onnx.checker.check_model(mo)
+    return mo, [1, seq]
+
+
 def sinter_json(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
@@ -109,17 +160,18 @@ def main():
     ap.add_argument("sinter")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--models", default="mlp,resnet50")
+    ap.add_argument("--models", default="mlp,resnet50,gpt2")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="sinter-cpu-bench-")
     rows = []
     for name in a.models.split(","):
-        m, xs = {"mlp": mlp, "resnet50": resnet50}[name](0)
+        m, xs = {"mlp": mlp, "resnet50": resnet50, "gpt2": gpt2}[name](0)
         path = os.path.join(work, name + ".onnx")
         onnx.save(m, path)
         sir = os.path.join(work, name + ".sir")
         subprocess.run([a.sinter, "import", path, "-o", sir], check=True, capture_output=True)
-        x = np.random.default_rng(1).standard_normal(xs).astype(np.float32)
+        x = np.random.default_rng(1).standard_normal(xs).astype(np.float32) if name != "gpt2" else \
+            np.random.default_rng(1).integers(0, 50257, size=xs).astype(np.int64)
         npz = os.path.join(work, name + ".in.npz")
         np.savez(npz, x=x)
         # onnxruntime, same threads
@@ -144,7 +196,7 @@ def main():
                          os.path.join(work, name + ".safetensors"), "--inputs", npz, "--iters", str(a.iters),
                          "--warmup", "3", "--json", "-o", out])
         got = list(np.load(out).values())[0]
-        err = float(np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want))
+        err = float(np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want.astype(np.float64)))
         row = dict(model=name, threads=a.threads, sinter_ms=j["median_ms"], ort_ms=ort_ms,
                    ratio=j["median_ms"] / ort_ms, cold_compile_s=j["cold_compile_s"],
                    warm_start_s=j["warm_start_s"], ort_session_s=ort_load, rel_l2_vs_ort=err)
