@@ -509,7 +509,6 @@ static void run_gemm(rt_cpu *c, const cl_step *s)
 
 /* ---- convolutions: im2col by tiles of output pixels into sgemm ---- */
 
-#define CONV_TILE 128
 
 typedef struct cjob {
 	rt_cpu *c;
@@ -522,6 +521,7 @@ typedef struct cjob {
 	void **ebufs;
 	kern_fn *epi;
 	int64_t ctile, nct; /* output channels per task, tasks per pixel tile */
+	int64_t tile;       /* output pixels per task */
 } cjob;
 
 static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
@@ -530,7 +530,7 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 	float *col = j->c->scratch[tid];
 	for (int64_t t = lo; t < hi; t++) {
 		int64_t ct = t % j->nct, pt_ = t / j->nct;
-		int64_t p0 = pt_ * CONV_TILE, p1 = p0 + CONV_TILE < j->M ? p0 + CONV_TILE : j->M;
+		int64_t p0 = pt_ * j->tile, p1 = p0 + j->tile < j->M ? p0 + j->tile : j->M;
 		int64_t o0 = ct * j->ctile, o1 = o0 + j->ctile < j->O ? o0 + j->ctile : j->O;
 		const float *A;
 		if (j->direct) {
@@ -590,7 +590,15 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	j.ebufs = ebufs;
 	if (s->fn >= 0 && s->out != s->args[0])
 		return sn_errf(e, SN_EINTERNAL, "cpu: convolution epilogue writes another buffer");
-	size_t need = (size_t)CONV_TILE * (size_t)j.K;
+	/* pixel tiles: two per thread at least, their im2col rows within
+	 * 1 MiB (a core's L2), at least 64 rows for BLAS to work with */
+	j.tile = (j.M + 2 * c->pool->n - 1) / (2 * c->pool->n);
+	int64_t cap = (int64_t)(262144 / (j.K ? j.K : 1));
+	if (j.tile > cap)
+		j.tile = cap;
+	if (j.tile < 64)
+		j.tile = 64;
+	size_t need = (size_t)j.tile * (size_t)j.K;
 	if (!j.direct && need > c->scratch_n) {
 		for (int i = 0; i < c->pool->n; i++) {
 			free(c->scratch[i]);
@@ -601,7 +609,7 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	}
 	/* few pixel tiles (the last stages' 7x7 maps): split the output
 	 * channels too, so every thread has work */
-	int64_t ntiles = (j.M + CONV_TILE - 1) / CONV_TILE;
+	int64_t ntiles = (j.M + j.tile - 1) / j.tile;
 	j.nct = 1;
 	j.ctile = j.O;
 	if (ntiles < 2 * c->pool->n && j.O >= 64) {
