@@ -26,6 +26,7 @@
 #include "passes/fuse.h"
 
 #define CL_MAX_ARGS 10
+#define CL_NMOD 2 /* LLVM modules per plan, optimized and compiled in parallel */
 #define CL_ALIGN 64
 
 typedef enum cl_where { CL_NOWHERE, CL_ARENA, CL_WEIGHT, CL_INPUT, CL_VIEW } cl_where;
@@ -67,7 +68,9 @@ typedef struct cl_plan {
 	uint64_t weight_bytes;
 	char **fns;        /* function names, nfns (owned) */
 	uint32_t nfns;
-	void *llctx, *llmod; /* LLVMContextRef, LLVMModuleRef until cl_plan_take_module */
+	/* LLVMContextRef and LLVMModuleRef of each module (kernels go to them
+	 * in turn) until the runtime compiles them; NULL after */
+	void *llctx[CL_NMOD], *llmod[CL_NMOD];
 	uint32_t nref, nkernel, ngemm, nconv, nattn, npool; /* steps of each kind */
 } cl_plan;
 
@@ -97,7 +100,7 @@ void cl_emit_free(cl_emitter *m);
  * emitter does not take: the step falls back. */
 bool cl_emit_group(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t gid, cl_step *st,
 		   char **fns, uint32_t *nfns);
-/* Moves the module and its context into p. */
+/* Moves the modules and their contexts into p. */
 void cl_emit_finish(cl_emitter *m, cl_plan *p);
 /* Disposes a module and its context (either may be NULL). */
 void cl_module_dispose(void *ctx, void *mod);

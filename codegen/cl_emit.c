@@ -32,7 +32,17 @@
 
 #define VW 8
 
+/* One LLVM context and module with its builder and types. */
+typedef struct part {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMTypeRef f32, i64, i32, i8, ptr, v8, fnty, vd;
+} part;
+
 struct cl_emitter {
+	part parts[CL_NMOD];
+	/* the part the current kernel goes to */
 	LLVMContextRef ctx;
 	LLVMModuleRef mod;
 	LLVMBuilderRef b;
@@ -66,31 +76,52 @@ int cl_emit_new(cl_emitter **out, sn_err *e)
 	cl_emitter *m = calloc(1, sizeof *m);
 	if (!m)
 		return sn_errf(e, SN_EINTERNAL, "out of memory");
-	m->ctx = LLVMContextCreate();
-	m->mod = LLVMModuleCreateWithNameInContext("sinter_cpu", m->ctx);
-	m->b = LLVMCreateBuilderInContext(m->ctx);
-	m->f32 = LLVMFloatTypeInContext(m->ctx);
-	m->i64 = LLVMInt64TypeInContext(m->ctx);
-	m->i32 = LLVMInt32TypeInContext(m->ctx);
-	m->i8 = LLVMInt8TypeInContext(m->ctx);
-	m->ptr = LLVMPointerTypeInContext(m->ctx, 0);
-	m->v8 = LLVMVectorType(m->f32, VW);
-	m->vd = LLVMVoidTypeInContext(m->ctx);
-	LLVMTypeRef ps[3] = {m->ptr, m->i64, m->i64};
-	m->fnty = LLVMFunctionType(m->vd, ps, 3, 0);
+	for (int k = 0; k < CL_NMOD; k++) {
+		part *p = &m->parts[k];
+		char name[32];
+		snprintf(name, sizeof name, "sinter_cpu%d", k);
+		p->ctx = LLVMContextCreate();
+		p->mod = LLVMModuleCreateWithNameInContext(name, p->ctx);
+		p->b = LLVMCreateBuilderInContext(p->ctx);
+		p->f32 = LLVMFloatTypeInContext(p->ctx);
+		p->i64 = LLVMInt64TypeInContext(p->ctx);
+		p->i32 = LLVMInt32TypeInContext(p->ctx);
+		p->i8 = LLVMInt8TypeInContext(p->ctx);
+		p->ptr = LLVMPointerTypeInContext(p->ctx, 0);
+		p->v8 = LLVMVectorType(p->f32, VW);
+		p->vd = LLVMVoidTypeInContext(p->ctx);
+		LLVMTypeRef ps[3] = {p->ptr, p->i64, p->i64};
+		p->fnty = LLVMFunctionType(p->vd, ps, 3, 0);
+	}
 	*out = m;
 	return SN_OK;
+}
+
+/* The next kernel goes to part k. */
+static void use_part(cl_emitter *m, int k)
+{
+	const part *p = &m->parts[k];
+	m->ctx = p->ctx;
+	m->mod = p->mod;
+	m->b = p->b;
+	m->f32 = p->f32;
+	m->i64 = p->i64;
+	m->i32 = p->i32;
+	m->i8 = p->i8;
+	m->ptr = p->ptr;
+	m->v8 = p->v8;
+	m->fnty = p->fnty;
+	m->vd = p->vd;
 }
 
 void cl_emit_free(cl_emitter *m)
 {
 	if (!m)
 		return;
-	LLVMDisposeBuilder(m->b);
-	if (m->mod)
-		LLVMDisposeModule(m->mod);
-	if (m->ctx)
-		LLVMContextDispose(m->ctx);
+	for (int k = 0; k < CL_NMOD; k++) {
+		LLVMDisposeBuilder(m->parts[k].b);
+		cl_module_dispose(m->parts[k].ctx, m->parts[k].mod);
+	}
 	free(m->memo);
 	for (uint32_t i = 0; i < m->ntexts; i++)
 		free(m->texts[i]);
@@ -139,10 +170,12 @@ static void dedupe(cl_emitter *m, LLVMValueRef f, cl_step *st, char **fns, uint3
 
 void cl_emit_finish(cl_emitter *m, cl_plan *p)
 {
-	p->llctx = m->ctx;
-	p->llmod = m->mod;
-	m->ctx = NULL;
-	m->mod = NULL;
+	for (int k = 0; k < CL_NMOD; k++) {
+		p->llctx[k] = m->parts[k].ctx;
+		p->llmod[k] = m->parts[k].mod;
+		m->parts[k].ctx = NULL;
+		m->parts[k].mod = NULL;
+	}
 }
 
 void cl_module_dispose(void *ctx, void *mod)
@@ -652,6 +685,7 @@ done:
 static LLVMValueRef new_fn(cl_emitter *m, char **fns, uint32_t *nfns, cl_step *st, LLVMValueRef *lo, LLVMValueRef *hi)
 {
 	char name[32];
+	use_part(m, (int)(m->nfn % CL_NMOD));
 	snprintf(name, sizeof name, "k%u", m->nfn++);
 	LLVMValueRef f = LLVMAddFunction(m->mod, name, m->fnty);
 	fns[*nfns] = strdup(name);

@@ -218,11 +218,41 @@ static void llvm_init(void)
 	LLVMInitializeNativeAsmPrinter();
 }
 
+/* One module's compilation, on a thread of its own. */
+typedef struct objjob {
+	LLVMModuleRef mod;
+	const char *cache_dir;
+	void (*warn)(void *, const char *);
+	void *wctx;
+	rt_cpu_stats st;
+	LLVMMemoryBufferRef obj;
+	int rc;
+	sn_err e;
+} objjob;
+
+static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
+		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e);
+
+static void *object_thread(void *arg)
+{
+	objjob *j = arg;
+	j->rc = object_of(j->mod, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, &j->e);
+	return NULL;
+}
+
+/* Whether mod defines a function (a module may hold only declarations). */
+static bool has_code(LLVMModuleRef mod)
+{
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		if (!LLVMIsDeclaration(f))
+			return true;
+	return false;
+}
+
 /* The module optimized and compiled for the host, or the cached object. */
-static int object_of(cl_plan *p, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
+static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
 		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e)
 {
-	LLVMModuleRef mod = p->llmod;
 	char *triple = LLVMGetDefaultTargetTriple();
 	char *cpu = LLVMGetHostCPUName();
 	char *feat = LLVMGetHostCPUFeatures();
@@ -246,6 +276,7 @@ static int object_of(cl_plan *p, const char *cache_dir, void (*warn)(void *, con
 	LLVMSetModuleDataLayout(mod, dl);
 	LLVMDisposeTargetData(dl);
 	/* key: the module as text, the host CPU and its features */
+	double tk = now();
 	text = LLVMPrintModuleToString(mod);
 	size_t flen = strlen(triple) + strlen(cpu) + strlen(feat) + 64;
 	char *flags = malloc(flen);
@@ -257,6 +288,7 @@ static int object_of(cl_plan *p, const char *cache_dir, void (*warn)(void *, con
 	uint8_t key[KC_KEY_SIZE];
 	kc_key(text, 0, 0, flags, key);
 	free(flags);
+	sn_log(SN_LOG_DEBUG, "cpu: module key in %.3f s (%zu bytes of IR)", now() - tk, strlen(text));
 	if (cache_dir) {
 		void *data = NULL;
 		size_t size = 0;
@@ -334,16 +366,46 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 	}
 	if (p->nfns) {
 		pthread_once(&llvm_once, llvm_init);
-		LLVMMemoryBufferRef obj = NULL;
-		if ((rc = object_of(p, cache_dir, warn, warn_ctx, st, &obj, e)))
-			goto fail;
+		/* the modules optimized and compiled in parallel, one thread each */
+		objjob jobs[CL_NMOD];
+		pthread_t th[CL_NMOD];
+		bool started[CL_NMOD] = {0};
+		memset(jobs, 0, sizeof jobs);
+		for (int k = 0; k < CL_NMOD; k++) {
+			jobs[k] = (objjob){.mod = p->llmod[k], .cache_dir = cache_dir, .warn = warn, .wctx = warn_ctx};
+			if (!jobs[k].mod || !has_code(jobs[k].mod))
+				continue;
+			if (k > 0 && pthread_create(&th[k], NULL, object_thread, &jobs[k]) == 0)
+				started[k] = true;
+			else
+				object_thread(&jobs[k]);
+		}
+		for (int k = 1; k < CL_NMOD; k++)
+			if (started[k])
+				pthread_join(th[k], NULL);
+		st->obj_hit = true;
+		for (int k = 0; k < CL_NMOD; k++) {
+			if (jobs[k].rc && !rc) {
+				rc = jobs[k].rc;
+				*e = jobs[k].e;
+			}
+			if (jobs[k].st.opt_s > st->opt_s)
+				st->opt_s = jobs[k].st.opt_s;
+			if (jobs[k].obj && !jobs[k].st.obj_hit)
+				st->obj_hit = false;
+		}
 		double t0 = now();
-		cl_module_dispose(p->llctx, p->llmod);
-		p->llctx = p->llmod = NULL;
-		LLVMErrorRef err = LLVMOrcCreateLLJIT(&c->jit, LLVMOrcCreateLLJITBuilder());
-		if (err) {
-			LLVMDisposeMemoryBuffer(obj);
-			rc = llvm_fail(e, "ORC LLJIT", err);
+		for (int k = 0; k < CL_NMOD; k++) {
+			cl_module_dispose(p->llctx[k], p->llmod[k]);
+			p->llctx[k] = p->llmod[k] = NULL;
+		}
+		LLVMErrorRef err = rc ? NULL : LLVMOrcCreateLLJIT(&c->jit, LLVMOrcCreateLLJITBuilder());
+		if (rc || err) {
+			for (int k = 0; k < CL_NMOD; k++)
+				if (jobs[k].obj)
+					LLVMDisposeMemoryBuffer(jobs[k].obj);
+			if (err)
+				rc = llvm_fail(e, "ORC LLJIT", err);
 			goto fail;
 		}
 		LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(c->jit);
@@ -351,14 +413,24 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 		err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(c->jit), NULL,
 									   NULL);
 		if (err) {
-			LLVMDisposeMemoryBuffer(obj);
+			for (int k = 0; k < CL_NMOD; k++)
+				if (jobs[k].obj)
+					LLVMDisposeMemoryBuffer(jobs[k].obj);
 			rc = llvm_fail(e, "ORC process symbols", err);
 			goto fail;
 		}
 		LLVMOrcJITDylibAddGenerator(jd, gen);
-		if ((err = LLVMOrcLLJITAddObjectFile(c->jit, jd, obj))) {
-			rc = llvm_fail(e, "ORC object", err);
-			goto fail;
+		for (int k = 0; k < CL_NMOD; k++) {
+			if (!jobs[k].obj)
+				continue;
+			/* takes the buffer, also on failure */
+			if ((err = LLVMOrcLLJITAddObjectFile(c->jit, jd, jobs[k].obj))) {
+				for (int j = k + 1; j < CL_NMOD; j++)
+					if (jobs[j].obj)
+						LLVMDisposeMemoryBuffer(jobs[j].obj);
+				rc = llvm_fail(e, "ORC object", err);
+				goto fail;
+			}
 		}
 		for (uint32_t i = 0; i < p->nfns; i++) {
 			LLVMOrcExecutorAddress a = 0;
