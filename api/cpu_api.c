@@ -158,12 +158,14 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 		ir_ws_free(ws);
 		return st;
 	}
-	int rc = cl_lower(g, vals, o && o->no_fusion, out, &e); /* takes g */
+	int rc = cl_lower(g, vals, o && o->no_fusion, out, &e); /* takes g on success */
 	if (vals)
 		api_vals_free(g, ws, vals);
 	ir_ws_free(ws);
-	if (rc)
+	if (rc) {
+		ir_graph_free(g);
 		return api_fail(err, &e);
+	}
 	s->codegen_s = now() - t0;
 	sn_stage("codegen (cpu)", t0, "%u steps, %u kernels, %u on the reference interpreter", (*out)->nsteps,
 		 (*out)->nfns, (*out)->nref);

@@ -74,8 +74,8 @@ typedef struct cl_plan {
 	uint32_t nref, nkernel, ngemm, nconv, nattn, npool; /* steps of each kind */
 } cl_plan;
 
-/* Lowers g (verified, concrete shapes; taken: the plan owns it from here,
- * also on failure) into a CPU plan; vals as for cg_lower (params' values),
+/* Lowers g (verified, concrete shapes; taken on success: the plan owns it
+ * then; on failure it is still the caller's) into a CPU plan; vals as for cg_lower (params' values),
  * copied into the plan's weight image. no_fusion: one step per node.
  * Free with cl_plan_free. */
 int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, sn_err *e);

@@ -206,20 +206,20 @@ int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, 
 {
 	*out = NULL;
 	cl_plan *p = calloc(1, sizeof *p);
-	if (!p) {
-		ir_graph_free(g);
+	if (!p)
 		return sn_errf(e, SN_EINTERNAL, "out of memory");
-	}
 	p->g = g;
 	uint32_t n = g->nnodes, cnt = n ? n : 1;
 	for (ir_ref r = 0; r < n; r++)
 		if (!ir_shape_concrete(&g->nodes[r].shape)) {
+			p->g = NULL; /* the caller's still */
 			cl_plan_free(p);
 			return sn_errf(e, SN_EINPUT, "node %u: shape has unbound symbols (bind them first)", r);
 		}
 	fu_opts fo = {.caps = caps};
 	int rc = fu_partition(g, &fo, no_fusion, &p->fp, e);
 	if (rc) {
+		p->g = NULL;
 		cl_plan_free(p);
 		return rc;
 	}
@@ -375,6 +375,7 @@ done:
 	free(items);
 	free(off);
 	if (rc) {
+		p->g = NULL;
 		cl_plan_free(p);
 		return rc;
 	}
