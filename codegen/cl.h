@@ -100,6 +100,9 @@ void cl_emit_free(cl_emitter *m);
  * emitter does not take: the step falls back. */
 bool cl_emit_group(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t gid, cl_step *st,
 		   char **fns, uint32_t *nfns);
+/* Whether an allocation failed while emitting (the lowering must fail
+ * then: a fallback would compute other bits than the plan asked for). */
+bool cl_emit_oom(const cl_emitter *m);
 /* Moves the modules and their contexts into p. */
 void cl_emit_finish(cl_emitter *m, cl_plan *p);
 /* Disposes a module and its context (either may be NULL). */

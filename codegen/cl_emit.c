@@ -64,6 +64,7 @@ struct cl_emitter {
 	} *memo;
 	uint32_t nmemo, capmemo;
 	bool fail;
+	bool oom; /* an allocation failed: the lowering fails (not a fallback) */
 	uint32_t nfn;
 	/* emitted functions' bodies as text (without the name), for dedupe */
 	char **texts;
@@ -176,6 +177,11 @@ void cl_emit_finish(cl_emitter *m, cl_plan *p)
 		m->parts[k].ctx = NULL;
 		m->parts[k].mod = NULL;
 	}
+}
+
+bool cl_emit_oom(const cl_emitter *m)
+{
+	return m->oom;
 }
 
 void cl_module_dispose(void *ctx, void *mod)
@@ -325,7 +331,7 @@ static void memo_put(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int rank, L
 		uint32_t cap = m->capmemo ? 2 * m->capmemo : 64;
 		struct memo *n = realloc(m->memo, cap * sizeof *n);
 		if (!n) {
-			m->fail = true;
+			m->fail = m->oom = true;
 			return;
 		}
 		m->memo = n;
@@ -690,7 +696,7 @@ static LLVMValueRef new_fn(cl_emitter *m, char **fns, uint32_t *nfns, cl_step *s
 	LLVMValueRef f = LLVMAddFunction(m->mod, name, m->fnty);
 	fns[*nfns] = strdup(name);
 	if (!fns[*nfns])
-		m->fail = true; /* out of memory: the group falls back */
+		m->fail = m->oom = true;
 	st->fn = (int32_t)(*nfns)++;
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, f, "entry");
 	LLVMPositionBuilderAtEnd(m->b, entry);

@@ -304,6 +304,10 @@ int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, 
 		if ((gr->kind == FU_CONV || gr->kind == FU_NODE) && conv_ok(g, core)) {
 			st->kind = CL_CONV;
 			if (gr->kind == FU_CONV && !cl_emit_group(em, g, fp, gi, st, p->fns, &p->nfns)) {
+				if (cl_emit_oom(em)) {
+					rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+					goto done;
+				}
 				st->kind = CL_REF; /* the epilogue has something the emitter does not take */
 				p->nref++;
 				continue;
@@ -325,6 +329,9 @@ int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, 
 		if (cl_emit_group(em, g, fp, gi, st, p->fns, &p->nfns)) {
 			st->kind = CL_KERNEL;
 			p->nkernel++;
+		} else if (cl_emit_oom(em)) {
+			rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+			goto done;
 		} else {
 			st->kind = CL_REF;
 			p->nref++;
