@@ -3,9 +3,10 @@
 the same models, weights, inputs and thread count, in one run.
 
 The models are written here as ONNX (onnx.helper, random weights from a
-seed): the MLP of samples/mlp.sir and a ResNet-50 (torchvision's layout,
-batch norms already folded into the convolutions' biases, as sinter's
-fold-bn pass leaves them). sinter reads the same file through
+seed), as the samples have them: the MLP of samples/mlp.sir, a ResNet-50
+(torchvision's layout, batch norms already folded into the convolutions'
+biases, as sinter's fold-bn pass leaves them) and GPT-2 small (12 layers,
+as samples/gpt2.sir) on 128 tokens. sinter reads the same file through
 `sinter import` (its initializers become the weights file); onnxruntime
 runs it with intra_op_num_threads = --threads and graph optimizations on.
 Latency: median of --iters calls after warmup, each side timed by its own
@@ -14,7 +15,7 @@ also runs once on the reference interpreter (`sinter run --device ref`).
 Cold compile: `sinter bench`'s cold compile (empty caches); warm start: its
 second process, which finds the JIT-compiled object in the cache.
 
-usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50]
+usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2]
 Needs numpy, onnx and onnxruntime (tests/requirements.txt).
 """
 import argparse
@@ -60,21 +61,19 @@ class G:
     def model(self, x_shape, out, out_shape):
         g = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
                               [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], self.inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        m.ir_version = 8
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+        m.ir_version = 9
         onnx.checker.check_model(m)
         return m
 
 
 def mlp(seed):
+    """samples/mlp.sir: four 4096x4096 linear layers, each followed by GELU."""
     g = G(seed)
-    x, d = "x", 1024
-    for i, (a, b) in enumerate([(1024, 4096), (4096, 4096), (4096, 4096)]):
-        w, bb = g.w((a, b), a), g.w((b,), a)
-        x = g.op("Add", [g.op("MatMul", [x, w]), bb])
-        if i < 2:
-            x = g.op("Relu", [x])
-    return g.model([1, d], x, [1, 4096]), [1, d]
+    x = "x"
+    for _ in range(4):
+        x = g.op("Gelu", [g.op("Gemm", [x, g.w((4096, 4096), 4096), g.w((4096,), 4096)], transB=1)])
+    return g.model([1, 4096], x, [1, 4096]), [1, 4096]
 
 
 def resnet50(seed):
