@@ -879,10 +879,11 @@ static int cmd_run(opts *o)
 		printf("{\"first_output_s\": %.6f, \"context_s\": %.6f, \"parse_s\": %.6f, \"weights_s\": %.6f, "
 		       "\"key_s\": %.6f, \"plan_s\": %.6f, \"load_s\": %.6f, \"blas_s\": %.6f, \"upload_s\": %.6f, "
 		       "\"capture_s\": %.6f, \"run_s\": %.6f, \"plan_hit\": %s, \"tune_timings\": %zu, "
-		       "\"tune_candidates\": %zu, \"compile_s\": %.6f}\n",
+		       "\"tune_candidates\": %zu, \"compile_s\": %.6f, \"cache_hits\": %zu, \"passes_s\": %.6f, "
+		       "\"codegen_s\": %.6f}\n",
 		       wall() - o->child_t0, cs.context_s, p.parse_s, p.load_s, cs.key_s, cs.plan_s, cs.load_s, cs.blas_s,
 		       cs.upload_s, cs.capture_s, t2 - t1, cs.plan_hit ? "true" : "false", cs.tune_timings,
-		       cs.tune_candidates, t1 - t0c);
+		       cs.tune_candidates, t1 - t0c, cs.cache_hits, cs.passes_s, cs.codegen_s);
 	} else if (o->json) {
 		printf("{\"ok\": true, \"file\": ");
 		json_str(o->file);
@@ -1240,6 +1241,12 @@ static int cmd_bench(opts *o)
 		if (pkg)
 			printf("package load: %.3f s (read %.3f, load %.3f, upload %.3f); %zu kernels\n", cold_s, cold.plan_s,
 			       cold.load_s, cold.upload_s, cold.kernels);
+		else if (cpu)
+			printf("cold compile: %.3f s (parse %.3f, weights and the rest %.3f, passes %.3f, lowering %.3f, LLVM %.3f, "
+			       "JIT %.3f); %zu steps, %zu kernels, %zu on the reference interpreter; peak arena %.1f MiB\n",
+			       cold_s, p.parse_s, cold_s - p.parse_s - cold.passes_s - cold.codegen_s - cold.nvrtc_s - cold.load_s,
+			       cold.passes_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.steps, cold.kernels, cold.ref_steps,
+			       (double)cold.arena_bytes / 1048576.0);
 		else
 			printf("cold compile: %.3f s (parse %.3f, passes %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f, plan store %.3f); "
 			       "%zu steps (%zu kernels, %zu matrix products), %zu unique kernels; peak arena %.1f MiB\n",
@@ -1251,7 +1258,12 @@ static int cmd_bench(opts *o)
 			       "%zu timing runs, %zu scored out, %zu records rejected; %.2fx on the tuned steps\n",
 			       cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned, cold.tune_candidates,
 			       cold.tune_timings, cold.tune_failed, cold.tune_rejected, cold.tune_speedup);
-		if (warm_ok)
+		if (warm_ok && cpu)
+			printf("warm start:   %.3f s in a new process to the first output (object cache: %.0f of %zu kernels; "
+			       "weights %.3f, passes %.3f, lowering %.3f, first run %.3f)\n",
+			       warm_s, json_num(line, "cache_hits"), cold.kernels, json_num(line, "weights_s"),
+			       json_num(line, "passes_s"), json_num(line, "codegen_s"), json_num(line, "run_s"));
+		else if (warm_ok)
 			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n"
 			       "              after the context: plan key %.3f, plan read %.3f, modules %.3f, cuBLASLt %.3f, upload %.3f, graph %.3f, first run %.3f\n",
 			       warm_s, ctx_s, warm_s - ctx_s, warm_hit ? "hit" : "MISS", json_num(line, "key_s"),
