@@ -1217,4 +1217,11 @@ sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_prof
 {
 	return no_cuda(err);
 }
+
+sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
+				   sinter_error *err)
+{
+	*report = NULL;
+	return no_cuda(err);
+}
 #endif

@@ -81,7 +81,7 @@ static const char *const passes_help =
 	"  --passes a,b,c     run these graph passes (canonicalize, fold-bn, layout, precision, attention)\n"
 	"  --mode M           run mode M's pipeline: default, reduce-overhead, max-autotune\n"
 	"  --precision P      fp32 (default), tf32, bf16, fp16 or fp8\n"
-	"  --no-fusion        (compile, run, bench on cuda) one kernel or product per node\n";
+	"  --no-fusion        (compile, run, bench on cuda or cpu) one kernel or product per node\n";
 static const char *const hash_help =
 	"usage: sinter hash FILE.sir [--shape SYM=VALUE]...\n"
 	"\n"
