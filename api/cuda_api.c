@@ -48,6 +48,7 @@ typedef struct wshare {
 } wshare;
 
 struct sinter_compiled {
+	api_device device; /* API_DEV_CUDA (0); first in every compiled handle (model.h) */
 	rt_cuda *dev;
 	sinter_compile_options o; /* strings below are copies */
 	char *mode, *passes, *dump_dir, *cache_dir;
@@ -444,6 +445,10 @@ static void slot_clear(sinter_compiled *c, slot *s)
 
 void sinter_compiled_free(sinter_compiled *c)
 {
+	if (c && api_device_of(c) == API_DEV_CPU) {
+		api_cpu_free(c);
+		return;
+	}
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->nslots; i++)
@@ -813,6 +818,12 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
 			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err)
 {
+	if (o && o->device && !strcmp(o->device, "cpu"))
+		return api_cpu_compile(m, o, out, stats, err);
+	if (o && o->device && strcmp(o->device, "cuda")) {
+		*out = NULL;
+		return api_failf(err, SINTER_E_USAGE, "unknown device '%s' (cuda or cpu)", o->device);
+	}
 	*out = NULL;
 	sinter_compile_stats s = {0};
 	resolved r;
@@ -952,11 +963,15 @@ sinter_status sinter_load_package(const char *path, const sinter_compile_options
 
 size_t sinter_compiled_num_inputs(const sinter_compiled *c)
 {
+	if (api_device_of(c) == API_DEV_CPU)
+		return api_cpu_num_inputs(c);
 	return c->desc ? c->desc->g->ninputs : c->last ? c->last->plan->ninputs : 0;
 }
 
 size_t sinter_compiled_num_outputs(const sinter_compiled *c)
 {
+	if (api_device_of(c) == API_DEV_CPU)
+		return api_cpu_num_outputs(c);
 	return c->desc ? c->desc->g->noutputs : c->last ? c->last->plan->noutputs : 0;
 }
 
@@ -975,6 +990,8 @@ static void describe_io(const cg_io *io, sinter_tensor *d)
 
 sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *d)
 {
+	if (api_device_of(c) == API_DEV_CPU)
+		return api_cpu_input(c, i, d);
 	if (c->desc)
 		return sinter_model_input(c->desc, i, d);
 	if (!c->last || i >= c->last->plan->ninputs)
@@ -1070,6 +1087,8 @@ static sinter_status slot_for(sinter_compiled *c, const sinter_tensor *ins, size
 sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
 				  sinter_tensor **outputs, sinter_error *err)
 {
+	if (api_device_of(c) == API_DEV_CPU)
+		return api_cpu_run(c, inputs, ninputs, outputs, err);
 	*outputs = NULL;
 	slot *sl;
 	sinter_status st = slot_for(c, inputs, ninputs, &sl, err);
@@ -1144,6 +1163,8 @@ done:
 
 sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *d)
 {
+	if (api_device_of(c) == API_DEV_CPU)
+		return api_cpu_output(c, i, d);
 	if (c->desc)
 		return sinter_model_output(c->desc, i, d);
 	if (!c->last || i >= c->last->plan->noutputs)
@@ -1171,6 +1192,8 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 					 const sinter_tensor *outputs, size_t noutputs, void *stream,
 					 sinter_error *err)
 {
+	if (api_device_of(c) == API_DEV_CPU)
+		return api_failf(err, SINTER_E_USAGE, "run_device runs on CUDA memory: this model is compiled for cpu");
 	slot *sl;
 	sinter_status st = slot_for(c, inputs, ninputs, &sl, err);
 	if (st)
@@ -1207,6 +1230,8 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
 				    sinter_error *err)
 {
+	if (api_device_of(c) == API_DEV_CPU)
+		return api_cpu_bench(c, warmup, iters, ms, err);
 	if (!c->last)
 		return api_failf(err, SINTER_E_USAGE, "run the model once before timing it");
 	sn_err e = {0};
@@ -1216,6 +1241,8 @@ sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, d
 sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
 				      size_t *n, sinter_error *err)
 {
+	if (api_device_of(c) == API_DEV_CPU)
+		return api_failf(err, SINTER_E_USAGE, "a per-step profile is not built for the cpu device yet");
 	_Static_assert(sizeof(sinter_profile_entry) == sizeof(rt_prof), "one layout");
 	if (!c->last)
 		return api_failf(err, SINTER_E_USAGE, "run the model once before profiling it");

@@ -55,4 +55,27 @@ void api_vals_free(const ir_graph *g, const ir_wstore *ws, ir_tensor *vals);
  * graph's outputs; frees nothing on failure but returns NULL. */
 sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs);
 
+/* Every compiled handle (struct sinter_compiled in cuda_api.c, api_cpu in
+ * cpu_api.c) starts with its device, so the public entry points dispatch
+ * on it. */
+typedef enum api_device { API_DEV_CUDA, API_DEV_CPU } api_device;
+static inline api_device api_device_of(const sinter_compiled *c)
+{
+	return *(const api_device *)(const void *)c;
+}
+
+/* The cpu device (cpu_api.c): sinter_compile with device "cpu", and the
+ * compiled handle's entry points for it. */
+bool api_cpu_built(void);
+sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
+			      sinter_compile_stats *stats, sinter_error *err);
+size_t api_cpu_num_inputs(const sinter_compiled *c);
+size_t api_cpu_num_outputs(const sinter_compiled *c);
+sinter_status api_cpu_input(const sinter_compiled *c, size_t i, sinter_tensor *d);
+sinter_status api_cpu_output(const sinter_compiled *c, size_t i, sinter_tensor *d);
+void api_cpu_free(sinter_compiled *c);
+sinter_status api_cpu_run(sinter_compiled *c, const sinter_tensor *inputs, size_t n, sinter_tensor **outputs,
+			  sinter_error *err);
+sinter_status api_cpu_bench(sinter_compiled *c, int warmup, int iters, double *ms, sinter_error *err);
+
 #endif

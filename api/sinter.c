@@ -1166,37 +1166,43 @@ sinter_status sinter_load_package(const char *path, const sinter_compile_options
 	return no_cuda(err);
 }
 
-size_t sinter_compiled_num_inputs(const sinter_compiled *c) { return 0; }
-size_t sinter_compiled_num_outputs(const sinter_compiled *c) { return 0; }
+size_t sinter_compiled_num_inputs(const sinter_compiled *c) { return api_cpu_num_inputs(c); }
+size_t sinter_compiled_num_outputs(const sinter_compiled *c) { return api_cpu_num_outputs(c); }
 sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *desc)
 {
-	return no_cuda(NULL);
+	return api_cpu_input(c, i, desc);
 }
 
 sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
 			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err)
 {
+	if (o && o->device && !strcmp(o->device, "cpu"))
+		return api_cpu_compile(m, o, out, stats, err);
 	*out = NULL;
 	return no_cuda(err);
 }
 
-void sinter_compiled_free(sinter_compiled *c) {}
+void sinter_compiled_free(sinter_compiled *c)
+{
+	if (c)
+		api_cpu_free(c);
+}
 
 sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
 				  sinter_tensor **outputs, sinter_error *err)
 {
-	return no_cuda(err);
+	return api_cpu_run(c, inputs, ninputs, outputs, err);
 }
 
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
 				    sinter_error *err)
 {
-	return no_cuda(err);
+	return api_cpu_bench(c, warmup, iters, ms, err);
 }
 
 sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc)
 {
-	return no_cuda(NULL);
+	return api_cpu_output(c, i, desc);
 }
 
 sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
@@ -1209,6 +1215,13 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
 				      size_t *n, sinter_error *err)
 {
+	return no_cuda(err);
+}
+
+sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
+				   sinter_error *err)
+{
+	*report = NULL;
 	return no_cuda(err);
 }
 #endif

@@ -74,12 +74,14 @@ static const char *const print_help =
 	"after the graph passes asked for. --groups prints instead the fusion groups a\n"
 	"CUDA compile would make (symbolic dims bound with --shape).\n"
 	"  --dot              Graphviz dot instead of text (sinter print --dot F | dot -Tsvg)\n"
+	"  --device cpu       the cpu plan's steps instead, with how many fall back to the\n"
+	"                     reference interpreter (after the passes asked for)\n"
 	"  --dump-dir D       write the IR after each pass to D (made if missing)\n";
 static const char *const passes_help =
 	"  --passes a,b,c     run these graph passes (canonicalize, fold-bn, layout, precision, attention)\n"
 	"  --mode M           run mode M's pipeline: default, reduce-overhead, max-autotune\n"
 	"  --precision P      fp32 (default), tf32, bf16, fp16 or fp8\n"
-	"  --no-fusion        (compile, run, bench on cuda) one kernel or product per node\n";
+	"  --no-fusion        (compile, run, bench on cuda or cpu) one kernel or product per node\n";
 static const char *const hash_help =
 	"usage: sinter hash FILE.sir [--shape SYM=VALUE]...\n"
 	"\n"
@@ -89,8 +91,10 @@ static const char *const run_help =
 	"usage: sinter run FILE.sir [options]\n"
 	"\n"
 	"Runs the model and prints, per output, its type, mean, abs-max and first values.\n"
-	"  --device D         ref (the reference interpreter) or cuda; default: cuda\n"
-	"                     when a GPU is usable, else ref\n"
+	"  --device D         ref (the reference interpreter), cpu (LLVM-compiled for\n"
+	"                     this CPU) or cuda; default: cuda when a GPU is usable,\n"
+	"                     else cpu when this build has it, else ref\n"
+	"  --threads N        cpu: worker threads (default: the cores)\n"
 	"  --inputs FILE      inputs from a .safetensors or NumPy .npz file, matched by\n"
 	"                     input name, or a .npy for a model with one input\n"
 	"                     (symbolic dims are bound from their shapes)\n"
@@ -133,6 +137,8 @@ static const char *const bench_help =
 	"  --json             one JSON object instead of text\n"
 	"  --profile          also time each kernel alone and list the top ones\n"
 	"  -o FILE            write the outputs of the first run to a .safetensors file\n"
+	"  --device cpu       the cpu device instead of the GPU (latency timed by the\n"
+	"                     wall clock); --threads N: its worker threads\n"
 	"  --inputs, --weights, --seed: as for run\n"
 	"%s";
 static const char *const tune_help =
@@ -175,6 +181,7 @@ typedef struct opts {
 	uint64_t seed;
 	bool help;
 	double child_t0; /* bench's warm-start child: the parent's clock at spawn */
+	int threads;     /* --threads (cpu) */
 } opts;
 
 /* A decimal integer, strictly: an optional '-' and digits, nothing else
@@ -275,9 +282,15 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 			int rc = add_shapes(cmd, o, a + 8);
 			if (rc)
 				return rc;
-		} else if (run && !strcmp(a, "--device")) {
+		} else if ((run || is_print) && !strcmp(a, "--device")) {
 			VALUE();
 			o->device = val;
+		} else if (run && !strcmp(a, "--threads")) {
+			VALUE();
+			int64_t v;
+			if (parse_int(val, &v) || v < 1 || v > 1024)
+				return usage_error(cmd, "--threads wants a count >= 1, got '%s'", val);
+			o->threads = (int)v;
 		} else if (run && !strcmp(a, "--inputs")) {
 			VALUE();
 			o->inputs = val;
@@ -510,11 +523,17 @@ static int cmd_print(const opts *o)
 	if (rc)
 		return rc;
 	sinter_error err = {0};
-	char *text = o->groups ? sinter_model_print_groups(m, 0, &err)
+	bool cpu = o->device && !strcmp(o->device, "cpu");
+	if (o->device && !cpu) {
+		sinter_model_free(m);
+		return usage_error("print", "--device takes cpu (its plan's steps), got '%s'", o->device);
+	}
+	char *text = cpu ? sinter_model_print_cpu_plan(m, &err)
+		   : o->groups ? sinter_model_print_groups(m, 0, &err)
 		   : o->dot    ? sinter_model_dot(m)
 			       : sinter_model_print(m);
 	sinter_model_free(m);
-	if (!text && o->groups) {
+	if (!text && (o->groups || cpu)) {
 		fprintf(stderr, "sinter print: %s\n", err.message);
 		return err.status;
 	}
@@ -748,6 +767,8 @@ static void compile_opts(const opts *o, sinter_compile_options *co)
 	co->tune_budget_s = o->tune_budget;
 	co->tune_progress = o->tune_progress;
 	co->cache_remote = o->cache_remote;
+	co->device = o->device && !strcmp(o->device, "cpu") ? "cpu" : NULL;
+	co->threads = o->threads;
 }
 
 /* Random inputs for a compiled model (packages carry no model). */
@@ -814,19 +835,18 @@ static int cmd_run(opts *o)
 	char why[512] = "";
 	const char *device = o->device;
 	if (device && strcmp(device, "ref") && strcmp(device, "cpu") && strcmp(device, "cuda"))
-		return usage_error("run", "unknown device '%s' (ref or cuda)", device);
-	if (device && !strcmp(device, "cpu")) {
-		fprintf(stderr, "sinter run: the cpu device is not built yet; use --device ref or cuda\n");
-		return SINTER_E_ENV;
-	}
+		return usage_error("run", "unknown device '%s' (ref, cpu or cuda)", device);
 	if (is_package(o->file)) {
 		if (device && strcmp(device, "cuda"))
 			return usage_error("run", "%s", "a package runs on cuda only");
 		return run_package(o);
 	}
-	bool cuda = device ? !strcmp(device, "cuda") : sinter_cuda_available(why, sizeof why);
-	if (!device && !cuda)
-		device = "ref";
+	/* no device named: cuda when a GPU is usable, else the compiled cpu
+	 * device when this build has it, else the reference interpreter */
+	if (!device)
+		device = sinter_cuda_available(why, sizeof why) ? "cuda" : sinter_cpu_available(why, sizeof why) ? "cpu" : "ref";
+	o->device = device;
+	bool cuda = strcmp(device, "ref") != 0; /* compiled: cuda or cpu */
 	prepared p;
 	int rc = prepare(o, false, &p);
 	if (rc)
@@ -859,24 +879,25 @@ static int cmd_run(opts *o)
 		printf("{\"first_output_s\": %.6f, \"context_s\": %.6f, \"parse_s\": %.6f, \"weights_s\": %.6f, "
 		       "\"key_s\": %.6f, \"plan_s\": %.6f, \"load_s\": %.6f, \"blas_s\": %.6f, \"upload_s\": %.6f, "
 		       "\"capture_s\": %.6f, \"run_s\": %.6f, \"plan_hit\": %s, \"tune_timings\": %zu, "
-		       "\"tune_candidates\": %zu, \"compile_s\": %.6f}\n",
+		       "\"tune_candidates\": %zu, \"compile_s\": %.6f, \"cache_hits\": %zu, \"passes_s\": %.6f, "
+		       "\"codegen_s\": %.6f}\n",
 		       wall() - o->child_t0, cs.context_s, p.parse_s, p.load_s, cs.key_s, cs.plan_s, cs.load_s, cs.blas_s,
 		       cs.upload_s, cs.capture_s, t2 - t1, cs.plan_hit ? "true" : "false", cs.tune_timings,
-		       cs.tune_candidates, t1 - t0c);
+		       cs.tune_candidates, t1 - t0c, cs.cache_hits, cs.passes_s, cs.codegen_s);
 	} else if (o->json) {
 		printf("{\"ok\": true, \"file\": ");
 		json_str(o->file);
-		printf(", \"device\": \"%s\", \"run_s\": %.6f, \"weights_and_inputs_s\": %.6f", cuda ? "cuda" : "ref",
+		printf(", \"device\": \"%s\", \"run_s\": %.6f, \"weights_and_inputs_s\": %.6f", device,
 		       t2 - t1, p.load_s);
 		if (cuda)
 			printf(",\n \"compile\": {\"plan_hit\": %s, \"context_s\": %.6f, \"passes_s\": %.6f, "
 			       "\"codegen_s\": %.6f, \"nvrtc_s\": %.6f, \"load_s\": %.6f, \"upload_s\": %.6f, "
 			       "\"plan_s\": %.6f, \"key_s\": %.6f, \"blas_s\": %.6f, \"tune_s\": %.6f, \"compile_s\": %.6f, "
 			       "\"steps\": %zu, \"kernels\": %zu, \"cache_hits\": %zu, "
-			       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"tune_timings\": %zu}",
+			       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"tune_timings\": %zu, \"ref_steps\": %zu}",
 			       cs.plan_hit ? "true" : "false", cs.context_s, cs.passes_s, cs.codegen_s, cs.nvrtc_s, cs.load_s,
 			       cs.upload_s, cs.plan_s, cs.key_s, cs.blas_s, cs.tune_s, t1 - t0c, cs.steps, cs.kernels,
-			       cs.cache_hits, cs.arena_bytes, cs.weight_bytes, cs.tune_timings);
+			       cs.cache_hits, cs.arena_bytes, cs.weight_bytes, cs.tune_timings, cs.ref_steps);
 		printf(",\n \"outputs\": [");
 		for (size_t i = 0; i < nout; i++) {
 			printf("%s", i ? ",\n  " : "");
@@ -886,10 +907,9 @@ static int cmd_run(opts *o)
 	} else {
 		for (size_t i = 0; i < nout; i++)
 			summarize(&outs[i]);
-		printf("ran %s on %s in %.3f s (weights and inputs %.3f s)\n", o->file, cuda ? "cuda" : "ref",
-		       t2 - t1, p.load_s);
+		printf("ran %s on %s in %.3f s (weights and inputs %.3f s)\n", o->file, device, t2 - t1, p.load_s);
 	}
-	if (tracing && c) {
+	if (tracing && c && !strcmp(device, "cuda")) {
 		/* each step's device time, on the trace's device track */
 		sinter_profile_entry *pe = NULL;
 		size_t npe = 0;
@@ -1047,7 +1067,13 @@ static int warm_start_child(const opts *o, const char *dir, const char *inputs, 
 	av[n++] = "run";
 	av[n++] = o->file;
 	av[n++] = "--device";
-	av[n++] = "cuda";
+	av[n++] = o->device && !strcmp(o->device, "cpu") ? "cpu" : "cuda";
+	char threads[16];
+	if (o->threads) {
+		snprintf(threads, sizeof threads, "%d", o->threads);
+		av[n++] = "--threads";
+		av[n++] = threads;
+	}
 	av[n++] = "--cache-dir";
 	av[n++] = dir;
 	char shapes[16][96];
@@ -1133,10 +1159,15 @@ static void remove_tree(const char *dir)
 static int cmd_bench(opts *o)
 {
 	char why[512];
-	if (!sinter_cuda_available(why, sizeof why)) {
+	bool cpu = o->device && !strcmp(o->device, "cpu");
+	if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
+		return usage_error("bench", "unknown device '%s' (cpu or cuda)", o->device);
+	if (cpu ? !sinter_cpu_available(why, sizeof why) : !sinter_cuda_available(why, sizeof why)) {
 		fprintf(stderr, "sinter bench: %s\n", why);
 		return SINTER_E_ENV;
 	}
+	if (cpu && is_package(o->file))
+		return usage_error("bench", "%s", "a package runs on cuda only");
 	/* Cold: empty kernel and plan caches of our own; warm: a second
 	 * process over the same caches. */
 	char dir[] = "/tmp/sinter-bench-XXXXXX";
@@ -1210,6 +1241,12 @@ static int cmd_bench(opts *o)
 		if (pkg)
 			printf("package load: %.3f s (read %.3f, load %.3f, upload %.3f); %zu kernels\n", cold_s, cold.plan_s,
 			       cold.load_s, cold.upload_s, cold.kernels);
+		else if (cpu)
+			printf("cold compile: %.3f s (parse %.3f, weights and the rest %.3f, passes %.3f, lowering %.3f, LLVM %.3f, "
+			       "JIT %.3f); %zu steps, %zu kernels, %zu on the reference interpreter; peak arena %.1f MiB\n",
+			       cold_s, p.parse_s, cold_s - p.parse_s - cold.passes_s - cold.codegen_s - cold.nvrtc_s - cold.load_s,
+			       cold.passes_s, cold.codegen_s, cold.nvrtc_s, cold.load_s, cold.steps, cold.kernels, cold.ref_steps,
+			       (double)cold.arena_bytes / 1048576.0);
 		else
 			printf("cold compile: %.3f s (parse %.3f, passes %.3f, codegen %.3f, nvrtc %.3f, load %.3f, upload %.3f, plan store %.3f); "
 			       "%zu steps (%zu kernels, %zu matrix products), %zu unique kernels; peak arena %.1f MiB\n",
@@ -1221,7 +1258,12 @@ static int cmd_bench(opts *o)
 			       "%zu timing runs, %zu scored out, %zu records rejected; %.2fx on the tuned steps\n",
 			       cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned, cold.tune_candidates,
 			       cold.tune_timings, cold.tune_failed, cold.tune_rejected, cold.tune_speedup);
-		if (warm_ok)
+		if (warm_ok && cpu)
+			printf("warm start:   %.3f s in a new process to the first output (object cache: %.0f of %zu kernels; "
+			       "weights %.3f, passes %.3f, lowering %.3f, first run %.3f)\n",
+			       warm_s, json_num(line, "cache_hits"), cold.kernels, json_num(line, "weights_s"),
+			       json_num(line, "passes_s"), json_num(line, "codegen_s"), json_num(line, "run_s"));
+		else if (warm_ok)
 			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n"
 			       "              after the context: plan key %.3f, plan read %.3f, modules %.3f, cuBLASLt %.3f, upload %.3f, graph %.3f, first run %.3f\n",
 			       warm_s, ctx_s, warm_s - ctx_s, warm_hit ? "hit" : "MISS", json_num(line, "key_s"),

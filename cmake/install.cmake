@@ -40,6 +40,11 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/sinterConfig.cmake ${CMAKE_CURRENT_BIN
 # pkg-config: the shared library by default; `--static` adds what
 # libsinter.a needs (Libs.private).
 set(SINTER_PC_LIBS_PRIVATE "-lxxhash -lm")
+# the cpu device's libraries, by path (libLLVM-16.so is outside the default
+# search path on Debian)
+foreach(lib ${SINTER_CPU_LIBS})
+  string(APPEND SINTER_PC_LIBS_PRIVATE " ${lib}")
+endforeach()
 if(CMAKE_DL_LIBS)
   string(APPEND SINTER_PC_LIBS_PRIVATE " -l${CMAKE_DL_LIBS}")
 endif()

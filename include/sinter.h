@@ -123,6 +123,12 @@ char *sinter_model_print(const sinter_model *m);
  * symbolic dims bound), one line per group; NULL with err set when they
  * cannot be made. Free with sinter_free. */
 char *sinter_model_print_groups(const sinter_model *m, int target_sm, sinter_error *err);
+/* The steps a cpu compile of m (as it stands: no passes) would run, one
+ * line each, and how many of them fall back to the reference interpreter;
+ * m must be fully shaped and its weights need not be loaded. NULL with
+ * err set when the cpu device is not built or the plan cannot be made.
+ * Free with sinter_free. */
+char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err);
 /* The structural hash (XXH3-128) as 32 lowercase hex digits plus NUL. */
 void sinter_model_hash(const sinter_model *m, char hex[33]);
 size_t sinter_model_num_nodes(const sinter_model *m);
@@ -195,6 +201,9 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 /* ---- compiling for a device ---- */
 /* Whether a CUDA device can be used; when not, why (into why[cap]). */
 bool sinter_cuda_available(char *why, size_t cap);
+/* Whether this build has the cpu device (LLVM 16 and OpenBLAS found when
+ * it was built); into why[cap]: the host CPU, or why not. */
+bool sinter_cpu_available(char *why, size_t cap);
 
 /* Everything that decides how a model is compiled and run, in one struct;
  * the modes' meaning is decided by the library, not by its callers.
@@ -229,6 +238,12 @@ typedef struct sinter_compile_options {
 				* $SINTER_CACHE_REMOTE when set; "": none */
 	int tune_progress;     /* on stderr: SINTER_TUNE_AUTO (0: a bar on a terminal, else one
 				* summary line), _BAR, _SUMMARY, _JSON (a JSON object per line), _QUIET */
+	const char *device;    /* "cuda" (NULL) or "cpu": fused groups JIT-compiled with LLVM for
+				* the host CPU, products and convolutions through OpenBLAS, other
+				* steps on the reference interpreter (docs/DESIGN.md, The cpu device).
+				* cpu takes fp32, modes default and reduce-overhead (the same there),
+				* fully shaped models; no packages, no run_device, no profile */
+	int threads;           /* cpu: worker threads (0: the cores this process may use) */
 } sinter_compile_options;
 enum { SINTER_TUNE_AUTO, SINTER_TUNE_BAR, SINTER_TUNE_SUMMARY, SINTER_TUNE_JSON, SINTER_TUNE_QUIET };
 
@@ -251,6 +266,9 @@ typedef struct sinter_compile_stats {
 	size_t tune_kernels, tune_from_records, tune_tuned, tune_candidates, tune_timings, tune_failed,
 		tune_rejected;
 	double tune_s, tune_speedup;
+	size_t ref_steps;      /* cpu: steps that run on the reference interpreter (fallback);
+				* on cpu nvrtc_s is LLVM's -O3 and code generation (0 on an
+				* object-cache hit), load_s ORC LLJIT's linking */
 } sinter_compile_stats;
 
 /* Runs the passes o asks for on a copy of m, then renders and compiles every

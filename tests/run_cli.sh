@@ -105,7 +105,18 @@ if ! nvidia-smi >/dev/null 2>&1; then
 	expect 3 "" -- "$sinter" run tiny.sir --device cuda --shape N=1 --init random
 	expect 3 "pass --target" -- "$sinter" compile tiny.sir --shape N=1
 fi
-expect 3 "cpu device is not built" -- "$sinter" run tiny.sir --device cpu --shape N=1 --init random
+# the cpu device: runs where the build has it (else exit 3 saying so); what
+# it does not take is a usage error
+if "$sinter" run tiny.sir --device cpu --shape N=1 --init random >out.txt 2>err.txt; then
+	expect_out "ran tiny.sir on cpu"
+	expect 2 "cpu device computes fp32 only: precision bf16" -- "$sinter" run tiny.sir --device cpu --shape N=1 --init random --precision bf16
+	expect 2 "max-autotune has no cpu" -- "$sinter" run tiny.sir --device cpu --shape N=1 --init random --mode max-autotune
+	expect 2 "--threads wants a count" -- "$sinter" run tiny.sir --device cpu --threads 0
+	expect 0 "" -- "$sinter" print tiny.sir --shape N=1 --device cpu
+	expect_out "on the reference interpreter"
+else
+	expect 3 "no cpu backend" -- "$sinter" run tiny.sir --device cpu --shape N=1 --init random
+fi
 
 # modes: the library decides what they mean; max-autotune times kernels on
 # the GPU, so a compile without one refuses it, and its options are checked

@@ -208,6 +208,11 @@ if [ "$mode" = --cuda ]; then
 else
 	sweep run-weights-inputs out.safetensors ALLOC,FILE -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o out.safetensors
 	sweep passes-default out.safetensors ALLOC,FILE -- "$sinter" run resblock.sir --device ref --shape N=1 --init random --mode default -o out.safetensors
+	# the cpu device where the build has it: lowering, LLVM (its own
+	# allocations are not faulted), the object cache, the runtime
+	if SINTER_CACHE_DIR="$tmp/cpu-probe" "$sinter" run src/tiny.sir --device cpu --shape N=1 --init random >/dev/null 2>&1; then
+		sweep cpu-tiny out.safetensors ALLOC,FILE -- "$sinter" run tiny.sir --device cpu --inputs in.safetensors -o out.safetensors
+	fi
 	sweep import conv.sir,conv.safetensors ALLOC,FILE -- "$sinter" import convnet.onnx -o conv.sir
 	# NumPy files in and out, with logging and a trace (not compared: it holds times)
 	sweep npz-trace out.npz ALLOC,FILE -- "$sinter" -v --trace t.json run tiny.sir --device ref --inputs in.npz -o out.npz

@@ -1,0 +1,367 @@
+/* cpu_api.c: the public API's CPU device (sinter_compile_options.device =
+ * "cpu"). It sequences the stages and owns no algorithm: options -> passes
+ * on a copy of the model -> lowering into a CPU plan (codegen/cl_lower.c)
+ * -> the runtime's load (LLVM -O3 for the host, or the object cache; ORC
+ * LLJIT) -> runs. The entry points of sinter_compiled dispatch here on the
+ * handle's device (api/model.h, api_device). */
+#include "api/model.h"
+#include "api/observe.h"
+
+#include "ir/log.h"
+#include "passes/pass.h"
+#include "runtime/kcache.h"
+
+#ifdef SINTER_HAVE_CPU
+#include "runtime/cpu_exec.h"
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SINTER_HAVE_CPU
+
+bool api_cpu_built(void)
+{
+	return false;
+}
+
+bool sinter_cpu_available(char *why, size_t cap)
+{
+	snprintf(why, cap, "this build of sinter has no cpu backend (LLVM 16 or OpenBLAS was not found at build time)");
+	return false;
+}
+
+sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
+			      sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	return api_failf(err, SINTER_E_ENV,
+			 "this build of sinter has no cpu backend (LLVM 16 or OpenBLAS was not found at build time)");
+}
+size_t api_cpu_num_inputs(const sinter_compiled *c) { return 0; }
+size_t api_cpu_num_outputs(const sinter_compiled *c) { return 0; }
+sinter_status api_cpu_input(const sinter_compiled *c, size_t i, sinter_tensor *d) { return SINTER_E_ENV; }
+sinter_status api_cpu_output(const sinter_compiled *c, size_t i, sinter_tensor *d) { return SINTER_E_ENV; }
+void api_cpu_free(sinter_compiled *c) {}
+sinter_status api_cpu_run(sinter_compiled *c, const sinter_tensor *inputs, size_t n, sinter_tensor **outputs,
+			  sinter_error *err)
+{
+	*outputs = NULL;
+	return api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
+}
+sinter_status api_cpu_bench(sinter_compiled *c, int warmup, int iters, double *ms, sinter_error *err)
+{
+	return SINTER_E_ENV;
+}
+char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
+{
+	api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
+	return NULL;
+}
+
+#else
+
+typedef struct api_cpu {
+	api_device device; /* API_DEV_CPU: first, as in every compiled handle */
+	rt_cpu *rt;
+	sinter_model *desc; /* the user's view of inputs and outputs */
+	bool poison;
+	/* the last run's inputs (copies) and output buffers, for bench */
+	void **last_in;
+	void **out_buf;
+} api_cpu;
+
+bool api_cpu_built(void)
+{
+	return true;
+}
+
+bool sinter_cpu_available(char *why, size_t cap)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	snprintf(why, cap, "cpu (%ld cores, LLVM 16 JIT, OpenBLAS)", n);
+	return true;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void api_cpu_free(sinter_compiled *cc)
+{
+	api_cpu *c = (api_cpu *)cc;
+	if (!c)
+		return;
+	const ir_graph *g = c->rt ? rt_cpu_plan(c->rt)->g : NULL;
+	for (uint32_t i = 0; g && c->last_in && i < g->ninputs; i++)
+		free(c->last_in[i]);
+	for (uint32_t i = 0; g && c->out_buf && i < g->noutputs; i++)
+		free(c->out_buf[i]);
+	free(c->last_in);
+	free(c->out_buf);
+	rt_cpu_free(c->rt);
+	sinter_model_free(c->desc);
+	free(c);
+}
+
+/* The passes o asks for on a copy of m, the CPU plan, its params' values
+ * copied into its weight image. */
+static sinter_status build(const sinter_model *mc, const sinter_compile_options *o, cl_plan **out,
+			   sinter_compile_stats *s, sinter_error *err)
+{
+	sinter_model *m = (sinter_model *)mc;
+	*out = NULL;
+	sinter_status st = api_need_shaped(m, err);
+	if (st)
+		return st;
+	if (m->weights && (st = api_materialize(m, err)))
+		return st;
+	const char *mode = o && o->mode ? o->mode : "default";
+	if (strcmp(mode, "default") && strcmp(mode, "reduce-overhead"))
+		return api_failf(err, SINTER_E_USAGE,
+				 "mode '%s' on cpu: the cpu device takes default (reduce-overhead is the same there: "
+				 "its steps have no launch overhead to capture; max-autotune has no cpu search spaces)",
+				 mode);
+	if (o && o->precision != SINTER_PREC_FP32)
+		return api_failf(err, SINTER_E_USAGE, "the cpu device computes fp32 only: precision %s is not built for it",
+				 (unsigned)o->precision <= SINTER_PREC_FP8
+					 ? (const char *[]){"fp32", "tf32", "bf16", "fp16", "fp8"}[o->precision]
+					 : "?");
+	sn_err e = {0};
+	double t0 = now();
+	ir_graph *g = ir_graph_clone(m->g, &e);
+	ir_wstore *ws = m->weights ? ir_ws_new_over(m->ws) : NULL;
+	if (!g || (m->weights && !ws)) {
+		ir_graph_free(g);
+		ir_ws_free(ws);
+		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	const char *pipeline = o && o->passes ? o->passes : pass_pipeline(mode);
+	pass_ctx ctx = {.ws = ws, .precision = PASS_FP32, .sm = 0};
+	if (pipeline[0] && pass_run_list(&g, pipeline, &ctx, &e) != SN_OK) {
+		ir_graph_free(g);
+		ir_ws_free(ws);
+		return api_fail(err, &e);
+	}
+	s->passes_s = now() - t0;
+	sn_stage("passes", t0, "%s, %u nodes after", pipeline[0] ? pipeline : "none", g->nnodes);
+	t0 = now();
+	ir_tensor *vals = NULL;
+	if (m->weights && (st = api_param_vals(g, ws, &vals, err))) {
+		ir_graph_free(g);
+		ir_ws_free(ws);
+		return st;
+	}
+	int rc = cl_lower(g, vals, o && o->no_fusion, out, &e); /* takes g on success */
+	if (vals)
+		api_vals_free(g, ws, vals);
+	ir_ws_free(ws);
+	if (rc) {
+		ir_graph_free(g);
+		return api_fail(err, &e);
+	}
+	s->codegen_s = now() - t0;
+	sn_stage("codegen (cpu)", t0, "%u steps, %u kernels, %u on the reference interpreter", (*out)->nsteps,
+		 (*out)->nfns, (*out)->nref);
+	return SINTER_OK;
+}
+
+char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
+{
+	cl_plan *p = NULL;
+	sinter_compile_stats s = {0};
+	sinter_compile_options o;
+	memset(&o, 0, sizeof o);
+	o.passes = ""; /* the model as given (sinter print runs its passes first) */
+	if (build(m, &o, &p, &s, err))
+		return NULL;
+	sn_buf b = {0};
+	cl_plan_list(p, &b);
+	cl_plan_free(p);
+	if (b.oom) {
+		sn_buf_free(&b);
+		api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		return NULL;
+	}
+	return b.s;
+}
+
+static void warn_stderr(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "sinter: warning: %s\n", msg);
+}
+
+sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
+			      sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	if (!m->weights)
+		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
+	if (sinter_model_num_symbols(m))
+		return api_failf(err, SINTER_E_USAGE, "the cpu device compiles fully shaped models: bind symbol %s (--shape %s=N)",
+				 sinter_model_symbol(m, 0), sinter_model_symbol(m, 0));
+	if (o && o->threads < 0)
+		return api_failf(err, SINTER_E_USAGE, "threads must be >= 0, got %d", o->threads);
+	sinter_compile_stats s = {0};
+	cl_plan *p = NULL;
+	sinter_status st = build(m, o, &p, &s, err);
+	if (st)
+		return st;
+	api_cpu *c = calloc(1, sizeof *c);
+	sn_err e = {0};
+	if (!c || !(c->desc = calloc(1, sizeof *c->desc)) || !(c->desc->g = ir_graph_clone(m->g, &e))) {
+		if (c)
+			free(c->desc);
+		free(c);
+		cl_plan_free(p);
+		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	c->device = API_DEV_CPU;
+	c->poison = o && o->poison;
+	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->nref;
+	s.kernels = p->nfns;
+	s.unique_kernels = p->nfns;
+	s.ref_steps = p->nref;
+	s.arena_bytes = p->arena_bytes;
+	s.weight_bytes = p->weight_bytes;
+	char dbuf[4096];
+	const char *dir = o && o->cache_dir ? (o->cache_dir[0] ? o->cache_dir : NULL)
+			  : kc_default_dir(dbuf, sizeof dbuf) == SN_OK ? dbuf : NULL;
+	rt_cpu_stats rs;
+	double t0 = now();
+	if (rt_cpu_load(p, dir, o ? o->threads : 0, o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &rs,
+			&c->rt, &e) != SN_OK) {
+		api_cpu_free((sinter_compiled *)c);
+		return api_fail(err, &e);
+	}
+	s.nvrtc_s = rs.opt_s;
+	s.load_s = rs.jit_s;
+	s.cache_hits = rs.obj_hit ? s.kernels : 0;
+	sn_stage("load (cpu)", t0, "LLVM %.3f s, JIT %.3f s, object cache %s, %d threads", rs.opt_s, rs.jit_s,
+		 rs.obj_hit ? "hit" : "miss", rs.threads);
+	if (stats)
+		*stats = s;
+	*out = (sinter_compiled *)c;
+	return SINTER_OK;
+}
+
+size_t api_cpu_num_inputs(const sinter_compiled *cc)
+{
+	return ((const api_cpu *)cc)->desc->g->ninputs;
+}
+
+size_t api_cpu_num_outputs(const sinter_compiled *cc)
+{
+	return ((const api_cpu *)cc)->desc->g->noutputs;
+}
+
+sinter_status api_cpu_input(const sinter_compiled *cc, size_t i, sinter_tensor *d)
+{
+	return sinter_model_input(((const api_cpu *)cc)->desc, i, d);
+}
+
+sinter_status api_cpu_output(const sinter_compiled *cc, size_t i, sinter_tensor *d)
+{
+	return sinter_model_output(((const api_cpu *)cc)->desc, i, d);
+}
+
+static size_t node_bytes(const ir_node *n)
+{
+	return (size_t)ir_numel(&n->shape) * ir_dtype_size(n->dtype);
+}
+
+sinter_status api_cpu_run(sinter_compiled *cc, const sinter_tensor *inputs, size_t ninputs, sinter_tensor **outputs,
+			  sinter_error *err)
+{
+	api_cpu *c = (api_cpu *)cc;
+	*outputs = NULL;
+	const ir_graph *g = rt_cpu_plan(c->rt)->g;
+	uint32_t nin = g->ninputs, nout = g->noutputs;
+	ir_tensor *vals = calloc(g->nnodes ? g->nnodes : 1, sizeof *vals);
+	ir_tensor *outs = calloc(nout ? nout : 1, sizeof *outs);
+	const void **ins = calloc(nin ? nin : 1, sizeof *ins);
+	void **op = calloc(nout ? nout : 1, sizeof *op);
+	sinter_status st = SINTER_OK;
+	if (!c->last_in)
+		c->last_in = calloc(nin ? nin : 1, sizeof *c->last_in);
+	if (!vals || !outs || !ins || !op || !c->last_in) {
+		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		goto done;
+	}
+	if ((st = api_bind_inputs(g, inputs, ninputs, vals, err)))
+		goto done;
+	for (uint32_t i = 0; i < nin; i++) {
+		const ir_node *in = &g->nodes[g->inputs[i]];
+		ins[i] = vals[g->inputs[i]].data;
+		/* kept for sinter_compiled_bench */
+		size_t nb = node_bytes(in);
+		if (!c->last_in[i] && !(c->last_in[i] = malloc(nb ? nb : 1))) {
+			st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
+			goto done;
+		}
+		if (nb)
+			memcpy(c->last_in[i], ins[i], nb);
+	}
+	for (uint32_t i = 0; i < nout; i++) {
+		const ir_node *on = &g->nodes[g->outputs[i]];
+		outs[i] = (ir_tensor){.dtype = on->dtype, .shape = on->shape, .nbytes = node_bytes(on)};
+		if (!(outs[i].data = op[i] = malloc(outs[i].nbytes ? outs[i].nbytes : 1))) {
+			st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
+			goto done;
+		}
+	}
+	sn_err e = {0};
+	double t0 = now();
+	if (rt_cpu_run(c->rt, ins, op, c->poison, &e) != SN_OK) {
+		st = api_fail(err, &e);
+		goto done;
+	}
+	sn_stage("run (cpu)", t0, "%u steps", rt_cpu_plan(c->rt)->nsteps);
+	*outputs = api_wrap_outputs(c->desc->g, outs);
+	if (!*outputs)
+		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	nout = 0; /* moved (or freed) */
+done:
+	for (uint32_t i = 0; outs && i < nout; i++)
+		free(outs[i].data);
+	free(outs);
+	free(vals);
+	free(ins);
+	free(op);
+	return st;
+}
+
+sinter_status api_cpu_bench(sinter_compiled *cc, int warmup, int iters, double *ms, sinter_error *err)
+{
+	api_cpu *c = (api_cpu *)cc;
+	const ir_graph *g = rt_cpu_plan(c->rt)->g;
+	if (!c->last_in || (g->ninputs && !c->last_in[0]))
+		return api_failf(err, SINTER_E_USAGE, "bench needs a run first (its inputs are reused)");
+	if (!c->out_buf) {
+		if (!(c->out_buf = calloc(g->noutputs ? g->noutputs : 1, sizeof *c->out_buf)))
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		for (uint32_t i = 0; i < g->noutputs; i++) {
+			size_t nb = node_bytes(&g->nodes[g->outputs[i]]);
+			if (!(c->out_buf[i] = malloc(nb ? nb : 1)))
+				return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		}
+	}
+	sn_err e = {0};
+	for (int i = 0; i < warmup + iters; i++) {
+		double t0 = now();
+		if (rt_cpu_run(c->rt, (const void *const *)c->last_in, c->out_buf, false, &e) != SN_OK)
+			return api_fail(err, &e);
+		if (i >= warmup)
+			ms[i - warmup] = (now() - t0) * 1e3;
+	}
+	return SINTER_OK;
+}
+
+#endif

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""cpu_bench.py: sinter's cpu device against onnxruntime's CPU provider, on
+the same models, weights, inputs and thread count, in one run.
+
+The models are written here as ONNX (onnx.helper, random weights from a
+seed), as the samples have them: the MLP of samples/mlp.sir, a ResNet-50
+(torchvision's layout, batch norms already folded into the convolutions'
+biases, as sinter's fold-bn pass leaves them) and GPT-2 small (12 layers,
+as samples/gpt2.sir) on 128 tokens. sinter reads the same file through
+`sinter import` (its initializers become the weights file); onnxruntime
+runs it with intra_op_num_threads = --threads and graph optimizations on.
+Latency: median of --iters calls after warmup, each side timed by its own
+wall clock around one call (`sinter bench --device cpu --json`). ResNet-50
+also runs once on the reference interpreter (`sinter run --device ref`).
+Cold compile: `sinter bench`'s cold compile (empty caches); warm start: its
+second process, which finds the JIT-compiled object in the cache.
+
+usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2]
+Needs numpy, onnx and onnxruntime (tests/requirements.txt).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+class G:
+    def __init__(self, seed):
+        self.nodes, self.inits, self.rng, self.k = [], [], np.random.default_rng(seed), 0
+
+    def name(self, p):
+        self.k += 1
+        return "%s%d" % (p, self.k)
+
+    def w(self, shape, fan_in):
+        n = self.name("w")
+        b = 1.0 / np.sqrt(fan_in)
+        self.inits.append(numpy_helper.from_array(self.rng.uniform(-b, b, size=shape).astype(np.float32), n))
+        return n
+
+    def op(self, op, ins, **attrs):
+        o = self.name(op.lower())
+        self.nodes.append(helper.make_node(op, ins, [o], **attrs))
+        return o
+
+    def conv(self, x, cin, cout, k, stride=1, relu=True):
+        w = self.w((cout, cin, k, k), cin * k * k)
+        b = self.w((cout,), cin * k * k)
+        p = k // 2
+        y = self.op("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride, stride], pads=[p, p, p, p])
+        return self.op("Relu", [y]) if relu else y
+
+    def model(self, x_shape, out, out_shape):
+        g = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+        m.ir_version = 9
+        onnx.checker.check_model(m)
+        return m
+
+
+def mlp(seed):
+    """samples/mlp.sir: four 4096x4096 linear layers, each followed by GELU."""
+    g = G(seed)
+    x = "x"
+    for _ in range(4):
+        x = g.op("Gelu", [g.op("Gemm", [x, g.w((4096, 4096), 4096), g.w((4096,), 4096)], transB=1)])
+    return g.model([1, 4096], x, [1, 4096]), [1, 4096]
+
+
+def resnet50(seed):
+    g = G(seed)
+    x = g.conv("x", 3, 64, 7, 2)
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for width, blocks, stride in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]:
+        for i in range(blocks):
+            s = stride if i == 0 else 1
+            y = g.conv(x, cin, width, 1)
+            y = g.conv(y, width, width, 3, s)
+            y = g.conv(y, width, width * 4, 1, relu=False)
+            sc = g.conv(x, cin, width * 4, 1, s, relu=False) if i == 0 else x
+            x = g.op("Relu", [g.op("Add", [y, sc])])
+            cin = width * 4
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    w, b = g.w((1000, 2048), 2048), g.w((1000,), 2048)
+    x = g.op("Gemm", [x, w, b], transB=1)
+    return g.model([1, 3, 224, 224], x, [1, 1000]), [1, 3, 224, 224]
+
+
+def gpt2(seed, seq=128, layers=12, d=768, heads=12, vocab=50257):
+    """GPT-2 small as samples/gpt2.sir writes it (HF GPT2Model, gelu_new,
+    causal softmax(q k^T / 8) v), on seq tokens; random weights."""
+    g = G(seed)
+    hd = d // heads
+
+    def const(name, arr):
+        g.inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def ln(x):
+        return g.op("LayerNormalization", [x, const(g.name("lnw"), np.ones(d, np.float32)),
+                                           const(g.name("lnb"), np.zeros(d, np.float32))], axis=-1, epsilon=1e-5)
+
+    def lin(x, a, b):
+        return g.op("Add", [g.op("MatMul", [x, g.w((a, b), a)]), g.w((b,), a)])
+
+    wte = const("wte", (g.rng.standard_normal((vocab, d)) * 0.02).astype(np.float32))
+    wpe = const("wpe", (g.rng.standard_normal((1024, d)) * 0.01).astype(np.float32))
+    pos = const("pos", np.arange(seq, dtype=np.int64))
+    h = g.op("Add", [g.op("Gather", [wte, "x"]), g.op("Gather", [wpe, pos])])
+    mask = const("mask", np.triu(np.ones((seq, seq), np.bool_), 1))
+    ninf = const("ninf", np.array(-np.inf, np.float32))
+    scale = const("scale", np.array(1.0 / np.sqrt(hd), np.float32))
+    shp = const("shp", np.array([1, seq, heads, hd], np.int64))
+    back = const("back", np.array([1, seq, d], np.int64))
+    split = const("split", np.array([d, d, d], np.int64))
+    for _ in range(layers):
+        a = ln(h)
+        qkv = lin(a, d, 3 * d)
+        q, k, v = g.name("q"), g.name("k"), g.name("v")
+        g.nodes.append(helper.make_node("Split", [qkv, split], [q, k, v], axis=2))
+        q = g.op("Transpose", [g.op("Reshape", [q, shp])], perm=[0, 2, 1, 3])
+        k = g.op("Transpose", [g.op("Reshape", [k, shp])], perm=[0, 2, 3, 1])
+        v = g.op("Transpose", [g.op("Reshape", [v, shp])], perm=[0, 2, 1, 3])
+        s = g.op("Mul", [g.op("MatMul", [q, k]), scale])
+        s = g.op("Where", [mask, ninf, s])
+        o = g.op("MatMul", [g.op("Softmax", [s], axis=-1), v])
+        o = g.op("Reshape", [g.op("Transpose", [o], perm=[0, 2, 1, 3]), back])
+        h = g.op("Add", [h, lin(o, d, d)])
+        m = g.op("Gelu", [lin(ln(h), d, 4 * d)], approximate="tanh")
+        h = g.op("Add", [h, lin(m, 4 * d, d)])
+    h = ln(h)
+    gr = helper.make_graph(g.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT64, [1, seq])],
+                           [helper.make_tensor_value_info(h, TensorProto.FLOAT, [1, seq, d])], g.inits)
+    mo = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 20)])
+    mo.ir_version = 9
+    onnx.checker.check_model(mo)
+    return mo, [1, seq]
+
+
+def sinter_json(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
+    return json.loads(p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sinter")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--models", default="mlp,resnet50,gpt2")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="sinter-cpu-bench-")
+    rows = []
+    for name in a.models.split(","):
+        m, xs = {"mlp": mlp, "resnet50": resnet50, "gpt2": gpt2}[name](0)
+        path = os.path.join(work, name + ".onnx")
+        onnx.save(m, path)
+        sir = os.path.join(work, name + ".sir")
+        subprocess.run([a.sinter, "import", path, "-o", sir], check=True, capture_output=True)
+        x = np.random.default_rng(1).standard_normal(xs).astype(np.float32) if name != "gpt2" else \
+            np.random.default_rng(1).integers(0, 50257, size=xs).astype(np.int64)
+        npz = os.path.join(work, name + ".in.npz")
+        np.savez(npz, x=x)
+        # onnxruntime, same threads
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = a.threads
+        so.inter_op_num_threads = 1
+        t0 = time.perf_counter()
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        ort_load = time.perf_counter() - t0
+        want = sess.run(None, {"x": x})[0]
+        for _ in range(3):
+            sess.run(None, {"x": x})
+        ts = []
+        for _ in range(a.iters):
+            t0 = time.perf_counter()
+            sess.run(None, {"x": x})
+            ts.append((time.perf_counter() - t0) * 1e3)
+        ort_ms = float(np.median(ts))
+        # sinter cpu
+        out = os.path.join(work, name + ".out.npz")
+        j = sinter_json([a.sinter, "bench", sir, "--device", "cpu", "--threads", str(a.threads), "--weights",
+                         os.path.join(work, name + ".safetensors"), "--inputs", npz, "--iters", str(a.iters),
+                         "--warmup", "3", "--json", "-o", out])
+        got = list(np.load(out).values())[0]
+        err = float(np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want.astype(np.float64)))
+        row = dict(model=name, threads=a.threads, sinter_ms=j["median_ms"], ort_ms=ort_ms,
+                   ratio=j["median_ms"] / ort_ms, cold_compile_s=j["cold_compile_s"],
+                   warm_start_s=j["warm_start_s"], ort_session_s=ort_load, rel_l2_vs_ort=err)
+        if name == "resnet50":
+            t0 = time.perf_counter()
+            r = sinter_json([a.sinter, "run", sir, "--device", "ref", "--weights",
+                             os.path.join(work, name + ".safetensors"), "--inputs", npz, "--json"])
+            row["ref_ms"] = r["run_s"] * 1e3
+            row["ref_speedup"] = row["ref_ms"] / j["median_ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\n| model | threads | sinter cpu ms | onnxruntime ms | sinter / ort | cold compile s | warm start s | vs ref |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print("| %s | %d | %.2f | %.2f | %.2f | %.3f | %.3f | %s |" % (
+            r["model"], r["threads"], r["sinter_ms"], r["ort_ms"], r["ratio"], r["cold_compile_s"],
+            r["warm_start_s"], "%.0fx (ref %.0f ms)" % (r["ref_speedup"], r["ref_ms"]) if "ref_ms" in r else "-"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+/* cl.h: the CPU plan (--device cpu), codegen's product for the CPU runtime
+ * (runtime/cpu_exec.h), the CPU's counterpart of cg.h. The same fusion
+ * partition (passes/fuse.h) and arena placement (passes/memplan.h) as the
+ * CUDA plan; each group becomes one step:
+ *   CL_KERNEL  a function of the plan's LLVM module (pointwise and
+ *              index-only groups, softmax, log_softmax, layer_norm,
+ *              rms_norm and trailing-axis reductions), called over a range
+ *              of outer rows by the thread pool;
+ *   CL_GEMM    matmul / linear through cblas_sgemm, bias, residual and
+ *              activation applied on each output tile;
+ *   CL_CONV    conv2d through cblas_sgemm (1x1 stride 1 as one product,
+ *              others im2col by tiles of output rows), the group's
+ *              pointwise epilogue (a CL kernel) applied on the tile;
+ *   CL_ATTN    scaled_dot_product_attention, per (batch, head) two products
+ *              and a softmax in between;
+ *   CL_POOL    max_pool2d and global_avg_pool, NHWC f32, in the runtime's C;
+ *   CL_REF     anything else: the reference interpreter's implementation of
+ *              each member of the group, on the plan's buffers.
+ * The plan keeps the optimized graph (fallback steps and convolutions read
+ * their nodes) and the LLVM module until the runtime compiles it.
+ * Prefix: cl_. */
+#ifndef SINTER_CL_H
+#define SINTER_CL_H
+
+#include "ir/ir.h"
+#include "passes/fuse.h"
+
+#define CL_MAX_ARGS 10
+#define CL_NMOD 2 /* LLVM modules per plan, optimized and compiled in parallel */
+#define CL_ALIGN 64
+
+typedef enum cl_where { CL_NOWHERE, CL_ARENA, CL_WEIGHT, CL_INPUT, CL_VIEW } cl_where;
+
+/* Where a node's value lives (its buffer), per node. */
+typedef struct cl_val {
+	cl_where where;
+	uint64_t offset; /* CL_ARENA / CL_WEIGHT: bytes */
+	uint32_t index;  /* CL_INPUT: input i; CL_VIEW: the node whose storage it shares */
+} cl_val;
+
+typedef enum cl_kind { CL_KERNEL, CL_GEMM, CL_CONV, CL_ATTN, CL_REF, CL_SKIP, CL_POOL } cl_kind;
+
+typedef struct cl_step {
+	cl_kind kind;
+	char op[32];       /* the IR op of its core or root (profiles) */
+	uint32_t group;    /* its fusion group */
+	ir_ref node;       /* core (or root) */
+	int32_t fn;        /* CL_KERNEL: the function; CL_GEMM/CL_CONV: its epilogue or -1 */
+	uint32_t nargs;    /* the function's buffers: args[0] is written */
+	ir_ref args[CL_MAX_ARGS];
+	int64_t rows;      /* CL_KERNEL: the range the function is called over */
+	int64_t inner;     /* elements per row (an epilogue applied by tile) */
+	/* CL_GEMM: out[b] (m x n) = act(A[b] (m x k) op(B[b]) + bias + C[b]) */
+	ir_ref a, b, bias, c, out;
+	int64_t batch, m, n, k, sa, sb, sc;
+	bool trans_b;
+	int act;           /* 0 none, 1 relu, 2 tanh gelu */
+} cl_step;
+
+typedef struct cl_plan {
+	ir_graph *g;       /* the optimized graph (owned) */
+	fu_plan fp;
+	cl_val *vals;      /* per node */
+	cl_step *steps;
+	uint32_t nsteps;
+	uint64_t arena_bytes;
+	void *weights;     /* params and consts, CL_ALIGN-aligned (owned) */
+	uint64_t weight_bytes;
+	char **fns;        /* function names, nfns (owned) */
+	uint32_t nfns;
+	/* LLVMContextRef and LLVMModuleRef of each module (kernels go to them
+	 * in turn) until the runtime compiles them; NULL after */
+	void *llctx[CL_NMOD], *llmod[CL_NMOD];
+	uint32_t nref, nkernel, ngemm, nconv, nattn, npool; /* steps of each kind */
+} cl_plan;
+
+/* Lowers g (verified, concrete shapes; taken on success: the plan owns it
+ * then; on failure it is still the caller's) into a CPU plan; vals as for cg_lower (params' values),
+ * copied into the plan's weight image. no_fusion: one step per node.
+ * Free with cl_plan_free. */
+int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, sn_err *e);
+void cl_plan_free(cl_plan *p);
+
+/* The fusion groups cl_lower would make of g, as cg_fusion_groups. */
+int cl_fusion_groups(const ir_graph *g, sn_buf *b, sn_err *e);
+
+/* One line per step ("kernel softmax f3", "gemm linear m=.. n=.. k=..",
+ * "ref gather", ...): sinter print --device cpu, golden tests. */
+void cl_plan_list(const cl_plan *p, sn_buf *b);
+
+/* ---- codegen/cl_emit.c: LLVM IR through the LLVM-C API ---- */
+typedef struct cl_emitter cl_emitter;
+/* A new module in its own context; free with cl_emit_free (or hand the
+ * module and context to the plan with cl_emit_finish). */
+int cl_emit_new(cl_emitter **out, sn_err *e);
+void cl_emit_free(cl_emitter *m);
+/* Tries to emit group gid's kernel (pointwise groups, a convolution's
+ * epilogue, norms, softmax, reductions) as function st->fn, filling args,
+ * rows and inner. false (nothing emitted) when the group has something the
+ * emitter does not take: the step falls back. */
+bool cl_emit_group(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t gid, cl_step *st,
+		   char **fns, uint32_t *nfns);
+/* Whether an allocation failed while emitting (the lowering must fail
+ * then: a fallback would compute other bits than the plan asked for). */
+bool cl_emit_oom(const cl_emitter *m);
+/* Moves the modules and their contexts into p. */
+void cl_emit_finish(cl_emitter *m, cl_plan *p);
+/* Disposes a module and its context (either may be NULL). */
+void cl_module_dispose(void *ctx, void *mod);
+
+#endif

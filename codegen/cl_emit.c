@@ -1,0 +1,1090 @@
+/* cl_emit.c: fusion groups as LLVM IR, built with the LLVM-C API (the CPU
+ * counterpart of cg_fuse.c's element emitter).
+ *
+ * Every kernel has one signature, void f(ptr bufs, i64 lo, i64 hi): bufs
+ * is the array of its buffers' addresses (args of its step, args[0] the
+ * one it writes), [lo, hi) the rows the thread pool gave this call.
+ *
+ * Pointwise groups: a row is every dim of the root but the last; the
+ * inner loop walks the last dim, so loads of operands contiguous along it
+ * are unit-stride and the loop vectorizes. Each member is a value at an
+ * index vector (one i64 per dim), memoized per (node, index); index-only
+ * members rewrite the index (transpose, expand, slice, split, reshape and
+ * friends), free nodes (iota, scalar consts) are computed where used,
+ * stored values outside the group are loaded. Values are f32, or i64 for
+ * integers and bools (0/1); members of other dtypes make the group fall
+ * back to the reference interpreter. A convolution's epilogue is the same
+ * kernel with the convolution's value read from the root buffer in place.
+ *
+ * Row kernels (softmax, log_softmax, layer_norm, rms_norm, reductions over
+ * trailing axes): one row per iteration, statistics accumulated in
+ * <8 x float> vectors (LLVM 16's C API sets no fast-math flags, so a
+ * scalar float reduction would not vectorize), then a scalar tail. */
+#include "codegen/cl.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VW 8
+
+/* One LLVM context and module with its builder and types. */
+typedef struct part {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMTypeRef f32, i64, i32, i8, ptr, v8, fnty, vd;
+} part;
+
+struct cl_emitter {
+	part parts[CL_NMOD];
+	/* the part the current kernel goes to */
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMTypeRef f32, i64, i32, i8, ptr, v8, fnty, vd;
+	/* per kernel */
+	const ir_graph *g;
+	const fu_plan *fp;
+	uint32_t gid;
+	ir_ref core; /* read in place from the root buffer (a conv epilogue) */
+	LLVMValueRef bufs[CL_MAX_ARGS];
+	ir_ref *args;
+	uint32_t *nargs;
+	LLVMValueRef rootlin; /* the root's linear index at the current element */
+	struct memo {
+		ir_ref r;
+		int rank;
+		LLVMValueRef ix[IR_MAX_RANK];
+		LLVMValueRef v;
+	} *memo;
+	uint32_t nmemo, capmemo;
+	bool fail;
+	bool oom; /* an allocation failed: the lowering fails (not a fallback) */
+	uint32_t nfn;
+	/* emitted functions' bodies as text (without the name), for dedupe */
+	char **texts;
+	int32_t *tfn; /* the plan function index of texts[i] */
+	uint32_t ntexts, captexts;
+};
+
+int cl_emit_new(cl_emitter **out, sn_err *e)
+{
+	cl_emitter *m = calloc(1, sizeof *m);
+	if (!m)
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	for (int k = 0; k < CL_NMOD; k++) {
+		part *p = &m->parts[k];
+		char name[32];
+		snprintf(name, sizeof name, "sinter_cpu%d", k);
+		p->ctx = LLVMContextCreate();
+		p->mod = LLVMModuleCreateWithNameInContext(name, p->ctx);
+		p->b = LLVMCreateBuilderInContext(p->ctx);
+		p->f32 = LLVMFloatTypeInContext(p->ctx);
+		p->i64 = LLVMInt64TypeInContext(p->ctx);
+		p->i32 = LLVMInt32TypeInContext(p->ctx);
+		p->i8 = LLVMInt8TypeInContext(p->ctx);
+		p->ptr = LLVMPointerTypeInContext(p->ctx, 0);
+		p->v8 = LLVMVectorType(p->f32, VW);
+		p->vd = LLVMVoidTypeInContext(p->ctx);
+		LLVMTypeRef ps[3] = {p->ptr, p->i64, p->i64};
+		p->fnty = LLVMFunctionType(p->vd, ps, 3, 0);
+	}
+	*out = m;
+	return SN_OK;
+}
+
+/* The next kernel goes to part k. */
+static void use_part(cl_emitter *m, int k)
+{
+	const part *p = &m->parts[k];
+	m->ctx = p->ctx;
+	m->mod = p->mod;
+	m->b = p->b;
+	m->f32 = p->f32;
+	m->i64 = p->i64;
+	m->i32 = p->i32;
+	m->i8 = p->i8;
+	m->ptr = p->ptr;
+	m->v8 = p->v8;
+	m->fnty = p->fnty;
+	m->vd = p->vd;
+}
+
+void cl_emit_free(cl_emitter *m)
+{
+	if (!m)
+		return;
+	for (int k = 0; k < CL_NMOD; k++) {
+		LLVMDisposeBuilder(m->parts[k].b);
+		cl_module_dispose(m->parts[k].ctx, m->parts[k].mod);
+	}
+	free(m->memo);
+	for (uint32_t i = 0; i < m->ntexts; i++)
+		free(m->texts[i]);
+	free(m->texts);
+	free(m->tfn);
+	free(m);
+}
+
+/* Function f (just emitted as st->fn) replaced by an identical earlier
+ * one when there is one: twelve GPT-2 layers compile their kernels once. */
+static void dedupe(cl_emitter *m, LLVMValueRef f, cl_step *st, char **fns, uint32_t *nfns)
+{
+	char *t = LLVMPrintValueToString(f);
+	if (!t)
+		return;
+	const char *body = strchr(t, '(');
+	body = body ? body : t;
+	for (uint32_t i = 0; i < m->ntexts; i++)
+		if (!strcmp(m->texts[i], body)) {
+			LLVMDisposeMessage(t);
+			LLVMDeleteFunction(f);
+			free(fns[--*nfns]);
+			st->fn = m->tfn[i];
+			return;
+		}
+	if (m->ntexts == m->captexts) {
+		uint32_t cap = m->captexts ? 2 * m->captexts : 32;
+		char **nt = realloc(m->texts, cap * sizeof *nt);
+		if (nt)
+			m->texts = nt;
+		int32_t *nf = realloc(m->tfn, cap * sizeof *nf);
+		if (nf)
+			m->tfn = nf;
+		if (!nt || !nf) {
+			LLVMDisposeMessage(t);
+			return;
+		}
+		m->captexts = cap;
+	}
+	m->texts[m->ntexts] = strdup(body);
+	m->tfn[m->ntexts] = st->fn;
+	if (m->texts[m->ntexts])
+		m->ntexts++;
+	LLVMDisposeMessage(t);
+}
+
+void cl_emit_finish(cl_emitter *m, cl_plan *p)
+{
+	for (int k = 0; k < CL_NMOD; k++) {
+		p->llctx[k] = m->parts[k].ctx;
+		p->llmod[k] = m->parts[k].mod;
+		m->parts[k].ctx = NULL;
+		m->parts[k].mod = NULL;
+	}
+}
+
+bool cl_emit_oom(const cl_emitter *m)
+{
+	return m->oom;
+}
+
+void cl_module_dispose(void *ctx, void *mod)
+{
+	if (mod)
+		LLVMDisposeModule(mod);
+	if (ctx)
+		LLVMContextDispose(ctx);
+}
+
+/* ---- small helpers ---- */
+
+static LLVMValueRef ci(cl_emitter *m, int64_t v)
+{
+	return LLVMConstInt(m->i64, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef cf(cl_emitter *m, double v)
+{
+	return LLVMConstReal(m->f32, v);
+}
+
+/* A call of a function of one or two floats (libm or an intrinsic),
+ * declared on first use; ty is the float or vector type. */
+static LLVMValueRef callf(cl_emitter *m, const char *name, LLVMTypeRef ty, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMTypeRef ps[2] = {ty, ty};
+	LLVMTypeRef ft = LLVMFunctionType(ty, ps, y ? 2 : 1, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(m->mod, name);
+	if (!f)
+		f = LLVMAddFunction(m->mod, name, ft);
+	LLVMValueRef as[2] = {x, y};
+	return LLVMBuildCall2(m->b, ft, f, as, y ? 2 : 1, "");
+}
+
+static LLVMValueRef call1(cl_emitter *m, const char *name, LLVMValueRef x)
+{
+	return callf(m, name, m->f32, x, NULL);
+}
+
+static LLVMValueRef gep(cl_emitter *m, LLVMTypeRef t, LLVMValueRef p, LLVMValueRef i)
+{
+	return LLVMBuildGEP2(m->b, t, p, &i, 1, "");
+}
+
+static LLVMValueRef loadf(cl_emitter *m, LLVMTypeRef t, LLVMValueRef p)
+{
+	LLVMValueRef v = LLVMBuildLoad2(m->b, t, p, "");
+	LLVMSetAlignment(v, t == m->v8 ? 4 : (unsigned)(LLVMGetTypeKind(t) == LLVMIntegerTypeKind
+								  ? LLVMGetIntTypeWidth(t) / 8 : 4));
+	return v;
+}
+
+static void storef(cl_emitter *m, LLVMValueRef v, LLVMValueRef p)
+{
+	LLVMValueRef s = LLVMBuildStore(m->b, v, p);
+	LLVMTypeRef t = LLVMTypeOf(v);
+	LLVMSetAlignment(s, t == m->v8 ? 4 : (unsigned)(LLVMGetTypeKind(t) == LLVMIntegerTypeKind
+								  ? LLVMGetIntTypeWidth(t) / 8 : 4));
+}
+
+/* A dtype the emitter computes in, and its value type. */
+static bool ok_dtype(ir_dtype t)
+{
+	return t == IR_F32 || t == IR_I64 || t == IR_BOOL;
+}
+
+static bool ok_load(ir_dtype t)
+{
+	return t == IR_F32 || t == IR_I64 || t == IR_BOOL || t == IR_I32 || t == IR_U8 || t == IR_I8 || t == IR_BF16;
+}
+
+static LLVMTypeRef mem_type(cl_emitter *m, ir_dtype t)
+{
+	switch (t) {
+	case IR_F32: return m->f32;
+	case IR_I64: return m->i64;
+	case IR_I32: return m->i32;
+	case IR_BF16: return LLVMInt16TypeInContext(m->ctx);
+	default: return m->i8;
+	}
+}
+
+/* A value of dtype t loaded from p (as f32 or i64). */
+static LLVMValueRef load_val(cl_emitter *m, ir_dtype t, LLVMValueRef base, LLVMValueRef i)
+{
+	LLVMTypeRef mt = mem_type(m, t);
+	LLVMValueRef v = loadf(m, mt, gep(m, mt, base, i));
+	switch (t) {
+	case IR_F32:
+	case IR_I64: return v;
+	case IR_BF16: {
+		LLVMValueRef w = LLVMBuildShl(m->b, LLVMBuildZExt(m->b, v, m->i32, ""), LLVMConstInt(m->i32, 16, 0), "");
+		return LLVMBuildBitCast(m->b, w, m->f32, "");
+	}
+	case IR_U8:
+	case IR_BOOL: return LLVMBuildZExt(m->b, v, m->i64, "");
+	default: return LLVMBuildSExt(m->b, v, m->i64, "");
+	}
+}
+
+static void store_val(cl_emitter *m, ir_dtype t, LLVMValueRef v, LLVMValueRef base, LLVMValueRef i)
+{
+	LLVMTypeRef mt = mem_type(m, t);
+	if (t == IR_BOOL)
+		v = LLVMBuildTrunc(m->b, v, m->i8, "");
+	storef(m, v, gep(m, mt, base, i));
+}
+
+static bool is_scalar_const(const ir_node *n)
+{
+	return n->op == IR_OP_const && ir_numel(&n->shape) == 1 && n->data;
+}
+
+/* The buffer slot of stored value r, added to the step's args. */
+static LLVMValueRef buf_of(cl_emitter *m, ir_ref r)
+{
+	for (uint32_t k = 0; k < *m->nargs; k++)
+		if (m->args[k] == r)
+			return m->bufs[k];
+	m->fail = true; /* the caller collected the loads first */
+	return NULL;
+}
+
+/* ---- the element emitter ---- */
+
+static LLVMValueRef value(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int rank);
+
+static LLVMValueRef memo_get(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int rank)
+{
+	for (uint32_t i = 0; i < m->nmemo; i++) {
+		struct memo *e = &m->memo[i];
+		if (e->r != r || e->rank != rank)
+			continue;
+		bool same = true;
+		for (int d = 0; d < rank && same; d++)
+			same = e->ix[d] == x[d];
+		if (same)
+			return e->v;
+	}
+	return NULL;
+}
+
+static void memo_put(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int rank, LLVMValueRef v)
+{
+	if (m->nmemo == m->capmemo) {
+		uint32_t cap = m->capmemo ? 2 * m->capmemo : 64;
+		struct memo *n = realloc(m->memo, cap * sizeof *n);
+		if (!n) {
+			m->fail = m->oom = true;
+			return;
+		}
+		m->memo = n;
+		m->capmemo = cap;
+	}
+	struct memo *e = &m->memo[m->nmemo++];
+	e->r = r;
+	e->rank = rank;
+	memcpy(e->ix, x, (size_t)rank * sizeof *x);
+	e->v = v;
+}
+
+/* The linear index of x over shape s (size-1 dims skipped). */
+static LLVMValueRef linear(cl_emitter *m, const ir_shape *s, const LLVMValueRef *x)
+{
+	LLVMValueRef l = ci(m, 0);
+	int64_t st = 1;
+	for (int d = s->rank - 1; d >= 0; d--) {
+		if (s->d[d] != 1)
+			l = LLVMBuildAdd(m->b, l, LLVMBuildMul(m->b, x[d], ci(m, st), ""), "");
+		st *= s->d[d];
+	}
+	return l;
+}
+
+static LLVMValueRef load_node(cl_emitter *m, ir_ref r, const LLVMValueRef *x)
+{
+	const ir_node *n = &m->g->nodes[r];
+	if (!ok_load(n->dtype)) {
+		m->fail = true;
+		return NULL;
+	}
+	LLVMValueRef base = buf_of(m, r);
+	if (!base)
+		return NULL;
+	return load_val(m, n->dtype, base, linear(m, &n->shape, x));
+}
+
+static LLVMValueRef fbool(cl_emitter *m, LLVMValueRef c)
+{
+	return LLVMBuildZExt(m->b, c, m->i64, "");
+}
+
+static LLVMValueRef sel(cl_emitter *m, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(m->b, c, a, b, "");
+}
+
+/* A float constant of type ty (f32, or <8 x float> splat). */
+static LLVMValueRef cv(cl_emitter *m, LLVMTypeRef ty, double v)
+{
+	if (ty != m->v8)
+		return cf(m, v);
+	LLVMValueRef e[VW];
+	for (int i = 0; i < VW; i++)
+		e[i] = cf(m, v);
+	return LLVMConstVector(e, VW);
+}
+
+/* e^x without a libm call, so loops over it vectorize: x = n ln2 + r
+ * (Cody-Waite, |r| <= ln2/2), e^r by Cephes' expf polynomial, 2^n by
+ * building the exponent; within 2 ulp of expf over [-87.3, 88]; inputs
+ * outside saturate (1.2e-38, 1.65e38), NaN stays NaN. ty: f32 or v8. */
+static LLVMValueRef fexp(cl_emitter *m, LLVMValueRef x, LLVMTypeRef ty)
+{
+	LLVMBuilderRef b = m->b;
+	bool vec = ty == m->v8;
+	LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+	LLVMValueRef c = sel(m, LLVMBuildFCmp(b, LLVMRealOGT, x, cv(m, ty, 88.0), ""), cv(m, ty, 88.0), x);
+	c = sel(m, LLVMBuildFCmp(b, LLVMRealOLT, c, cv(m, ty, -87.33654), ""), cv(m, ty, -87.33654), c);
+	c = sel(m, nan, cv(m, ty, 0), c);
+	LLVMValueRef n = callf(m, vec ? "llvm.rint.v8f32" : "llvm.rint.f32", ty,
+			       LLVMBuildFMul(b, c, cv(m, ty, 1.44269504088896341), ""), NULL);
+	LLVMValueRef r = LLVMBuildFSub(b, c, LLVMBuildFMul(b, n, cv(m, ty, 0.693359375), ""), "");
+	r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, cv(m, ty, -2.12194440e-4), ""), "");
+	static const double k[] = {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+	LLVMValueRef p = cv(m, ty, 1.9875691500e-4);
+	for (size_t i = 0; i < SN_COUNT(k); i++)
+		p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), cv(m, ty, k[i]), "");
+	LLVMValueRef y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), ""), r, ""),
+				       cv(m, ty, 1.0), "");
+	LLVMTypeRef ity = vec ? LLVMVectorType(m->i32, VW) : m->i32;
+	LLVMValueRef ni = LLVMBuildFPToSI(b, n, ity, "");
+	LLVMValueRef c127 = vec ? LLVMConstVector((LLVMValueRef[]){LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
+								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
+								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
+								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0)}, VW)
+				: LLVMConstInt(m->i32, 127, 0);
+	LLVMValueRef c23 = vec ? LLVMConstVector((LLVMValueRef[]){LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
+								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
+								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
+								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0)}, VW)
+				: LLVMConstInt(m->i32, 23, 0);
+	LLVMValueRef e = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildAdd(b, ni, c127, ""), c23, ""), ty, "");
+	return sel(m, nan, x, LLVMBuildFMul(b, y, e, ""));
+}
+
+static LLVMValueRef relu6(cl_emitter *m, LLVMValueRef v)
+{
+	v = sel(m, LLVMBuildFCmp(m->b, LLVMRealOLT, v, cf(m, 0), ""), cf(m, 0), v);
+	return sel(m, LLVMBuildFCmp(m->b, LLVMRealOGT, v, cf(m, 6), ""), cf(m, 6), v);
+}
+
+static LLVMValueRef softplus(cl_emitter *m, LLVMValueRef x)
+{
+	LLVMValueRef pos = LLVMBuildFAdd(m->b, x, call1(m, "log1pf", call1(m, "llvm.exp.f32", LLVMBuildFNeg(m->b, x, ""))), "");
+	LLVMValueRef neg = call1(m, "log1pf", call1(m, "llvm.exp.f32", x));
+	return sel(m, LLVMBuildFCmp(m->b, LLVMRealOGT, x, cf(m, 0), ""), pos, neg);
+}
+
+static LLVMValueRef sigmoid(cl_emitter *m, LLVMValueRef x)
+{
+	LLVMValueRef e = fexp(m, LLVMBuildFNeg(m->b, x, ""), m->f32);
+	return LLVMBuildFDiv(m->b, cf(m, 1), LLVMBuildFAdd(m->b, cf(m, 1), e, ""), "");
+}
+
+/* A float op on x (and y); NULL when not taken. */
+static LLVMValueRef float_op(cl_emitter *m, const ir_node *n, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMBuilderRef b = m->b;
+	const ir_attrs *a = n->attrs;
+	switch (n->op) {
+	case IR_OP_neg: return LLVMBuildFNeg(b, x, "");
+	case IR_OP_abs: return call1(m, "llvm.fabs.f32", x);
+	case IR_OP_exp: return fexp(m, x, m->f32);
+	case IR_OP_log: return call1(m, "llvm.log.f32", x);
+	case IR_OP_sqrt: return call1(m, "llvm.sqrt.f32", x);
+	case IR_OP_rsqrt: return LLVMBuildFDiv(b, cf(m, 1), call1(m, "llvm.sqrt.f32", x), "");
+	case IR_OP_tanh: return call1(m, "tanhf", x);
+	case IR_OP_sigmoid: return sigmoid(m, x);
+	case IR_OP_erf: return call1(m, "erff", x);
+	case IR_OP_relu: return sel(m, LLVMBuildFCmp(b, LLVMRealOLT, x, cf(m, 0), ""), cf(m, 0), x);
+	case IR_OP_gelu:
+		if (a->approximate == IR_GELU_TANH) {
+			LLVMValueRef x3 = LLVMBuildFMul(b, LLVMBuildFMul(b, x, x, ""), x, "");
+			LLVMValueRef in = LLVMBuildFMul(b, cf(m, 0.7978845608028654),
+							LLVMBuildFAdd(b, x, LLVMBuildFMul(b, cf(m, 0.044715), x3, ""), ""), "");
+			/* 0.5 x (1 + tanh(u)) = x sigmoid(2u): no tanhf call, no cancellation */
+			return LLVMBuildFMul(b, x, sigmoid(m, LLVMBuildFMul(b, cf(m, 2), in, "")), "");
+		} else {
+			LLVMValueRef t = LLVMBuildFAdd(b, cf(m, 1), call1(m, "erff", LLVMBuildFMul(b, x, cf(m, 0.7071067811865476), "")), "");
+			return LLVMBuildFMul(b, LLVMBuildFMul(b, cf(m, 0.5), x, ""), t, "");
+		}
+	case IR_OP_silu: return LLVMBuildFMul(b, x, sigmoid(m, x), "");
+	case IR_OP_hardswish:
+		return LLVMBuildFDiv(b, LLVMBuildFMul(b, x, relu6(m, LLVMBuildFAdd(b, x, cf(m, 3), "")), ""), cf(m, 6), "");
+	case IR_OP_hardsigmoid: return LLVMBuildFDiv(b, relu6(m, LLVMBuildFAdd(b, x, cf(m, 3), "")), cf(m, 6), "");
+	case IR_OP_clamp: {
+		LLVMValueRef lo = cf(m, a->min), hi = cf(m, a->max);
+		x = sel(m, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, x);
+		return sel(m, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x);
+	}
+	case IR_OP_sin: return call1(m, "llvm.sin.f32", x);
+	case IR_OP_cos: return call1(m, "llvm.cos.f32", x);
+	case IR_OP_floor: return call1(m, "llvm.floor.f32", x);
+	case IR_OP_ceil: return call1(m, "llvm.ceil.f32", x);
+	case IR_OP_round: return call1(m, "llvm.rint.f32", x);
+	case IR_OP_softplus: return softplus(m, x);
+	case IR_OP_mish: return LLVMBuildFMul(b, x, call1(m, "tanhf", softplus(m, x)), "");
+	case IR_OP_elu:
+		return sel(m, LLVMBuildFCmp(b, LLVMRealOGT, x, cf(m, 0), ""), x,
+			   LLVMBuildFMul(b, cf(m, a->alpha), call1(m, "expm1f", x), ""));
+	case IR_OP_leaky_relu:
+		return sel(m, LLVMBuildFCmp(b, LLVMRealOLT, x, cf(m, 0), ""), LLVMBuildFMul(b, cf(m, a->alpha), x, ""), x);
+	case IR_OP_isnan: return fbool(m, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""));
+	case IR_OP_isinf: return fbool(m, LLVMBuildFCmp(b, LLVMRealOEQ, call1(m, "llvm.fabs.f32", x), cf(m, INFINITY), ""));
+	case IR_OP_add: return LLVMBuildFAdd(b, x, y, "");
+	case IR_OP_sub: return LLVMBuildFSub(b, x, y, "");
+	case IR_OP_mul: return LLVMBuildFMul(b, x, y, "");
+	case IR_OP_div: return LLVMBuildFDiv(b, x, y, "");
+	case IR_OP_pow: return callf(m, "powf", m->f32, x, y);
+	case IR_OP_min:
+	case IR_OP_max: {
+		LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, y, "");
+		LLVMValueRef c = LLVMBuildFCmp(b, n->op == IR_OP_min ? LLVMRealOLT : LLVMRealOGT, x, y, "");
+		return sel(m, nan, cf(m, NAN), sel(m, c, x, y));
+	}
+	case IR_OP_equal: return fbool(m, LLVMBuildFCmp(b, LLVMRealOEQ, x, y, ""));
+	case IR_OP_less: return fbool(m, LLVMBuildFCmp(b, LLVMRealOLT, x, y, ""));
+	case IR_OP_greater: return fbool(m, LLVMBuildFCmp(b, LLVMRealOGT, x, y, ""));
+	case IR_OP_mod: {
+		LLVMValueRef r = LLVMBuildFRem(b, x, y, "");
+		if (a->fmod)
+			return r;
+		LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealONE, r, cf(m, 0), "");
+		LLVMValueRef sr = LLVMBuildFCmp(b, LLVMRealOLT, r, cf(m, 0), "");
+		LLVMValueRef sy = LLVMBuildFCmp(b, LLVMRealOLT, y, cf(m, 0), "");
+		LLVMValueRef fix = LLVMBuildAnd(b, nz, LLVMBuildICmp(b, LLVMIntNE, sr, sy, ""), "");
+		return sel(m, fix, LLVMBuildFAdd(b, r, y, ""), r);
+	}
+	default: return NULL;
+	}
+}
+
+/* An integer op on x (and y), wrapping, as cg_int_expr; NULL when not taken. */
+static LLVMValueRef int_op(cl_emitter *m, const ir_node *n, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMBuilderRef b = m->b;
+	switch (n->op) {
+	case IR_OP_neg: return LLVMBuildSub(b, ci(m, 0), x, "");
+	case IR_OP_abs: return sel(m, LLVMBuildICmp(b, LLVMIntSLT, x, ci(m, 0), ""), LLVMBuildSub(b, ci(m, 0), x, ""), x);
+	case IR_OP_relu: return sel(m, LLVMBuildICmp(b, LLVMIntSLT, x, ci(m, 0), ""), ci(m, 0), x);
+	case IR_OP_add: return LLVMBuildAdd(b, x, y, "");
+	case IR_OP_sub: return LLVMBuildSub(b, x, y, "");
+	case IR_OP_mul: return LLVMBuildMul(b, x, y, "");
+	case IR_OP_div: {
+		LLVMValueRef z = LLVMBuildICmp(b, LLVMIntEQ, y, ci(m, 0), "");
+		LLVMValueRef m1 = LLVMBuildICmp(b, LLVMIntEQ, y, ci(m, -1), "");
+		LLVMValueRef safe = sel(m, LLVMBuildOr(b, z, m1, ""), ci(m, 1), y);
+		LLVMValueRef q = LLVMBuildSDiv(b, x, safe, "");
+		return sel(m, z, ci(m, 0), sel(m, m1, LLVMBuildSub(b, ci(m, 0), x, ""), q));
+	}
+	case IR_OP_min: return sel(m, LLVMBuildICmp(b, LLVMIntSLT, x, y, ""), x, y);
+	case IR_OP_max: return sel(m, LLVMBuildICmp(b, LLVMIntSGT, x, y, ""), x, y);
+	case IR_OP_equal: return fbool(m, LLVMBuildICmp(b, LLVMIntEQ, x, y, ""));
+	case IR_OP_less: return fbool(m, LLVMBuildICmp(b, LLVMIntSLT, x, y, ""));
+	case IR_OP_greater: return fbool(m, LLVMBuildICmp(b, LLVMIntSGT, x, y, ""));
+	default: return NULL;
+	}
+}
+
+static LLVMValueRef compute(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int rank)
+{
+	const ir_node *n = &m->g->nodes[r];
+	LLVMValueRef a[3] = {0};
+	for (uint32_t k = 0; k < n->nin && k < 3; k++) {
+		const ir_shape *s = &m->g->nodes[n->in[k]].shape;
+		LLVMValueRef ox[IR_MAX_RANK];
+		for (int od = 0; od < s->rank; od++) {
+			int d = od + (rank - s->rank);
+			ox[od] = s->d[od] == 1 || d < 0 ? ci(m, 0) : x[d];
+		}
+		if (!(a[k] = value(m, n->in[k], ox, s->rank)))
+			return NULL;
+	}
+	ir_dtype it = m->g->nodes[n->in[0]].dtype;
+	bool fdom = ir_dtype_is_float(it);
+	if (n->op == IR_OP_where)
+		return sel(m, LLVMBuildICmp(m->b, LLVMIntNE, a[0], ci(m, 0), ""), a[1], a[2]);
+	if (n->op == IR_OP_cast) {
+		ir_dtype ot = n->dtype;
+		if (ot == IR_F32)
+			return fdom ? a[0] : LLVMBuildSIToFP(m->b, a[0], m->f32, "");
+		if (ot == IR_BOOL)
+			return fbool(m, fdom ? LLVMBuildFCmp(m->b, LLVMRealUNE, a[0], cf(m, 0), "")
+					     : LLVMBuildICmp(m->b, LLVMIntNE, a[0], ci(m, 0), ""));
+		if (ot == IR_I64 && !fdom)
+			return a[0];
+		return NULL;
+	}
+	return fdom ? float_op(m, n, a[0], a[1]) : int_op(m, n, a[0], a[1]);
+}
+
+static LLVMValueRef value(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int rank)
+{
+	if (m->fail)
+		return NULL;
+	const ir_graph *g = m->g;
+	const ir_node *n = &g->nodes[r];
+	if (!ok_dtype(n->dtype) && !(n->dtype == IR_BF16 && m->fp->group_of[r] != m->gid && !m->fp->free_[r])) {
+		m->fail = true;
+		return NULL;
+	}
+	if (r == m->core)
+		return load_val(m, n->dtype, m->bufs[0], m->rootlin);
+	if (is_scalar_const(n)) {
+		double v = ir_load(n->dtype, n->data, 0);
+		return n->dtype == IR_F32 ? cf(m, v) : ci(m, (int64_t)v);
+	}
+	LLVMValueRef hit = memo_get(m, r, x, rank);
+	if (hit)
+		return hit;
+	bool here = m->fp->group_of[r] == m->gid || m->fp->free_[r];
+	LLVMValueRef v = NULL;
+	if (!here) {
+		v = m->fp->stored[r] ? load_node(m, r, x) : NULL;
+		goto done;
+	}
+	ir_kind kind = ir_ops[n->op].kind;
+	if (kind == IR_K_UNARY || kind == IR_K_BINARY || kind == IR_K_TERNARY) {
+		v = compute(m, r, x, rank);
+		goto done;
+	}
+	if (n->op == IR_OP_iota) {
+		int ax = ir_axis(n->attrs->axis, n->shape.rank);
+		if (ax >= 0)
+			v = n->dtype == IR_F32 ? LLVMBuildSIToFP(m->b, x[ax], m->f32, "") : x[ax];
+		goto done;
+	}
+	{
+		const ir_shape *is = &g->nodes[n->in[0]].shape;
+		const ir_attrs *at = n->attrs;
+		LLVMValueRef ox[IR_MAX_RANK];
+		for (int d = 0; d < is->rank; d++)
+			ox[d] = d < rank ? x[d] : ci(m, 0);
+		switch (n->op) {
+		case IR_OP_transpose:
+			for (int d = 0; d < at->perm.n && d < rank; d++)
+				ox[at->perm.v[d]] = x[d];
+			break;
+		case IR_OP_expand:
+			for (int od = 0; od < is->rank; od++) {
+				int d = od + (rank - is->rank);
+				ox[od] = is->d[od] == 1 || d < 0 ? ci(m, 0) : x[d];
+			}
+			break;
+		case IR_OP_split: {
+			int ax = ir_axis(at->axis, is->rank);
+			int64_t start = 0;
+			for (int64_t i = 0; i < at->index && i < at->sizes.n; i++)
+				start += at->sizes.v[i];
+			if (ax < 0)
+				goto done;
+			ox[ax] = LLVMBuildAdd(m->b, x[ax], ci(m, start), "");
+			break;
+		}
+		case IR_OP_slice:
+			for (int i = 0; i < at->starts.n; i++) {
+				int ax = ir_axis(at->axes.n ? at->axes.v[i] : i, is->rank);
+				int64_t step = at->steps.n ? at->steps.v[i] : 1, first = 0;
+				if (ax < 0 || step == 0)
+					goto done;
+				ir_slice_axis(is->d[ax], at->starts.v[i], at->ends.v[i], step, &first);
+				ox[ax] = LLVMBuildAdd(m->b, LLVMBuildMul(m->b, x[ax], ci(m, step), ""), ci(m, first), "");
+			}
+			break;
+		default: {
+			if (!fu_is_view(n))
+				goto done;
+			/* through the linear index */
+			LLVMValueRef lin = linear(m, &n->shape, x);
+			int64_t st = 1;
+			for (int d = is->rank - 1; d >= 0; d--) {
+				if (is->d[d] == 1)
+					ox[d] = ci(m, 0);
+				else
+					ox[d] = LLVMBuildURem(m->b, st == 1 ? lin : LLVMBuildUDiv(m->b, lin, ci(m, st), ""),
+							      ci(m, is->d[d]), "");
+				st *= is->d[d];
+			}
+			break;
+		}
+		}
+		v = value(m, n->in[0], ox, is->rank);
+	}
+done:
+	if (!v) {
+		m->fail = true;
+		return NULL;
+	}
+	memo_put(m, r, x, rank, v);
+	return v;
+}
+
+/* ---- kernels ---- */
+
+static LLVMValueRef new_fn(cl_emitter *m, char **fns, uint32_t *nfns, cl_step *st, LLVMValueRef *lo, LLVMValueRef *hi)
+{
+	char name[32];
+	use_part(m, (int)(m->nfn % CL_NMOD));
+	snprintf(name, sizeof name, "k%u", m->nfn++);
+	LLVMValueRef f = LLVMAddFunction(m->mod, name, m->fnty);
+	fns[*nfns] = strdup(name);
+	if (!fns[*nfns])
+		m->fail = m->oom = true;
+	st->fn = (int32_t)(*nfns)++;
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, f, "entry");
+	LLVMPositionBuilderAtEnd(m->b, entry);
+	LLVMValueRef bufs = LLVMGetParam(f, 0);
+	LLVMSetValueName2(bufs, "bufs", 4);
+	for (uint32_t k = 0; k < st->nargs; k++)
+		m->bufs[k] = loadf(m, m->ptr, gep(m, m->ptr, bufs, ci(m, k)));
+	*lo = LLVMGetParam(f, 1);
+	*hi = LLVMGetParam(f, 2);
+	return f;
+}
+
+/* A counted loop: *iv runs over [from, to); body goes where the builder is
+ * left; loop_end closes it. */
+typedef struct loop {
+	LLVMBasicBlockRef head, body, exit;
+	LLVMValueRef iv, to;
+} loop;
+
+static void loop_begin(cl_emitter *m, LLVMValueRef f, LLVMValueRef from, LLVMValueRef to, loop *l)
+{
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(m->b);
+	l->head = LLVMAppendBasicBlockInContext(m->ctx, f, "head");
+	l->body = LLVMAppendBasicBlockInContext(m->ctx, f, "body");
+	l->exit = LLVMAppendBasicBlockInContext(m->ctx, f, "exit");
+	l->to = to;
+	LLVMBuildBr(m->b, l->head);
+	LLVMPositionBuilderAtEnd(m->b, l->head);
+	l->iv = LLVMBuildPhi(m->b, m->i64, "i");
+	LLVMAddIncoming(l->iv, &from, &pre, 1);
+	LLVMBuildCondBr(m->b, LLVMBuildICmp(m->b, LLVMIntSLT, l->iv, to, ""), l->body, l->exit);
+	LLVMPositionBuilderAtEnd(m->b, l->body);
+}
+
+static void loop_end(cl_emitter *m, loop *l, int64_t step)
+{
+	LLVMValueRef next = LLVMBuildAdd(m->b, l->iv, ci(m, step), "");
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(m->b);
+	LLVMAddIncoming(l->iv, &next, &cur, 1);
+	LLVMBuildBr(m->b, l->head);
+	LLVMPositionBuilderAtEnd(m->b, l->exit);
+}
+
+/* A loop-carried value (a phi in l's head), updated by loop_set. */
+static LLVMValueRef carried(cl_emitter *m, loop *l, LLVMValueRef init, LLVMBasicBlockRef pre)
+{
+	LLVMBasicBlockRef here = LLVMGetInsertBlock(m->b);
+	LLVMValueRef first = LLVMGetFirstInstruction(l->head);
+	LLVMPositionBuilderBefore(m->b, first);
+	LLVMValueRef p = LLVMBuildPhi(m->b, LLVMTypeOf(init), "acc");
+	LLVMAddIncoming(p, &init, &pre, 1);
+	LLVMPositionBuilderAtEnd(m->b, here);
+	return p;
+}
+
+static void add_arg(cl_step *st, ir_ref r, bool *ok)
+{
+	for (uint32_t k = 0; k < st->nargs; k++)
+		if (st->args[k] == r)
+			return;
+	if (st->nargs >= CL_MAX_ARGS) {
+		*ok = false;
+		return;
+	}
+	st->args[st->nargs++] = r;
+}
+
+/* The stored values group gid reads (its loads), into st->args after the root. */
+static bool collect_loads(const ir_graph *g, const fu_plan *fp, uint32_t gid, ir_ref core, cl_step *st)
+{
+	const fu_group *gr = &fp->groups[gid];
+	bool ok = true;
+	/* free nodes reached through members may read stored values too: walk */
+	ir_ref stack[256];
+	uint32_t ns = 0;
+	for (uint32_t k = 0; k < gr->n && ns < SN_COUNT(stack); k++)
+		stack[ns++] = fp->members[gr->first + k];
+	uint32_t guard = 0;
+	while (ns && ok && guard++ < 4096) {
+		ir_ref r = stack[--ns];
+		const ir_node *n = &g->nodes[r];
+		if (r == core)
+			continue;
+		for (uint32_t k = 0; k < n->nin; k++) {
+			ir_ref q = n->in[k];
+			if (fp->group_of[q] == gid || is_scalar_const(&g->nodes[q]))
+				continue;
+			if (fp->free_[q] && !fp->stored[q]) {
+				if (ns < SN_COUNT(stack))
+					stack[ns++] = q;
+				else
+					ok = false;
+				continue;
+			}
+			if (!fp->stored[q])
+				return false;
+			add_arg(st, q, &ok);
+		}
+	}
+	return ok && guard < 4096;
+}
+
+/* A pointwise group (or a conv's epilogue, core read in place). */
+static bool emit_pointwise(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t gid, ir_ref core,
+			   cl_step *st, char **fns, uint32_t *nfns)
+{
+	const fu_group *gr = &fp->groups[gid];
+	const ir_node *rn = &g->nodes[gr->root];
+	if (!ok_dtype(rn->dtype))
+		return false;
+	if (core != IR_NONE && (g->nodes[core].shape.rank != rn->shape.rank ||
+				memcmp(g->nodes[core].shape.d, rn->shape.d, sizeof rn->shape.d[0] * (size_t)rn->shape.rank)))
+		return false;
+	st->nargs = 0;
+	st->args[st->nargs++] = gr->root;
+	if (!collect_loads(g, fp, gid, core, st))
+		return false;
+	int R = rn->shape.rank;
+	int64_t inner = R ? rn->shape.d[R - 1] : 1, numel = ir_numel(&rn->shape);
+	int64_t rows = inner ? numel / inner : 0;
+	m->g = g;
+	m->fp = fp;
+	m->gid = gid;
+	m->core = core;
+	m->args = st->args;
+	m->nargs = &st->nargs;
+	m->nmemo = 0;
+	m->fail = false;
+	LLVMValueRef lo, hi;
+	LLVMValueRef f = new_fn(m, fns, nfns, st, &lo, &hi);
+	loop lr, lj;
+	loop_begin(m, f, lo, hi, &lr);
+	LLVMValueRef x[IR_MAX_RANK];
+	LLVMValueRef rem = lr.iv;
+	for (int d = R - 2; d >= 0; d--) {
+		if (d == 0) {
+			x[d] = rem;
+		} else {
+			x[d] = LLVMBuildURem(m->b, rem, ci(m, rn->shape.d[d]), "");
+			rem = LLVMBuildUDiv(m->b, rem, ci(m, rn->shape.d[d]), "");
+		}
+	}
+	LLVMValueRef rowbase = LLVMBuildMul(m->b, lr.iv, ci(m, inner), "");
+	loop_begin(m, f, ci(m, 0), ci(m, inner), &lj);
+	if (R)
+		x[R - 1] = lj.iv;
+	m->nmemo = 0;
+	m->rootlin = LLVMBuildAdd(m->b, rowbase, lj.iv, "");
+	LLVMValueRef v = value(m, gr->root, x, R);
+	if (!m->fail && v)
+		store_val(m, rn->dtype, v, m->bufs[0], m->rootlin);
+	loop_end(m, &lj, 1);
+	loop_end(m, &lr, 1);
+	LLVMBuildRetVoid(m->b);
+	if (m->fail || !v) {
+		LLVMDeleteFunction(f);
+		free(fns[--*nfns]);
+		st->fn = -1;
+		return false;
+	}
+	st->rows = rows;
+	st->inner = inner;
+	dedupe(m, f, st, fns, nfns);
+	return true;
+}
+
+/* Horizontal sum or max of a <8 x float>. */
+static LLVMValueRef hreduce(cl_emitter *m, LLVMValueRef v, bool max)
+{
+	LLVMValueRef acc = LLVMBuildExtractElement(m->b, v, LLVMConstInt(m->i32, 0, 0), "");
+	for (int i = 1; i < VW; i++) {
+		LLVMValueRef e = LLVMBuildExtractElement(m->b, v, LLVMConstInt(m->i32, (unsigned)i, 0), "");
+		acc = max ? callf(m, "llvm.maxnum.f32", m->f32, acc, e) : LLVMBuildFAdd(m->b, acc, e, "");
+	}
+	return acc;
+}
+
+typedef enum rkind { R_SUM, R_MAX, R_MIN } rkind;
+
+/* A reduction over row p[0..cols) of f(x): vectors of 8 then a scalar
+ * tail. fx: 0 x, 1 (x - c)^2, 2 exp(x - c), 3 x^2. */
+static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, LLVMValueRef p, int64_t cols, rkind k, int fx, LLVMValueRef c)
+{
+	double init = k == R_SUM ? 0.0 : k == R_MAX ? -INFINITY : INFINITY;
+	const char *mm = k == R_MAX ? "llvm.maxnum" : "llvm.minnum";
+	char vname[32], sname[32];
+	snprintf(vname, sizeof vname, "%s.v8f32", mm);
+	snprintf(sname, sizeof sname, "%s.f32", mm);
+	int64_t nv = cols / VW * VW;
+	LLVMValueRef vinit = LLVMConstVector((LLVMValueRef[]){cf(m, init), cf(m, init), cf(m, init), cf(m, init),
+							       cf(m, init), cf(m, init), cf(m, init), cf(m, init)}, VW);
+	LLVMValueRef vc = NULL;
+	if (c) {
+		LLVMValueRef u = LLVMGetUndef(m->v8);
+		vc = LLVMBuildInsertElement(m->b, u, c, LLVMConstInt(m->i32, 0, 0), "");
+		vc = LLVMBuildShuffleVector(m->b, vc, u, LLVMConstNull(LLVMVectorType(m->i32, VW)), "");
+	}
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(m->b);
+	loop l;
+	loop_begin(m, f, ci(m, 0), ci(m, nv), &l);
+	LLVMValueRef acc = carried(m, &l, vinit, pre);
+	LLVMValueRef x = loadf(m, m->v8, gep(m, m->f32, p, l.iv));
+	if (fx == 1 || fx == 2)
+		x = LLVMBuildFSub(m->b, x, vc, "");
+	if (fx == 1 || fx == 3)
+		x = LLVMBuildFMul(m->b, x, x, "");
+	if (fx == 2)
+		x = fexp(m, x, m->v8);
+	LLVMValueRef nacc = k == R_SUM ? LLVMBuildFAdd(m->b, acc, x, "") : callf(m, vname, m->v8, acc, x);
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(m->b);
+	LLVMAddIncoming(acc, &nacc, &cur, 1);
+	loop_end(m, &l, VW);
+	LLVMValueRef s;
+	if (k == R_SUM) {
+		s = hreduce(m, acc, false);
+	} else {
+		s = LLVMBuildExtractElement(m->b, acc, LLVMConstInt(m->i32, 0, 0), "");
+		for (int i = 1; i < VW; i++)
+			s = callf(m, sname, m->f32, s, LLVMBuildExtractElement(m->b, acc, LLVMConstInt(m->i32, (unsigned)i, 0), ""));
+	}
+	pre = LLVMGetInsertBlock(m->b);
+	loop t;
+	loop_begin(m, f, ci(m, nv), ci(m, cols), &t);
+	LLVMValueRef sacc = carried(m, &t, s, pre);
+	LLVMValueRef y = loadf(m, m->f32, gep(m, m->f32, p, t.iv));
+	if (fx == 1 || fx == 2)
+		y = LLVMBuildFSub(m->b, y, c, "");
+	if (fx == 1 || fx == 3)
+		y = LLVMBuildFMul(m->b, y, y, "");
+	if (fx == 2)
+		y = fexp(m, y, m->f32);
+	LLVMValueRef ns = k == R_SUM ? LLVMBuildFAdd(m->b, sacc, y, "") : callf(m, sname, m->f32, sacc, y);
+	cur = LLVMGetInsertBlock(m->b);
+	LLVMAddIncoming(sacc, &ns, &cur, 1);
+	loop_end(m, &t, 1);
+	return sacc;
+}
+
+/* A norm, softmax or reduction node over its trailing axes, f32 rows. */
+static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, char **fns, uint32_t *nfns)
+{
+	const ir_node *n = &g->nodes[r];
+	const ir_node *xn = &g->nodes[n->in[0]];
+	if (n->dtype != IR_F32 || xn->dtype != IR_F32)
+		return false;
+	for (uint32_t k = 1; k < n->nin; k++)
+		if (g->nodes[n->in[k]].dtype != IR_F32)
+			return false;
+	int R = xn->shape.rank;
+	int64_t cols = 1;
+	rkind rk = R_SUM;
+	bool mean = false;
+	switch (n->op) {
+	case IR_OP_softmax:
+	case IR_OP_log_softmax:
+	case IR_OP_layer_norm:
+	case IR_OP_rms_norm: {
+		int ax = ir_axis(n->attrs->axis, R);
+		if (ax != R - 1 || R == 0)
+			return false;
+		cols = xn->shape.d[R - 1];
+		/* layer_norm's weight and bias span the last dim */
+		for (uint32_t k = 1; k < n->nin; k++)
+			if (ir_numel(&g->nodes[n->in[k]].shape) != cols)
+				return false;
+		break;
+	}
+	case IR_OP_reduce_sum:
+	case IR_OP_reduce_mean:
+	case IR_OP_reduce_max:
+	case IR_OP_reduce_min: {
+		/* the axes reduced must be the trailing ones */
+		bool red[IR_MAX_RANK] = {0};
+		const ir_ints *ax = &n->attrs->axes;
+		if (ax->n == 0) {
+			for (int d = 0; d < R; d++)
+				red[d] = true;
+		}
+		for (int i = 0; i < ax->n; i++) {
+			int a = ir_axis(ax->v[i], R);
+			if (a < 0)
+				return false;
+			red[a] = true;
+		}
+		int first = R;
+		while (first > 0 && red[first - 1])
+			first--;
+		for (int d = 0; d < first; d++)
+			if (red[d])
+				return false;
+		for (int d = first; d < R; d++)
+			cols *= xn->shape.d[d];
+		rk = n->op == IR_OP_reduce_max ? R_MAX : n->op == IR_OP_reduce_min ? R_MIN : R_SUM;
+		mean = n->op == IR_OP_reduce_mean;
+		if (cols == 0)
+			return false;
+		break;
+	}
+	default: return false;
+	}
+	int64_t numel = ir_numel(&xn->shape);
+	int64_t rows = cols ? numel / cols : 0;
+	st->nargs = 0;
+	st->args[st->nargs++] = r;
+	for (uint32_t k = 0; k < n->nin; k++)
+		st->args[st->nargs++] = n->in[k];
+	LLVMValueRef lo, hi;
+	m->fail = false;
+	LLVMValueRef f = new_fn(m, fns, nfns, st, &lo, &hi);
+	loop lr;
+	loop_begin(m, f, lo, hi, &lr);
+	LLVMValueRef base = LLVMBuildMul(m->b, lr.iv, ci(m, cols), "");
+	LLVMValueRef xp = gep(m, m->f32, m->bufs[1], base);
+	bool is_red = ir_ops[n->op].kind == IR_K_REDUCE;
+	LLVMValueRef op = is_red ? gep(m, m->f32, m->bufs[0], lr.iv) : gep(m, m->f32, m->bufs[0], base);
+	LLVMValueRef fc = cf(m, (double)cols);
+	if (is_red) {
+		LLVMValueRef s = row_reduce(m, f, xp, cols, rk, 0, NULL);
+		if (mean)
+			s = LLVMBuildFDiv(m->b, s, fc, "");
+		storef(m, s, op);
+	} else {
+		LLVMValueRef mul = NULL, sub = NULL, addl = NULL; /* out = (x - sub) * mul [- addl] */
+		LLVMValueRef w = n->nin > 1 ? m->bufs[2] : NULL, bb = n->nin > 2 ? m->bufs[3] : NULL;
+		if (n->op == IR_OP_softmax || n->op == IR_OP_log_softmax) {
+			LLVMValueRef mx = row_reduce(m, f, xp, cols, R_MAX, 0, NULL);
+			LLVMValueRef s = row_reduce(m, f, xp, cols, R_SUM, 2, mx);
+			sub = mx;
+			if (n->op == IR_OP_softmax)
+				mul = LLVMBuildFDiv(m->b, cf(m, 1), s, "");
+			else
+				addl = call1(m, "llvm.log.f32", s);
+		} else if (n->op == IR_OP_layer_norm) {
+			LLVMValueRef mu = LLVMBuildFDiv(m->b, row_reduce(m, f, xp, cols, R_SUM, 0, NULL), fc, "");
+			LLVMValueRef var = LLVMBuildFDiv(m->b, row_reduce(m, f, xp, cols, R_SUM, 1, mu), fc, "");
+			sub = mu;
+			mul = LLVMBuildFDiv(m->b, cf(m, 1), call1(m, "llvm.sqrt.f32", LLVMBuildFAdd(m->b, var, cf(m, n->attrs->eps), "")), "");
+		} else {
+			LLVMValueRef ms = LLVMBuildFDiv(m->b, row_reduce(m, f, xp, cols, R_SUM, 3, NULL), fc, "");
+			mul = LLVMBuildFDiv(m->b, cf(m, 1), call1(m, "llvm.sqrt.f32", LLVMBuildFAdd(m->b, ms, cf(m, n->attrs->eps), "")), "");
+		}
+		loop lc;
+		loop_begin(m, f, ci(m, 0), ci(m, cols), &lc);
+		LLVMValueRef x = loadf(m, m->f32, gep(m, m->f32, xp, lc.iv));
+		if (sub)
+			x = LLVMBuildFSub(m->b, x, sub, "");
+		if (n->op == IR_OP_softmax)
+			x = fexp(m, x, m->f32);
+		if (mul)
+			x = LLVMBuildFMul(m->b, x, mul, "");
+		if (addl)
+			x = LLVMBuildFSub(m->b, x, addl, "");
+		if (w)
+			x = LLVMBuildFMul(m->b, x, loadf(m, m->f32, gep(m, m->f32, w, lc.iv)), "");
+		if (bb)
+			x = LLVMBuildFAdd(m->b, x, loadf(m, m->f32, gep(m, m->f32, bb, lc.iv)), "");
+		storef(m, x, gep(m, m->f32, op, lc.iv));
+		loop_end(m, &lc, 1);
+	}
+	loop_end(m, &lr, 1);
+	LLVMBuildRetVoid(m->b);
+	if (m->fail) {
+		LLVMDeleteFunction(f);
+		free(fns[--*nfns]);
+		st->fn = -1;
+		return false;
+	}
+	st->rows = rows;
+	st->inner = cols;
+	dedupe(m, f, st, fns, nfns);
+	return true;
+}
+
+bool cl_emit_group(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t gid, cl_step *st, char **fns,
+		   uint32_t *nfns)
+{
+	const fu_group *gr = &fp->groups[gid];
+	st->fn = -1;
+	switch (gr->kind) {
+	case FU_POINTWISE: return emit_pointwise(m, g, fp, gid, IR_NONE, st, fns, nfns);
+	case FU_CONV: return emit_pointwise(m, g, fp, gid, gr->core, st, fns, nfns);
+	case FU_NODE: {
+		const ir_node *n = &g->nodes[gr->root];
+		ir_kind k = ir_ops[n->op].kind;
+		if (k == IR_K_UNARY || k == IR_K_BINARY || k == IR_K_TERNARY || fu_fusible(n) || n->op == IR_OP_iota)
+			return emit_pointwise(m, g, fp, gid, IR_NONE, st, fns, nfns);
+		return emit_rows(m, g, gr->root, st, fns, nfns);
+	}
+	default: return false;
+	}
+}

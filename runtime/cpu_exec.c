@@ -1,0 +1,962 @@
+/* cpu_exec.c: the CPU runtime (cpu_exec.h): thread pool, LLVM
+ * optimization and ORC LLJIT, object cache, and the executor. */
+#include "runtime/cpu_exec.h"
+
+#include "ir/log.h"
+#include "ir/ref/ref.h"
+#include "runtime/kcache.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <cblas.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef void kern_fn(void **bufs, int64_t lo, int64_t hi);
+
+/* ---- thread pool ----
+ * n - 1 workers and the caller share each job's chunks through an atomic
+ * counter; a job is announced by bumping gen under the lock. */
+typedef void task_fn(void *ctx, int64_t lo, int64_t hi, int tid);
+
+typedef struct pool {
+	int n;
+	pthread_t *th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv, done;
+	uint64_t gen;
+	int busy;
+	bool quit;
+	task_fn *fn;
+	void *ctx;
+	int64_t total, chunk;
+	atomic_llong next;
+	atomic_int nworker; /* worker ids */
+} pool;
+
+static void run_chunks(pool *p, int tid)
+{
+	for (;;) {
+		int64_t lo = atomic_fetch_add(&p->next, p->chunk);
+		if (lo >= p->total)
+			break;
+		int64_t hi = lo + p->chunk < p->total ? lo + p->chunk : p->total;
+		p->fn(p->ctx, lo, hi, tid);
+	}
+}
+
+static void *worker(void *arg)
+{
+	pool *p = arg;
+	int tid = atomic_fetch_add(&p->nworker, 1) + 1;
+	uint64_t seen = 0;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->quit && p->gen == seen)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->quit)
+			break;
+		seen = p->gen;
+		pthread_mutex_unlock(&p->mu);
+		run_chunks(p, tid);
+		pthread_mutex_lock(&p->mu);
+		if (--p->busy == 0)
+			pthread_cond_signal(&p->done);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static void pool_free(pool *p)
+{
+	if (!p)
+		return;
+	if (p->th) {
+		pthread_mutex_lock(&p->mu);
+		p->quit = true;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		for (int i = 0; i < p->n - 1; i++)
+			if (p->th[i])
+				pthread_join(p->th[i], NULL);
+	}
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->done);
+	free(p->th);
+	free(p);
+}
+
+static pool *pool_new(int n)
+{
+	pool *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	p->n = n < 1 ? 1 : n;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->done, NULL);
+	if (p->n > 1) {
+		p->th = calloc((size_t)p->n - 1, sizeof *p->th);
+		if (!p->th) {
+			pool_free(p);
+			return NULL;
+		}
+		for (int i = 0; i < p->n - 1; i++)
+			if (pthread_create(&p->th[i], NULL, worker, p) != 0) {
+				p->n = i + 1; /* fewer workers than asked */
+				break;
+			}
+	}
+	return p;
+}
+
+/* fn over [0, total) in chunks of at least min_chunk. */
+static void pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, void *ctx)
+{
+	if (total <= 0)
+		return;
+	int64_t chunk = (total + 4 * p->n - 1) / (4 * p->n);
+	if (chunk < min_chunk)
+		chunk = min_chunk;
+	if (chunk < 1)
+		chunk = 1;
+	if (p->n == 1 || chunk >= total) {
+		fn(ctx, 0, total, 0);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->fn = fn;
+	p->ctx = ctx;
+	p->total = total;
+	p->chunk = chunk;
+	atomic_store(&p->next, 0);
+	p->busy = p->n - 1;
+	p->gen++;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	run_chunks(p, 0);
+	pthread_mutex_lock(&p->mu);
+	while (p->busy)
+		pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- the loaded plan ---- */
+
+struct rt_cpu {
+	cl_plan *p;
+	LLVMOrcLLJITRef jit;
+	kern_fn **fns;
+	pool *pool;
+	void *arena;
+	void **addr;      /* per node, this run's */
+	float **scratch;  /* per thread: im2col tiles, attention scores */
+	size_t scratch_n;
+};
+
+const cl_plan *rt_cpu_plan(const rt_cpu *c)
+{
+	return c->p;
+}
+
+void rt_cpu_free(rt_cpu *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; c->scratch && c->pool && i < (size_t)c->pool->n; i++)
+		free(c->scratch[i]);
+	free(c->scratch);
+	pool_free(c->pool);
+	if (c->jit)
+		LLVMOrcDisposeLLJIT(c->jit);
+	free(c->fns);
+	free(c->arena);
+	free(c->addr);
+	cl_plan_free(c->p);
+	free(c);
+}
+
+static int llvm_fail(sn_err *e, const char *what, LLVMErrorRef err)
+{
+	char *msg = LLVMGetErrorMessage(err);
+	int rc = sn_errf(e, SN_EINTERNAL, "cpu: %s: %s", what, msg ? msg : "?");
+	LLVMDisposeErrorMessage(msg);
+	return rc;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+static void llvm_init(void)
+{
+	LLVMInitializeNativeTarget();
+	LLVMInitializeNativeAsmPrinter();
+}
+
+/* One module's compilation, on a thread of its own. */
+typedef struct objjob {
+	LLVMModuleRef mod;
+	const char *cache_dir;
+	void (*warn)(void *, const char *);
+	void *wctx;
+	rt_cpu_stats st;
+	LLVMMemoryBufferRef obj;
+	int rc;
+	sn_err e;
+} objjob;
+
+static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
+		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e);
+
+static void *object_thread(void *arg)
+{
+	objjob *j = arg;
+	j->rc = object_of(j->mod, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, &j->e);
+	return NULL;
+}
+
+/* Whether mod defines a function (a module may hold only declarations). */
+static bool has_code(LLVMModuleRef mod)
+{
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		if (!LLVMIsDeclaration(f))
+			return true;
+	return false;
+}
+
+/* The module optimized and compiled for the host, or the cached object. */
+static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
+		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e)
+{
+	char *triple = LLVMGetDefaultTargetTriple();
+	char *cpu = LLVMGetHostCPUName();
+	char *feat = LLVMGetHostCPUFeatures();
+	LLVMTargetRef target;
+	char *msg = NULL;
+	LLVMTargetMachineRef tm = NULL;
+	int rc = SN_OK;
+	char *text = NULL;
+	if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+		rc = sn_errf(e, SN_EENV, "cpu: no LLVM target for %s: %s", triple, msg ? msg : "?");
+		goto done;
+	}
+	tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+				     LLVMCodeModelSmall);
+	if (!tm) {
+		rc = sn_errf(e, SN_EINTERNAL, "cpu: LLVM made no target machine for %s", cpu);
+		goto done;
+	}
+	LLVMSetTarget(mod, triple);
+	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(mod, dl);
+	LLVMDisposeTargetData(dl);
+	/* key: the module as text, the host CPU and its features */
+	double tk = now();
+	text = LLVMPrintModuleToString(mod);
+	size_t flen = strlen(triple) + strlen(cpu) + strlen(feat) + 64;
+	char *flags = malloc(flen);
+	if (!flags) {
+		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+		goto done;
+	}
+	snprintf(flags, flen, "cpu-object llvm16 O3 %s %s %s", triple, cpu, feat);
+	uint8_t key[KC_KEY_SIZE];
+	kc_key(text, 0, 0, flags, key);
+	free(flags);
+	sn_log(SN_LOG_DEBUG, "cpu: module key in %.3f s (%zu bytes of IR)", now() - tk, strlen(text));
+	if (cache_dir) {
+		void *data = NULL;
+		size_t size = 0;
+		kc_status ks;
+		sn_err sub = {0};
+		if (kc_get(cache_dir, key, &data, &size, &ks, &sub) == SN_OK && ks.state == KC_HIT) {
+			*obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, size, "sinter-cpu.o");
+			free(data);
+			st->obj_hit = true;
+			sn_log(SN_LOG_INFO, "cpu: object cache hit (%zu bytes)", size);
+			goto done;
+		}
+		free(data);
+		if (ks.state == KC_CORRUPT && warn)
+			warn(wctx, ks.msg);
+	}
+	double t0 = now();
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+	LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+	LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+	LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (err) {
+		rc = llvm_fail(e, "LLVM passes", err);
+		goto done;
+	}
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, obj)) {
+		rc = sn_errf(e, SN_EINTERNAL, "cpu: LLVM code generation: %s", msg ? msg : "?");
+		goto done;
+	}
+	st->opt_s = now() - t0;
+	if (cache_dir) {
+		sn_err sub = {0};
+		if (kc_put(cache_dir, key, LLVMGetBufferStart(*obj), LLVMGetBufferSize(*obj), &sub) != SN_OK)
+			sn_log(SN_LOG_WARN, "cpu: object not cached: %s", sub.msg);
+	}
+done:
+	if (msg)
+		LLVMDisposeMessage(msg);
+	if (text)
+		LLVMDisposeMessage(text);
+	if (tm)
+		LLVMDisposeTargetMachine(tm);
+	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(feat);
+	return rc;
+}
+
+int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(void *, const char *), void *warn_ctx,
+		rt_cpu_stats *st, rt_cpu **out, sn_err *e)
+{
+	*out = NULL;
+	memset(st, 0, sizeof *st);
+	rt_cpu *c = calloc(1, sizeof *c);
+	if (!c) {
+		cl_plan_free(p);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	c->p = p;
+	int rc = SN_OK;
+	int n = threads > 0 ? threads : cores();
+	st->threads = n;
+	/* our pool splits the work; OpenBLAS runs each call on one thread */
+	openblas_set_num_threads(1);
+	c->pool = pool_new(n);
+	c->fns = calloc(p->nfns ? p->nfns : 1, sizeof *c->fns);
+	c->addr = calloc(p->g->nnodes ? p->g->nnodes : 1, sizeof *c->addr);
+	c->arena = p->arena_bytes ? aligned_alloc(CL_ALIGN, (p->arena_bytes + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN) : NULL;
+	c->scratch = c->pool ? calloc((size_t)c->pool->n, sizeof *c->scratch) : NULL;
+	if (!c->pool || !c->fns || !c->addr || (p->arena_bytes && !c->arena) || !c->scratch) {
+		rc = sn_errf(e, SN_EINTERNAL, "out of memory (cpu arena, %llu bytes)", (unsigned long long)p->arena_bytes);
+		goto fail;
+	}
+	if (p->nfns) {
+		pthread_once(&llvm_once, llvm_init);
+		/* the modules optimized and compiled in parallel, one thread each */
+		objjob jobs[CL_NMOD];
+		pthread_t th[CL_NMOD];
+		bool started[CL_NMOD] = {0};
+		memset(jobs, 0, sizeof jobs);
+		for (int k = 0; k < CL_NMOD; k++) {
+			jobs[k] = (objjob){.mod = p->llmod[k], .cache_dir = cache_dir, .warn = warn, .wctx = warn_ctx};
+			if (!jobs[k].mod || !has_code(jobs[k].mod))
+				continue;
+			if (k > 0 && pthread_create(&th[k], NULL, object_thread, &jobs[k]) == 0)
+				started[k] = true;
+			else
+				object_thread(&jobs[k]);
+		}
+		for (int k = 1; k < CL_NMOD; k++)
+			if (started[k])
+				pthread_join(th[k], NULL);
+		st->obj_hit = true;
+		for (int k = 0; k < CL_NMOD; k++) {
+			if (jobs[k].rc && !rc) {
+				rc = jobs[k].rc;
+				*e = jobs[k].e;
+			}
+			if (jobs[k].st.opt_s > st->opt_s)
+				st->opt_s = jobs[k].st.opt_s;
+			if (jobs[k].obj && !jobs[k].st.obj_hit)
+				st->obj_hit = false;
+		}
+		double t0 = now();
+		for (int k = 0; k < CL_NMOD; k++) {
+			cl_module_dispose(p->llctx[k], p->llmod[k]);
+			p->llctx[k] = p->llmod[k] = NULL;
+		}
+		LLVMErrorRef err = rc ? NULL : LLVMOrcCreateLLJIT(&c->jit, LLVMOrcCreateLLJITBuilder());
+		if (rc || err) {
+			for (int k = 0; k < CL_NMOD; k++)
+				if (jobs[k].obj)
+					LLVMDisposeMemoryBuffer(jobs[k].obj);
+			if (err)
+				rc = llvm_fail(e, "ORC LLJIT", err);
+			goto fail;
+		}
+		LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(c->jit);
+		LLVMOrcDefinitionGeneratorRef gen = NULL;
+		err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(c->jit), NULL,
+									   NULL);
+		if (err) {
+			for (int k = 0; k < CL_NMOD; k++)
+				if (jobs[k].obj)
+					LLVMDisposeMemoryBuffer(jobs[k].obj);
+			rc = llvm_fail(e, "ORC process symbols", err);
+			goto fail;
+		}
+		LLVMOrcJITDylibAddGenerator(jd, gen);
+		for (int k = 0; k < CL_NMOD; k++) {
+			if (!jobs[k].obj)
+				continue;
+			/* takes the buffer, also on failure */
+			if ((err = LLVMOrcLLJITAddObjectFile(c->jit, jd, jobs[k].obj))) {
+				for (int j = k + 1; j < CL_NMOD; j++)
+					if (jobs[j].obj)
+						LLVMDisposeMemoryBuffer(jobs[j].obj);
+				rc = llvm_fail(e, "ORC object", err);
+				goto fail;
+			}
+		}
+		for (uint32_t i = 0; i < p->nfns; i++) {
+			LLVMOrcExecutorAddress a = 0;
+			if ((err = LLVMOrcLLJITLookup(c->jit, &a, p->fns[i]))) {
+				rc = llvm_fail(e, "ORC lookup", err);
+				goto fail;
+			}
+			c->fns[i] = (kern_fn *)(uintptr_t)a;
+		}
+		st->jit_s = now() - t0;
+	}
+	*out = c;
+	return SN_OK;
+fail:
+	rt_cpu_free(c);
+	return rc;
+}
+
+/* ---- steps ---- */
+
+typedef struct kjob {
+	kern_fn *fn;
+	void **bufs;
+} kjob;
+
+static void kern_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	kjob *j = ctx;
+	j->fn(j->bufs, lo, hi);
+}
+
+static void *addr_of(rt_cpu *c, ir_ref r)
+{
+	return r == IR_NONE ? NULL : c->addr[r];
+}
+
+/* e^x for the tanh-GELU epilogue: Cody-Waite reduction and Cephes' expf
+ * polynomial (as cl_emit.c's fexp), no libm call, so the loop vectorizes. */
+static inline float fast_exp(float x)
+{
+	float c = x > 88.0f ? 88.0f : x < -87.33654f ? -87.33654f : x == x ? x : 0.0f;
+	float n = rintf(c * 1.44269504088896341f);
+	float r = c - n * 0.693359375f - n * -2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	float y = p * r * r + r + 1.0f;
+	int32_t bits = ((int32_t)n + 127) << 23;
+	float e;
+	memcpy(&e, &bits, sizeof e);
+	return x != x ? x : y * e;
+}
+
+/* 0.5 v (1 + tanh(u)) written as v / (1 + e^(-2u)) */
+static inline float gelu_tanh(float v)
+{
+	float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
+	return v / (1.0f + fast_exp(-2.0f * u));
+}
+
+typedef struct gjob {
+	rt_cpu *c;
+	const cl_step *s;
+	const float *a, *b, *bias;
+	const float *res;
+	float *out;
+	bool by_rows;
+	int64_t tile;
+} gjob;
+
+static void gemm_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	gjob *j = ctx;
+	const cl_step *s = j->s;
+	for (int64_t t = lo; t < hi; t++) {
+		int64_t per = j->by_rows ? (s->m + j->tile - 1) / j->tile : (s->n + j->tile - 1) / j->tile;
+		int64_t b = t / per, q = t % per;
+		const float *A = j->a + b * s->sa, *B = j->b + b * s->sb;
+		float *C = j->out + b * s->sc;
+		const float *R = j->res ? j->res + b * s->sc : NULL;
+		int64_t r0 = 0, r1 = s->m, c0 = 0, c1 = s->n;
+		if (j->by_rows) {
+			r0 = q * j->tile;
+			r1 = r0 + j->tile < s->m ? r0 + j->tile : s->m;
+		} else {
+			c0 = q * j->tile;
+			c1 = c0 + j->tile < s->n ? c0 + j->tile : s->n;
+		}
+		const float *Bt = s->trans_b ? B + c0 * s->k : B + c0;
+		if (r1 - r0 == 1) {
+			/* one row: a matrix-vector product, bound by reading B once */
+			if (s->trans_b)
+				cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)s->k, 1.0f, Bt,
+					    (blasint)s->k, A + r0 * s->k, 1, 0.0f, C + r0 * s->n + c0, 1);
+			else
+				cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)s->k, (blasint)(c1 - c0), 1.0f, Bt,
+					    (blasint)s->n, A + r0 * s->k, 1, 0.0f, C + r0 * s->n + c0, 1);
+		} else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),
+			    (blasint)(c1 - c0), (blasint)s->k, 1.0f, A + r0 * s->k, (blasint)s->k, Bt,
+			    (blasint)(s->trans_b ? s->k : s->n), 0.0f, C + r0 * s->n + c0, (blasint)s->n);
+		if (!j->bias && !R && !s->act)
+			continue;
+		for (int64_t i = r0; i < r1; i++) {
+			float *o = C + i * s->n;
+			const float *rr = R ? R + i * s->n : NULL;
+			for (int64_t jj = c0; jj < c1; jj++) {
+				float v = o[jj];
+				if (j->bias)
+					v += j->bias[jj];
+				if (rr)
+					v += rr[jj];
+				if (s->act == 1)
+					v = v < 0.0f ? 0.0f : v;
+				else if (s->act == 2)
+					v = gelu_tanh(v);
+				o[jj] = v;
+			}
+		}
+	}
+}
+
+static void run_gemm(rt_cpu *c, const cl_step *s)
+{
+	gjob j = {.c = c, .s = s, .a = addr_of(c, s->a), .b = addr_of(c, s->b), .bias = addr_of(c, s->bias),
+		  .res = addr_of(c, s->c), .out = addr_of(c, s->out)};
+	int n = c->pool->n;
+	/* tiles of rows when there are enough, else of columns */
+	j.by_rows = s->m >= 16 * n || s->m >= s->n;
+	int64_t dim = j.by_rows ? s->m : s->n;
+	int64_t parts = s->batch >= n ? 1 : 2 * n;
+	int64_t tile = (dim + parts - 1) / parts;
+	if (j.by_rows && tile < 8)
+		tile = 8;
+	if (!j.by_rows)
+		tile = (tile + 15) / 16 * 16;
+	if (tile < 1)
+		tile = 1;
+	j.tile = tile;
+	int64_t per = (dim + tile - 1) / tile;
+	pool_for(c->pool, s->batch * per, 1, gemm_task, &j);
+}
+
+/* ---- convolutions: im2col by tiles of output pixels into sgemm ---- */
+
+
+typedef struct cjob {
+	rt_cpu *c;
+	const cl_step *s;
+	const ir_node *n;
+	const float *x, *w, *bias;
+	float *out;
+	int64_t N, H, W, C, O, KH, KW, Ho, Wo, sh, sw, pt, pl, dh, dw, K, M;
+	bool direct; /* 1x1, stride 1, no pad: x is the patch matrix */
+	void **ebufs;
+	kern_fn *epi;
+	int64_t ctile, nct; /* output channels per task, tasks per pixel tile */
+	int64_t tile;       /* output pixels per task */
+} cjob;
+
+static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	cjob *j = ctx;
+	float *col = j->c->scratch[tid];
+	for (int64_t t = lo; t < hi; t++) {
+		int64_t ct = t % j->nct, pt_ = t / j->nct;
+		int64_t p0 = pt_ * j->tile, p1 = p0 + j->tile < j->M ? p0 + j->tile : j->M;
+		int64_t o0 = ct * j->ctile, o1 = o0 + j->ctile < j->O ? o0 + j->ctile : j->O;
+		const float *A;
+		if (j->direct) {
+			A = j->x + p0 * j->C;
+		} else {
+			for (int64_t p = p0; p < p1; p++) {
+				int64_t wo = p % j->Wo, ho = p / j->Wo % j->Ho, nb = p / (j->Wo * j->Ho);
+				float *row = col + (p - p0) * j->K;
+				for (int64_t kh = 0; kh < j->KH; kh++) {
+					int64_t hi_ = ho * j->sh - j->pt + kh * j->dh;
+					for (int64_t kw = 0; kw < j->KW; kw++) {
+						int64_t wi = wo * j->sw - j->pl + kw * j->dw;
+						float *dst = row + (kh * j->KW + kw) * j->C;
+						if (hi_ < 0 || hi_ >= j->H || wi < 0 || wi >= j->W)
+							memset(dst, 0, (size_t)j->C * sizeof *dst);
+						else
+							memcpy(dst, j->x + ((nb * j->H + hi_) * j->W + wi) * j->C,
+							       (size_t)j->C * sizeof *dst);
+					}
+				}
+			}
+			A = col;
+		}
+		float *C = j->out + p0 * j->O;
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(p1 - p0), (blasint)(o1 - o0), (blasint)j->K,
+			    1.0f, A, (blasint)j->K, j->w + o0 * j->K, (blasint)j->K, 0.0f, C + o0, (blasint)j->O);
+		if (j->bias)
+			for (int64_t p = p0; p < p1; p++)
+				for (int64_t o = o0; o < o1; o++)
+					C[(p - p0) * j->O + o] += j->bias[o];
+		/* the fused epilogue on the tile while it is in cache: its rows
+		 * are output pixels of O channels (after the whole conv when
+		 * the channels are split) */
+		if (j->epi && j->nct == 1)
+			j->epi(j->ebufs, p0, p1);
+	}
+}
+
+static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
+{
+	const ir_graph *g = c->p->g;
+	const ir_node *n = &g->nodes[s->node];
+	const ir_shape *xs = &g->nodes[n->in[0]].shape, *ws = &g->nodes[n->in[1]].shape;
+	const ir_attrs *a = n->attrs;
+	cjob j = {.c = c, .s = s, .n = n, .x = addr_of(c, n->in[0]), .w = addr_of(c, n->in[1]),
+		  .bias = n->nin > 2 ? addr_of(c, n->in[2]) : NULL, .out = addr_of(c, s->out)};
+	j.N = xs->d[0], j.H = xs->d[1], j.W = xs->d[2], j.C = xs->d[3];
+	j.O = ws->d[0], j.KH = ws->d[1], j.KW = ws->d[2];
+	j.Ho = n->shape.d[1], j.Wo = n->shape.d[2];
+	j.sh = a->stride.n > 0 ? a->stride.v[0] : 1, j.sw = a->stride.n > 1 ? a->stride.v[1] : 1;
+	j.pt = a->pad.n > 0 ? a->pad.v[0] : 0, j.pl = a->pad.n > 1 ? a->pad.v[1] : 0;
+	j.dh = a->dilation.n > 0 ? a->dilation.v[0] : 1, j.dw = a->dilation.n > 1 ? a->dilation.v[1] : 1;
+	j.K = j.KH * j.KW * j.C;
+	j.M = j.N * j.Ho * j.Wo;
+	j.direct = j.KH == 1 && j.KW == 1 && j.sh == 1 && j.sw == 1 && j.pt == 0 && j.pl == 0 && j.Ho == j.H && j.Wo == j.W;
+	j.epi = s->fn >= 0 ? c->fns[s->fn] : NULL;
+	j.ebufs = ebufs;
+	if (s->fn >= 0 && s->out != s->args[0])
+		return sn_errf(e, SN_EINTERNAL, "cpu: convolution epilogue writes another buffer");
+	/* pixel tiles: two per thread at least, their im2col rows within
+	 * 1 MiB (a core's L2), at least 64 rows for BLAS to work with */
+	j.tile = (j.M + 2 * c->pool->n - 1) / (2 * c->pool->n);
+	int64_t cap = (int64_t)(262144 / (j.K ? j.K : 1));
+	if (j.tile > cap)
+		j.tile = cap;
+	if (j.tile < 64)
+		j.tile = 64;
+	size_t need = (size_t)j.tile * (size_t)j.K;
+	if (!j.direct && need > c->scratch_n) {
+		for (int i = 0; i < c->pool->n; i++) {
+			free(c->scratch[i]);
+			if (!(c->scratch[i] = malloc(need * sizeof(float))))
+				return sn_errf(e, SN_EINTERNAL, "out of memory (im2col tiles)");
+		}
+		c->scratch_n = need;
+	}
+	/* few pixel tiles (the last stages' 7x7 maps): split the output
+	 * channels too, so every thread has work */
+	int64_t ntiles = (j.M + j.tile - 1) / j.tile;
+	j.nct = 1;
+	j.ctile = j.O;
+	if (ntiles < 2 * c->pool->n && j.O >= 64) {
+		j.nct = (2 * c->pool->n + ntiles - 1) / ntiles;
+		j.ctile = ((j.O + j.nct - 1) / j.nct + 15) / 16 * 16;
+		j.nct = (j.O + j.ctile - 1) / j.ctile;
+	}
+	pool_for(c->pool, ntiles * j.nct, 1, conv_task, &j);
+	if (j.epi && j.nct > 1) {
+		kjob k = {.fn = j.epi, .bufs = ebufs};
+		pool_for(c->pool, j.M, 64, kern_task, &k);
+	}
+	return SN_OK;
+}
+
+/* ---- attention: per (batch, head) scores = q k^T (sgemm), causal mask,
+ * softmax, then p v (sgemm) ---- */
+
+typedef struct ajob {
+	rt_cpu *c;
+	const float *q, *k, *v;
+	float *out;
+	int64_t B, H, Hk, L, S, D, Dv;
+	float scale;
+	bool causal;
+} ajob;
+
+static void attn_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	ajob *j = ctx;
+	float *sc = j->c->scratch[tid];
+	for (int64_t t = lo; t < hi; t++) {
+		int64_t b = t / j->H, h = t % j->H, hk = h / (j->H / j->Hk);
+		const float *Q = j->q + (b * j->H + h) * j->L * j->D;
+		const float *K = j->k + (b * j->Hk + hk) * j->S * j->D;
+		const float *V = j->v + (b * j->Hk + hk) * j->S * j->Dv;
+		float *O = j->out + (b * j->H + h) * j->L * j->Dv;
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->L, (blasint)j->S, (blasint)j->D, j->scale, Q,
+			    (blasint)j->D, K, (blasint)j->D, 0.0f, sc, (blasint)j->S);
+		for (int64_t i = 0; i < j->L; i++) {
+			float *r = sc + i * j->S;
+			int64_t valid = j->causal ? (i + 1 < j->S ? i + 1 : j->S) : j->S;
+			float mx = -INFINITY;
+			for (int64_t s = 0; s < valid; s++)
+				mx = r[s] > mx ? r[s] : mx;
+			float sum = 0;
+			for (int64_t s = 0; s < valid; s++) {
+				r[s] = expf(r[s] - mx);
+				sum += r[s];
+			}
+			float inv = 1.0f / sum;
+			for (int64_t s = 0; s < valid; s++)
+				r[s] *= inv;
+			for (int64_t s = valid; s < j->S; s++)
+				r[s] = 0;
+		}
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)j->L, (blasint)j->Dv, (blasint)j->S, 1.0f, sc,
+			    (blasint)j->S, V, (blasint)j->Dv, 0.0f, O, (blasint)j->Dv);
+	}
+}
+
+static int run_attn(rt_cpu *c, const cl_step *s, sn_err *e)
+{
+	const ir_graph *g = c->p->g;
+	const ir_node *n = &g->nodes[s->node];
+	const ir_shape *qs = &g->nodes[n->in[0]].shape, *ks = &g->nodes[n->in[1]].shape, *vs = &g->nodes[n->in[2]].shape;
+	ajob j = {.c = c, .q = addr_of(c, n->in[0]), .k = addr_of(c, n->in[1]), .v = addr_of(c, n->in[2]),
+		  .out = addr_of(c, s->out)};
+	j.B = qs->d[0], j.H = qs->d[1], j.Hk = ks->d[1], j.L = qs->d[2], j.S = ks->d[2], j.D = qs->d[3], j.Dv = vs->d[3];
+	j.scale = (float)(n->attrs->scale != 0 ? n->attrs->scale : 1 / sqrt((double)j.D));
+	j.causal = n->attrs->causal;
+	size_t need = (size_t)j.L * (size_t)j.S;
+	if (need > c->scratch_n) {
+		for (int i = 0; i < c->pool->n; i++) {
+			free(c->scratch[i]);
+			if (!(c->scratch[i] = malloc((need ? need : 1) * sizeof(float))))
+				return sn_errf(e, SN_EINTERNAL, "out of memory (attention scores)");
+		}
+		c->scratch_n = need;
+	}
+	pool_for(c->pool, j.B * j.H, 1, attn_task, &j);
+	return SN_OK;
+}
+
+/* ---- pooling, NHWC f32: max over the window (padding never wins), and
+ * the mean over H and W ---- */
+
+typedef struct pjob {
+	const ir_node *n;
+	const ir_shape *xs;
+	const float *x;
+	float *out;
+} pjob;
+
+static void pool_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	pjob *j = ctx;
+	const ir_attrs *a = j->n->attrs;
+	int64_t H = j->xs->d[1], W = j->xs->d[2], C = j->xs->d[3];
+	int64_t Ho = j->n->shape.d[1], Wo = j->n->shape.d[2];
+	if (j->n->op == IR_OP_global_avg_pool) {
+		for (int64_t b = lo; b < hi; b++) {
+			float *o = j->out + b * C;
+			for (int64_t c = 0; c < C; c++)
+				o[c] = 0;
+			for (int64_t p = 0; p < H * W; p++) {
+				const float *x = j->x + (b * H * W + p) * C;
+				for (int64_t c = 0; c < C; c++)
+					o[c] += x[c];
+			}
+			for (int64_t c = 0; c < C; c++)
+				o[c] /= (float)(H * W);
+		}
+		return;
+	}
+	int64_t kh = a->kernel.v[0], kw = a->kernel.n > 1 ? a->kernel.v[1] : kh;
+	int64_t sh = a->stride.n > 0 ? a->stride.v[0] : kh, sw = a->stride.n > 1 ? a->stride.v[1] : kw;
+	int64_t pt = a->pad.n > 0 ? a->pad.v[0] : 0, pl = a->pad.n > 1 ? a->pad.v[1] : 0;
+	int64_t dh = a->dilation.n > 0 ? a->dilation.v[0] : 1, dw = a->dilation.n > 1 ? a->dilation.v[1] : 1;
+	for (int64_t r = lo; r < hi; r++) { /* r: (n, ho) */
+		int64_t b = r / Ho, ho = r % Ho;
+		for (int64_t wo = 0; wo < Wo; wo++) {
+			float *o = j->out + ((b * Ho + ho) * Wo + wo) * C;
+			for (int64_t c = 0; c < C; c++)
+				o[c] = -INFINITY;
+			for (int64_t p = 0; p < kh; p++) {
+				int64_t hi_ = ho * sh - pt + p * dh;
+				if (hi_ < 0 || hi_ >= H)
+					continue;
+				for (int64_t q = 0; q < kw; q++) {
+					int64_t wi = wo * sw - pl + q * dw;
+					if (wi < 0 || wi >= W)
+						continue;
+					const float *x = j->x + ((b * H + hi_) * W + wi) * C;
+					for (int64_t c = 0; c < C; c++)
+						o[c] = x[c] > o[c] || x[c] != x[c] ? x[c] : o[c];
+				}
+			}
+		}
+	}
+}
+
+static void run_pool(rt_cpu *c, const cl_step *s)
+{
+	const ir_graph *g = c->p->g;
+	const ir_node *n = &g->nodes[s->node];
+	pjob j = {.n = n, .xs = &g->nodes[n->in[0]].shape, .x = addr_of(c, n->in[0]), .out = addr_of(c, s->out)};
+	int64_t rows = n->op == IR_OP_global_avg_pool ? j.xs->d[0] : n->shape.d[0] * n->shape.d[1];
+	pool_for(c->pool, rows, 1, pool_task, &j);
+}
+
+/* ---- fallback: the reference interpreter over a group's members ---- */
+
+static int run_ref(rt_cpu *c, const cl_step *s, sn_err *e)
+{
+	const cl_plan *p = c->p;
+	const ir_graph *g = p->g;
+	const fu_plan *fp = &p->fp;
+	const fu_group *gr = &fp->groups[s->group];
+	uint32_t n = g->nnodes;
+	/* the nodes to evaluate: members and the free nodes they reach */
+	uint8_t *need = calloc(n ? n : 1, 1);
+	ir_tensor *tmp = calloc(n ? n : 1, sizeof *tmp);
+	ir_ref *stack = malloc((n ? n : 1) * sizeof *stack);
+	int rc = SN_OK;
+	if (!need || !tmp || !stack) {
+		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+		goto done;
+	}
+	uint32_t ns = 0;
+	for (uint32_t k = 0; k < gr->n; k++) {
+		need[fp->members[gr->first + k]] = 1;
+		stack[ns++] = fp->members[gr->first + k];
+	}
+	while (ns) {
+		ir_ref r = stack[--ns];
+		for (uint32_t k = 0; k < g->nodes[r].nin; k++) {
+			ir_ref q = g->nodes[r].in[k];
+			if (!need[q] && !fp->stored[q]) {
+				need[q] = 1;
+				stack[ns++] = q;
+			}
+		}
+	}
+	for (ir_ref r = 0; r < n && !rc; r++) {
+		if (!need[r])
+			continue;
+		const ir_node *nd = &g->nodes[r];
+		ir_tensor ops[IR_MAX_LIST];
+		ir_tensor *opv = nd->nin <= IR_MAX_LIST ? ops : malloc(nd->nin * sizeof *opv);
+		if (!opv) {
+			rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+			break;
+		}
+		for (uint32_t k = 0; k < nd->nin; k++) {
+			ir_ref q = nd->in[k];
+			const ir_node *qn = &g->nodes[q];
+			if (need[q]) {
+				opv[k] = tmp[q];
+			} else {
+				opv[k] = (ir_tensor){.dtype = qn->dtype, .shape = qn->shape, .data = c->addr[q],
+						     .nbytes = (size_t)ir_numel(&qn->shape) * ir_dtype_size(qn->dtype)};
+			}
+		}
+		rc = ref_eval_node(g, nd, opv, &tmp[r], e);
+		if (opv != ops)
+			free(opv);
+	}
+	if (!rc) {
+		const ir_node *rn = &g->nodes[gr->root];
+		memcpy(c->addr[gr->root], tmp[gr->root].data, (size_t)ir_numel(&rn->shape) * ir_dtype_size(rn->dtype));
+	}
+done:
+	for (uint32_t r = 0; tmp && r < n; r++)
+		free(tmp[r].data);
+	free(tmp);
+	free(need);
+	free(stack);
+	return rc;
+}
+
+int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e)
+{
+	const cl_plan *p = c->p;
+	const ir_graph *g = p->g;
+	if (poison && c->arena) {
+		float *f = c->arena;
+		for (uint64_t i = 0; i < p->arena_bytes / 4; i++)
+			f[i] = NAN;
+	}
+	for (ir_ref r = 0; r < g->nnodes; r++) {
+		const cl_val *v = &p->vals[r];
+		switch (v->where) {
+		case CL_ARENA: c->addr[r] = (char *)c->arena + v->offset; break;
+		case CL_WEIGHT: c->addr[r] = (char *)p->weights + v->offset; break;
+		case CL_INPUT: c->addr[r] = (void *)inputs[v->index]; break;
+		case CL_VIEW: c->addr[r] = c->addr[v->index]; break;
+		default: c->addr[r] = NULL; break;
+		}
+	}
+	void *bufs[CL_MAX_ARGS];
+	bool timed = sn_log_level() >= SN_LOG_DEBUG;
+	for (uint32_t i = 0; i < p->nsteps; i++) {
+		const cl_step *s = &p->steps[i];
+		double t0 = timed ? now() : 0;
+		for (uint32_t k = 0; k < s->nargs; k++)
+			bufs[k] = c->addr[s->args[k]];
+		int rc = SN_OK;
+		switch (s->kind) {
+		case CL_SKIP: break;
+		case CL_KERNEL: {
+			kjob j = {.fn = c->fns[s->fn], .bufs = bufs};
+			int64_t min = s->inner > 0 ? (16384 + s->inner - 1) / s->inner : 1;
+			pool_for(c->pool, s->rows, min, kern_task, &j);
+			break;
+		}
+		case CL_GEMM: run_gemm(c, s); break;
+		case CL_CONV: rc = run_conv(c, s, bufs, e); break;
+		case CL_ATTN: rc = run_attn(c, s, e); break;
+		case CL_POOL: run_pool(c, s); break;
+		case CL_REF: rc = run_ref(c, s, e); break;
+		}
+		if (rc)
+			return rc;
+		if (timed && s->kind != CL_SKIP)
+			sn_log(SN_LOG_DEBUG, "cpu step %u: %s %s %.3f ms", i,
+			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view", "pool"}[s->kind], s->op,
+			       (now() - t0) * 1e3);
+	}
+	for (uint32_t k = 0; k < g->noutputs; k++) {
+		const ir_node *on = &g->nodes[g->outputs[k]];
+		size_t nb = (size_t)ir_numel(&on->shape) * ir_dtype_size(on->dtype);
+		if (nb)
+			memcpy(outputs[k], c->addr[g->outputs[k]], nb);
+	}
+	return SN_OK;
+}

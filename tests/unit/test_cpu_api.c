@@ -1,0 +1,165 @@
+/* test_cpu_api.c: the cpu device through the public API only. A model with
+ * a fused pointwise chain, a layer_norm, a softmax, a linear with its
+ * epilogue and an op that falls back (cumsum) is compiled with
+ * sinter_compile_options.device = "cpu" and run on fresh random inputs;
+ * its outputs are compared with sinter_run_ref's (relative L2 < 2e-5, as
+ * tests/cpu_ref.py argues). The object cache: a second compile into the
+ * same folder runs no LLVM pass (cache_hits = kernels); an entry
+ * overwritten with garbage is reported, rebuilt, and the results stay the
+ * same. sinter_compiled_bench reuses the last inputs. Built only with the
+ * cpu device (skipped otherwise, saying so). */
+#include "sinter.h"
+
+#include "check.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *model =
+	"sinter 1\n"
+	"func @main(%x: f32[4,37], %y: f32[37]) -> (f32[4,16], f32[4,37], f32[4,37]) {\n"
+	"  %w = param f32[16,37] \"w\"\n"
+	"  %b = param f32[16] \"b\"\n"
+	"  %g = param f32[37] \"g\"\n"
+	"  %a = add(%x, %y)\n"
+	"  %t = tanh(%a)\n"
+	"  %s = sigmoid(%t)\n"
+	"  %ln = layer_norm(%s, %g) axis=-1\n"
+	"  %l = linear(%ln, %w, %b)\n"
+	"  %r = relu(%l)\n"
+	"  %sm = softmax(%a) axis=-1\n"
+	"  %cs = cumsum(%x) axis=1\n"
+	"  return %r, %sm, %cs\n"
+	"}\n";
+
+static double rel_l2(const sinter_tensor *a, const sinter_tensor *b)
+{
+	const float *x = a->data, *y = b->data;
+	size_t n = a->nbytes / 4;
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		num += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+		den += (double)y[i] * y[i];
+	}
+	return sqrt(num) / (sqrt(den) + 1e-30);
+}
+
+static int warnings;
+static void on_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	if (strstr(msg, "corrupt"))
+		warnings++;
+}
+
+/* Overwrites every cache entry under dir/kernels with garbage. */
+static int spoil(const char *dir)
+{
+	char sub[512];
+	snprintf(sub, sizeof sub, "%s/kernels", dir);
+	DIR *d = opendir(sub);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char p[1024];
+		snprintf(p, sizeof p, "%s/%s", sub, e->d_name);
+		DIR *d2 = opendir(p);
+		struct dirent *f;
+		while (d2 && (f = readdir(d2))) {
+			if (f->d_name[0] == '.')
+				continue;
+			char q[1536];
+			snprintf(q, sizeof q, "%s/%s", p, f->d_name);
+			FILE *fp = fopen(q, "r+b");
+			if (fp) {
+				fseek(fp, 100, SEEK_SET);
+				fputs("garbage garbage garbage", fp);
+				fclose(fp);
+				n++;
+			}
+		}
+		if (d2)
+			closedir(d2);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int main(void)
+{
+	char why[256];
+	if (!sinter_cpu_available(why, sizeof why)) {
+		printf("skipped: %s\n", why);
+		return 0;
+	}
+	char dir[] = "/tmp/sinter-cpu-api-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	sinter_error err;
+	sinter_model *m = NULL;
+	CHECK(sinter_model_parse(model, strlen(model), "cpu_api.sir", NULL, &m, &err) == SINTER_OK);
+	CHECK(sinter_model_init_random(m, 7, &err) == SINTER_OK);
+	sinter_tensor *ins = NULL, *want = NULL;
+	size_t nin = 0;
+	CHECK(sinter_random_inputs(m, (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
+
+	sinter_compile_options o;
+	sinter_compile_options_init(&o);
+	o.device = "cpu";
+	o.cache_dir = dir;
+	o.threads = 2;
+	o.warn = on_warn;
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 2)
+			CHECK(spoil(dir) > 0);
+		sinter_compiled *c = NULL;
+		sinter_compile_stats st;
+		if (sinter_compile(m, &o, &c, &st, &err) != SINTER_OK) {
+			fprintf(stderr, "compile: %s\n", err.message);
+			CHECK(0);
+			break;
+		}
+		CHECK(st.kernels >= 2);     /* the fused chain, layer_norm, softmax */
+		CHECK(st.ref_steps == 1);   /* cumsum */
+		CHECK(sinter_compiled_num_inputs(c) == 2 && sinter_compiled_num_outputs(c) == 3);
+		/* the second compile finds the object; the third finds it spoiled */
+		CHECK(pass == 1 ? st.cache_hits == st.kernels : st.cache_hits == 0);
+		sinter_tensor *got = NULL;
+		CHECK(sinter_compiled_run(c, ins, nin, &got, &err) == SINTER_OK);
+		for (int k = 0; got && k < 3; k++) {
+			double e = rel_l2(&got[k], &want[k]);
+			printf("pass %d output %d: relative L2 %.3g\n", pass, k, e);
+			CHECK(e < 2e-5);
+		}
+		double ms[3];
+		CHECK(sinter_compiled_bench(c, 1, 3, ms, &err) == SINTER_OK);
+		CHECK(ms[0] >= 0 && ms[2] >= 0);
+		CHECK(sinter_compiled_profile(c, 1, NULL, NULL, &err) == SINTER_E_USAGE);
+		sinter_tensors_free(got, 3);
+		sinter_compiled_free(c);
+	}
+	CHECK(warnings >= 1);
+	/* what the cpu device does not take is a usage error */
+	o.precision = SINTER_PREC_BF16;
+	sinter_compiled *c = NULL;
+	CHECK(sinter_compile(m, &o, &c, NULL, &err) == SINTER_E_USAGE && !c);
+	o.precision = SINTER_PREC_FP32;
+	o.device = "tpu";
+	CHECK(sinter_compile(m, &o, &c, NULL, &err) != SINTER_OK && !c);
+	size_t removed;
+	sinter_cache_clear(dir, &removed, NULL);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+	sinter_tensors_free(ins, nin);
+	sinter_tensors_free(want, 3);
+	sinter_model_free(m);
+	return check_done("cpu_api");
+}
