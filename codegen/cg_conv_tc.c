@@ -121,9 +121,9 @@ cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32)
  * (row gid, channels 2*tig, 2*tig + 1), c2,c3 at row gid + 8. Staged
  * (when TM x (TN + 4) floats fit the pipeline's shared memory): the tile
  * goes through shared memory as fp32, then out row-major by consecutive
- * threads: VO channels (16 bytes) per thread and store without an
- * epilogue when the channel counts allow, else one element per thread,
- * still coalesced. Otherwise straight from the fragments, a pair of
+ * threads: VO channels (16 bytes) per thread when the channel counts
+ * allow (a fusion epilogue applied to each of them first, when it stores
+ * the conv's own dtype), else one element per thread, still coalesced. Otherwise straight from the fragments, a pair of
  * channels per store where aligned. */
 static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c, int fm, int fn,
 			  int nt)
@@ -132,7 +132,9 @@ static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, 
 	int es = c->tf32 ? 4 : 2;
 	if ((unsigned)(c->tm * (c->tn + 4) * 4) <= cg_conv_tc_smem(c, es)) {
 		int vo = 16 / (int)ir_dtype_size(cv->t);
-		bool v16 = !epi && cv->og % vo == 0 && cv->o % vo == 0;
+		/* an epilogue storing the conv's own dtype applies to each
+		 * staged element before the 16-byte store */
+		bool v16 = (!epi || epi->dtype == cv->t) && cv->og % vo == 0 && cv->o % vo == 0;
 		sn_buf_printf(b, "\tasm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
 				 "\t__syncthreads();\n"
 				 "\tfloat *cs = (float *)smem;\n"
@@ -157,6 +159,10 @@ static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, 
 			if (cv->bias)
 				sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n\t\t\tv[e] += ld_%s(bias, o + e);\n",
 					      vo, tn);
+			if (epi)
+				sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n"
+						 "\t\t\tv[e] = sn_epi(v[e], (long)y_off(m, o) + e%s);\n",
+					      vo, epi->args);
 			if (cv->t == IR_F32)
 				sn_buf_puts(b, "\t\t*(float4 *)(y + y_off(m, o)) = f[0];\n");
 			else

@@ -775,15 +775,19 @@ static void test_conv(void)
 	}
 	/* the fusion epilogue, relu(v) + e0[i], on every kernel: the
 	 * epilogue's buffers follow the operands, its output replaces the
-	 * conv's, its function appears once */
+	 * conv's, its function appears once; the tensor-core kernel applies
+	 * it to each staged element before its 16-byte store where the
+	 * channels allow (v16), else per element in the store */
 	static const struct {
 		size_t c;
 		ir_dtype t;
 		ir_layout lay;
 		int variant;
+		bool v16;
 	} ep[] = {
-		{2, IR_BF16, IR_NHWC, 4}, {7, IR_F16, IR_NHWC, 4}, {2, IR_F32, IR_NHWC, 4}, {2, IR_BF16, IR_NCHW, 3},
-		{4, IR_F32, IR_NCHW, 2},  {6, IR_BF16, IR_NHWC, 1}, {5, IR_BF16, IR_NHWC, 5}, {5, IR_F32, IR_NCHW, 5},
+		{2, IR_BF16, IR_NHWC, 4, true}, {7, IR_F16, IR_NHWC, 4, false}, {2, IR_F32, IR_NHWC, 4, true},
+		{2, IR_BF16, IR_NCHW, 3, false}, {4, IR_F32, IR_NCHW, 2, false}, {6, IR_BF16, IR_NHWC, 1, false},
+		{5, IR_BF16, IR_NHWC, 5, false}, {5, IR_F32, IR_NCHW, 5, false},
 	};
 	for (size_t i = 0; i < SN_COUNT(ep); i++) {
 		fresh();
@@ -800,7 +804,12 @@ static void test_conv(void)
 			const char *fn = strstr(st.k.src, "float sn_epi(");
 			CHECK(fn && !strstr(fn + 1, "float sn_epi(") && strstr(st.k.src, "sn_epi(v0, (long)i_, e0)") ==
 									 (ep[i].variant == 4 ? strstr(st.k.src, "sn_epi(v0") : NULL));
-			CHECK(strstr(st.k.src, ", e0));") != NULL);
+			if (ep[i].v16)
+				CHECK(strstr(st.k.src, "v[e] = sn_epi(v[e], (long)y_off(m, o) + e, e0);") &&
+				      !strstr(st.k.src, ", e0));") &&
+				      strstr(st.k.src, ep[i].t == IR_F32 ? "*(float4 *)(y + y_off(m, o))" : "*(uint4 *)(y + y_off(m, o))"));
+			else
+				CHECK(strstr(st.k.src, ", e0));") != NULL && !strstr(st.k.src, "sn_epi(v[e]"));
 		}
 		step_free(&st);
 		epi_free(&epi);
