@@ -4,10 +4,14 @@
  * --tf32. benchmarks/conv_bench.py runs it beside cuDNN and prints the
  * table; alone it prints one tab-separated line per shape and config:
  *
- *   conv_bench [--tf32] [--batch N] [--reps R] [--iters I] [CONFIG ...]
+ *   conv_bench [--tf32] [--batch N] [--reps R] [--iters I] [--skip STR] [CONFIG ...]
  *
- * CONFIG: "default" (the renderer's choice; always run first) or
- * TMxTNxTKwWsS, e.g. 128x128x32w8s4 (variant 4 with those fields). A
+ * CONFIG: "default" (the renderer's choice, a cuBLASLt product for the 1x1
+ * stride-1 convs; always run first), "kernel" (the generated kernel's
+ * default, 1x1 convs included) or TMxTNxTKwWsS, e.g. 128x128x32w8s4
+ * (variant 4 with those fields; 1x1 convs on the generated kernel too),
+ * with an optional kG suffix for G k groups (split_k). --skip STR leaves
+ * out the shapes whose name contains STR ("1x1 ": the stride-1 1x1s). A
  * config the renderer refuses for a shape is reported as such. Each
  * measurement is one plan holding R copies of the conv (same inputs,
  * distinct outputs) launched back to back, timed with CUDA events over I
@@ -97,10 +101,10 @@ static int rerender(const ir_graph *g, cg_plan *p, const cg_target *t, const cg_
 
 static int parse_cfg(const char *s, cg_config *c)
 {
-	int tm, tn, tk, w, st;
-	if (sscanf(s, "%dx%dx%dw%ds%d", &tm, &tn, &tk, &w, &st) != 5)
+	int tm, tn, tk, w, st, sk = 0;
+	if (sscanf(s, "%dx%dx%dw%ds%dk%d", &tm, &tn, &tk, &w, &st, &sk) < 5)
 		return -1;
-	*c = (cg_config){.variant = 4, .tile_m = tm, .tile_n = tn, .tile_k = tk, .warps = w, .stages = st};
+	*c = (cg_config){.variant = 4, .tile_m = tm, .tile_n = tn, .tile_k = tk, .warps = w, .stages = st, .split_k = sk};
 	return 0;
 }
 
@@ -109,8 +113,8 @@ static void bench(rt_cuda *dev, rt_nvrtc *nv, const shape *sh, int64_t batch, bo
 {
 	sn_err e = {0};
 	cg_config want = {0};
-	bool dflt = strcmp(cfgname, "default") == 0;
-	if (!dflt && parse_cfg(cfgname, &want)) {
+	bool dflt = strcmp(cfgname, "default") == 0, kern = strcmp(cfgname, "kernel") == 0;
+	if (!dflt && !kern && parse_cfg(cfgname, &want)) {
 		printf("%s\tbad config %s\n", sh->name, cfgname);
 		return;
 	}
@@ -131,7 +135,7 @@ static void bench(rt_cuda *dev, rt_nvrtc *nv, const shape *sh, int64_t batch, bo
 		ir_add_output(g, ir_add(g, IR_OP_conv2d, ins, 3, &a, &e));
 	int64_t m = batch * ho * ho, kk = sh->c * sh->k * sh->k;
 	double gflop = 2.0 * (double)m * (double)sh->o * (double)kk * 1e-9;
-	cg_target tg = {.sm = dev->sm, .tf32 = tf32};
+	cg_target tg = {.sm = dev->sm, .tf32 = tf32, .conv_kernels = !dflt};
 	cg_plan *p = NULL;
 	rt_model *md = NULL;
 	rt_job *jobs = NULL;
@@ -139,11 +143,12 @@ static void bench(rt_cuda *dev, rt_nvrtc *nv, const shape *sh, int64_t batch, bo
 	double *ms = calloc((size_t)iters, sizeof *ms);
 	cg_config used = {0};
 	int rc = e.code ? e.code : cg_lower(g, NULL, &tg, &p, &e);
-	if (!rc)
+	bool blas = !rc && p->nsteps && p->steps[0].kind == CG_MATMUL;
+	if (!rc && !blas)
 		used = p->kerns[0].cfg;
-	if (!rc && !dflt)
+	if (!rc && !dflt && !kern)
 		rc = rerender(g, p, &tg, &want, &used, &e);
-	if (!rc && !(jobs = calloc(p->nkerns, sizeof *jobs)))
+	if (!rc && !(jobs = calloc(p->nkerns ? p->nkerns : 1, sizeof *jobs)))
 		rc = sn_errf(&e, SN_EINTERNAL, "out of memory");
 	for (uint32_t i = 0; !rc && i < p->nkerns; i++)
 		jobs[i] = (rt_job){.name = p->kerns[i].name, .src = p->kerns[i].src};
@@ -177,8 +182,9 @@ static void bench(rt_cuda *dev, rt_nvrtc *nv, const shape *sh, int64_t batch, bo
 		rc = rt_model_run(md, (const void *const *)host, outs, &e);
 	if (!rc)
 		rc = rt_model_time(md, 3, iters, ms, &e);
-	char ucfg[96] = "";
-	cg_config_str(&used, ucfg, sizeof ucfg);
+	char ucfg[96] = "cublasLt";
+	if (!blas)
+		cg_config_str(&used, ucfg, sizeof ucfg);
 	if (rc) {
 		printf("%s\t%d\t%lld\t%lld\t%lld\t%.4f\t%s\t-\t-\t-\tfailed: %s\n", sh->name, sh->count, (long long)m,
 		       (long long)sh->o, (long long)kk, gflop, cfgname, e.msg);
@@ -213,7 +219,7 @@ int main(int argc, char **argv)
 	bool tf32 = false;
 	int64_t batch = 32;
 	int reps = 10, iters = 20;
-	const char *cfgs[32] = {"default"};
+	const char *cfgs[32] = {"default"}, *skip = NULL;
 	int ncfg = 1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--tf32"))
@@ -224,10 +230,12 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
 			iters = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--skip") && i + 1 < argc)
+			skip = argv[++i];
 		else if (argv[i][0] != '-' && ncfg < 32 && strcmp(argv[i], "default"))
 			cfgs[ncfg++] = argv[i];
 		else {
-			fprintf(stderr, "usage: conv_bench [--tf32] [--batch N] [--reps R] [--iters I] [TMxTNxTKwWsS ...]\n");
+			fprintf(stderr, "usage: conv_bench [--tf32] [--batch N] [--reps R] [--iters I] [--skip STR] [kernel | TMxTNxTKwWsS[kG] ...]\n");
 			return 2;
 		}
 	}
@@ -245,7 +253,7 @@ int main(int argc, char **argv)
 	printf("# %s (sm_%d), %s, batch %lld, %d convs per plan, median of %d calls\n", dev->name, dev->sm,
 	       tf32 ? "f32 under tf32" : "bf16", (long long)batch, reps, iters);
 	for (size_t i = 0; i < SN_COUNT(shapes); i++)
-		for (int c = 0; c < ncfg; c++)
+		for (int c = 0; c < ncfg && !(skip && strstr(shapes[i].name, skip)); c++)
 			bench(dev, nv, &shapes[i], batch, tf32, reps, iters, cfgs[c]);
 	rt_nvrtc_close(nv);
 	rt_cuda_close(dev);

@@ -142,6 +142,7 @@ typedef struct cg_target {
 	int sm;    /* 80, 90, ...: the arch the sources are written for */
 	bool tf32; /* fp32 contractions may use TF32 (--precision tf32) */
 	bool unfused; /* one step per node (no fusion groups): for comparison */
+	bool conv_kernels; /* 1x1 convs stay generated kernels, no cuBLASLt product (benchmarks) */
 	/* autotuning (may be NULL): asked once per kernel after its default
 	 * rendering, with its spec key and the config it got; true and *want:
 	 * render it again with *want (kept when the renderer accepts it) */

@@ -7,6 +7,10 @@
  *   so that B[k][o] = w[(g*Og + o)*K + k] is contiguous in k for both;
  *   A[m][k] = x[n][g*Cg + c][ho*sh - pt + r*dh][wo*sw - pl + s*dw] or 0 in
  *   the padding (gathered on the fly, never materialized).
+ * NHWC 1x1 convs of stride 1 without padding or groups are a plain matrix
+ * product, [N*H*W, C] x [O, C]^T: a cuBLASLt step (CG_STEP_GEMM) with
+ * their bias, unless a config is asked for or a fusion epilogue is set
+ * (cuBLASLt's own epilogues come through fusion's gemm groups).
  * Kernels (cg_config.variant; the default is the first that applies):
  *  4 the tensor-core pipeline (cg_conv_tc.c): NHWC, f16/bf16, or f32 under
  *    --precision tf32 (m16n8k8 on operands rounded to TF32), channels per
@@ -434,12 +438,39 @@ static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
 	}
 }
 
+bool cg_conv_is_gemm(const ir_graph *g, ir_ref r, const cg_target *tg)
+{
+	const ir_node *nd = &g->nodes[r];
+	cg_conv cv = {0};
+	sn_err e = {0};
+	if (nd->op != IR_OP_conv2d || (tg && tg->conv_kernels) || conv_dims(g, nd, &cv, &e) != SN_OK)
+		return false;
+	bool pad0 = true;
+	for (int i = 0; i < 4; i++)
+		pad0 &= nd->attrs->pad.v[i] == 0;
+	return cv.nhwc && cv.kh == 1 && cv.kw == 1 && cv.sh == 1 && cv.sw == 1 && pad0 && cv.groups == 1 &&
+	       cv.ho == cv.h && cv.wo == cv.w && (cv.t == IR_F32 || cv.t == IR_F16 || cv.t == IR_BF16) && cv.m > 0 &&
+	       cv.o > 0 && cv.c > 0;
+}
+
 int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
 	const ir_node *nd = &g->nodes[r];
 	cg_conv cv = {0};
 	if (conv_dims(g, nd, &cv, e) != SN_OK)
 		return e->code;
+	if (!want && !st->epi && cg_conv_is_gemm(g, r, tg)) {
+		/* Y[m][o] = X[m][:] . W[o][:] (+ bias[o]): the layout of linear */
+		st->kind = CG_STEP_GEMM;
+		st->g = (cg_gemm){
+			.a = nd->in[0], .b = nd->in[1], .bias = nd->nin > 2 ? nd->in[2] : IR_NONE, .out = r, .c = IR_NONE,
+			.batch = 1, .m = cv.m, .n = cv.o, .k = cv.c,
+			.stride_a = cv.m * cv.c, .stride_b = 0, .stride_c = cv.m * cv.o,
+			.trans_b = true, .dtype = cv.t, .act = CG_ACT_NONE,
+			.tf32 = tg && tg->tf32 && cv.t == IR_F32,
+		};
+		return SN_OK;
+	}
 	const cg_epilogue *epi = st->epi;
 	bool isf = ir_dtype_is_float(cv.t);
 	bool half = cv.t == IR_F16 || cv.t == IR_BF16;
@@ -454,12 +485,12 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 					: V_SIMT;
 	cg_conv_tc tc = {0};
 	if (want) {
-		static const char *const other[] = {"block", "vec", "rows", "split_k"};
-		const int32_t vals[] = {want->block, want->vec, want->rows, want->split_k};
+		static const char *const other[] = {"block", "vec", "rows"};
+		const int32_t vals[] = {want->block, want->vec, want->rows};
 		for (size_t i = 0; i < SN_COUNT(other); i++)
 			if (vals[i])
 				return sn_errf(e, SN_EUSAGE,
-					       "conv2d: %s is not a conv2d config field (variant, tile_m, tile_n, tile_k, warps, stages)",
+					       "conv2d: %s is not a conv2d config field (variant, tile_m, tile_n, tile_k, warps, stages, split_k)",
 					       other[i]);
 		if (want->variant) {
 			const char *why = cannot(want->variant, &cv, tg);
@@ -468,16 +499,17 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 					       want->variant > 0 && want->variant < V_COUNT ? vnames[want->variant] : "?", why);
 			kind = want->variant;
 		}
-		bool tiles = want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages;
+		bool tiles = want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages || want->split_k;
 		if (tiles && kind != V_TC)
 			return sn_errf(e, SN_EUSAGE, "conv2d: %s applies to variant %d (%s) only, not to %s",
 				       want->tile_m ? "tile_m" : want->tile_n ? "tile_n" : want->tile_k ? "tile_k"
-				       : want->warps ? "warps" : "stages",
+				       : want->warps ? "warps" : want->stages ? "stages" : "split_k",
 				       V_TC, vnames[V_TC], vnames[kind]);
 	}
 	if (kind == V_TC) {
 		tc = cg_conv_tc_default(&cv, tg, !half);
-		if (want && (want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages)) {
+		if (want && (want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages || want->split_k)) {
+			tc.wk = want->split_k; /* one k group unless asked */
 			if (want->tile_m)
 				tc.tm = want->tile_m;
 			if (want->tile_n)
@@ -517,11 +549,11 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		break;
 	case V_TC:
 		snprintf(cfg, sizeof cfg,
-			 "implicit GEMM per group: M=%lld N=%lld K=%lld; %s, %dx%dx%d tiles, %d warps (%dx%d), %d stages, "
+			 "implicit GEMM per group: M=%lld N=%lld K=%lld; %s, %dx%dx%d tiles, %d warps (%dx%dx%d), %d stages, "
 			 "cp.async + ldmatrix",
 			 (long long)cv.m, (long long)cv.og, (long long)cv.k,
 			 tc.tf32 ? "mma.sync m16n8k8 tf32" : "mma.sync m16n8k16", tc.tm, tc.tn, tc.tk, tc.warps, tc.wm, tc.wn,
-			 tc.stages);
+			 tc.wk > 1 ? tc.wk : 1, tc.stages);
 		break;
 	default:
 		snprintf(cfg, sizeof cfg, "implicit GEMM per group: M=%lld N=%lld K=%lld; %s%s%s",
@@ -564,7 +596,8 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			k->smem = cg_conv_tc_smem(&tc, tc.tf32 ? 4 : 2);
 			k->block[0] = (unsigned)(32 * tc.warps);
 			k->cfg = (cg_config){.variant = V_TC, .block = 32 * tc.warps, .tile_m = tc.tm, .tile_n = tc.tn,
-					     .tile_k = tc.tk, .warps = tc.warps, .stages = tc.stages};
+					     .tile_k = tc.tk, .warps = tc.warps, .stages = tc.stages,
+					     .split_k = tc.wk > 1 ? tc.wk : 0};
 		} else if (kind == V_MMA) {
 			emit_mma(&b, &cv, epi, vec_a, vec_b);
 			k->block[0] = 128;

@@ -19,6 +19,9 @@ typedef struct cg_conv {
  * type; wm x wn warps, each of (tm / wm) x (tn / wn) outputs. */
 typedef struct cg_conv_tc {
 	int tm, tn, tk, warps, stages, wm, wn;
+	int wk; /* k groups (cg_config.split_k; 0 or 1: one): warps = wm x wn x wk,
+		 * group q takes k-steps [q, q + 1) x ks / wk of every slice, the
+		 * groups' sums added through shared memory before the store */
 	bool tf32; /* f32 operands rounded to TF32, m16n8k8 */
 } cg_conv_tc;
 

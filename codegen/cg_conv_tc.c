@@ -60,12 +60,24 @@ int cg_conv_tc_check(const cg_conv *cv, const cg_target *tg, cg_conv_tc *c, sn_e
 		return sn_errf(e, SN_EUSAGE, "conv2d: tile_n %d is not a power of two in [32, 256]", c->tn);
 	if (!pow2_in(c->warps, 1, 16))
 		return sn_errf(e, SN_EUSAGE, "conv2d: warps %d is not a power of two in [1, 16]", c->warps);
+	if (c->wk < 1)
+		c->wk = 1;
+	if (!pow2_in(c->wk, 1, 4) || c->wk > c->warps || (c->tk * es / 32) % c->wk)
+		return sn_errf(e, SN_EUSAGE,
+			       "conv2d: split_k %d: the k groups must be 1, 2 or 4, at most the warps (%d), and divide "
+			       "the %d k-steps of a slice",
+			       c->wk, c->warps, c->tk * es / 32);
+	if (c->wk > 1 && (unsigned)(c->tm * (c->tn + 4) * 4) > cg_conv_tc_smem(c, es))
+		return sn_errf(e, SN_EUSAGE,
+			       "conv2d: split_k %d adds the k groups' sums in shared memory: a %dx%d fp32 tile does not fit "
+			       "%d stages",
+			       c->wk, c->tm, c->tn, c->stages);
 	/* the warp grid: warp tiles of 16 x 16 multiples, at most 4096
 	 * accumulators per warp (128 registers a thread), closest to square
 	 * with the longer side along m */
-	int best = -1;
-	for (int wm = 1; wm <= c->warps; wm *= 2) {
-		int wn = c->warps / wm, wtm = c->tm / wm, wtn = c->tn / wn;
+	int best = -1, ws = c->warps / c->wk;
+	for (int wm = 1; wm <= ws; wm *= 2) {
+		int wn = ws / wm, wtm = c->tm / wm, wtn = c->tn / wn;
 		if (c->tm % wm || c->tn % wn || wtm % 16 || wtn % 16 || wtm * wtn > 4096)
 			continue;
 		int score = (wtm >= wtn ? wtm / wtn : 4 * wtn / wtm);
@@ -77,9 +89,9 @@ int cg_conv_tc_check(const cg_conv *cv, const cg_target *tg, cg_conv_tc *c, sn_e
 	}
 	if (best < 0)
 		return sn_errf(e, SN_EUSAGE,
-			       "conv2d: warps %d cannot split a %dx%d tile (warp tiles must be multiples of 16x16, "
-			       "at most 4096 outputs each)",
-			       c->warps, c->tm, c->tn);
+			       "conv2d: %d warps per k group cannot split a %dx%d tile (warp tiles must be multiples of "
+			       "16x16, at most 4096 outputs each)",
+			       ws, c->tm, c->tn);
 	if (c->stages < 2 || c->stages > 8)
 		return sn_errf(e, SN_EUSAGE, "conv2d: stages %d is not in [2, 8]", c->stages);
 	unsigned smem = cg_conv_tc_smem(c, es), lim = smem_limit(tg->sm);
@@ -135,16 +147,25 @@ static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, 
 		/* an epilogue storing the conv's own dtype applies to each
 		 * staged element before the 16-byte store */
 		bool v16 = (!epi || epi->dtype == cv->t) && cv->og % vo == 0 && cv->o % vo == 0;
-		sn_buf_printf(b, "\tasm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
-				 "\t__syncthreads();\n"
-				 "\tfloat *cs = (float *)smem;\n"
-				 "#pragma unroll\n\tfor (int i = 0; i < %d; i++)\n"
-				 "#pragma unroll\n\t\tfor (int j = 0; j < %d; j++)\n"
-				 "#pragma unroll\n\t\t\tfor (int h = 0; h < 2; h++)\n"
-				 "\t\t\t\t*(float2 *)&cs[(wm0 + i * 16 + (lane >> 2) + h * 8) * (TN + 4) + wn0 + j * 8 + (lane & 3) * 2] =\n"
-				 "\t\t\t\t\tmake_float2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);\n"
-				 "\t__syncthreads();\n",
-			      fm, fn);
+		sn_buf_puts(b, "\tasm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
+			       "\t__syncthreads();\n"
+			       "\tfloat *cs = (float *)smem;\n");
+		/* k group q > 0 adds its sums to those of the groups before */
+		for (int q = 0; q < (c->wk > 1 ? c->wk : 1); q++) {
+			if (c->wk > 1)
+				sn_buf_printf(b, "\tif (kg == %d)\n", q);
+			sn_buf_printf(b, "#pragma unroll\n\tfor (int i = 0; i < %d; i++)\n"
+					 "#pragma unroll\n\t\tfor (int j = 0; j < %d; j++)\n"
+					 "#pragma unroll\n\t\t\tfor (int h = 0; h < 2; h++) {\n"
+					 "\t\t\t\tfloat2 *p_ = (float2 *)&cs[(wm0 + i * 16 + (lane >> 2) + h * 8) * (TN + 4) + wn0 + j * 8 + (lane & 3) * 2];\n",
+				      fm, fn);
+			if (q == 0)
+				sn_buf_puts(b, "\t\t\t\t*p_ = make_float2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);\n\t\t\t}\n");
+			else
+				sn_buf_puts(b, "\t\t\t\tfloat2 o_ = *p_;\n"
+					       "\t\t\t\t*p_ = make_float2(o_.x + acc[i][j][h * 2], o_.y + acc[i][j][h * 2 + 1]);\n\t\t\t}\n");
+			sn_buf_puts(b, "\t__syncthreads();\n");
+		}
 		if (v16) {
 			sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * (TN / %d); q += %d) {\n"
 					 "\t\tint row = q / (TN / %d), col = q %% (TN / %d) * %d;\n"
@@ -230,6 +251,10 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 	int nt = 32 * c->warps, ra = nt / ch; /* chunk rows per pass */
 	int ai = (c->tm + ra - 1) / ra, bi = (c->tn + ra - 1) / ra;
 	int wtm = c->tm / c->wm, wtn = c->tn / c->wn, fm = wtm / 16, fn = wtn / 8, ks = c->tk * es / 32;
+	int wk = c->wk > 1 ? c->wk : 1, kpg = ks / wk; /* k-steps of a slice per k group */
+	char kb[32] = ""; /* the group's first k-step */
+	if (wk > 1)
+		snprintf(kb, sizeof kb, "kg * %d + ", kpg);
 	sn_buf_printf(b, "#define TM %d\n#define TN %d\n#define TK %d\n#define ST %d\n#define RS %d\n#define KCH %d\n"
 			 "#define RA %d\n#define SB %d\n\n",
 		      c->tm, c->tn, c->tk, c->stages, rs, ch, ra, (c->tm + c->tn) * rs);
@@ -291,7 +316,11 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "\t\t} \\\n"
 			 "\t} while (0)\n",
 		      ve, ai, c->tm % ra ? "if (r0 + i * RA < TM) " : "", bi, c->tn % ra ? "if (r0 + j * RA < TN) " : "");
-	sn_buf_printf(b, "\tconst int wm0 = (warp / %d) * %d, wn0 = (warp %% %d) * %d;\n"
+	if (c->wk > 1)
+		sn_buf_printf(b, "\tconst int kg = warp / %d, wq = warp %% %d;\n", c->wm * c->wn, c->wm * c->wn);
+	else
+		sn_buf_puts(b, "\tconst int wq = warp;\n");
+	sn_buf_printf(b, "\tconst int wm0 = (wq / %d) * %d, wn0 = (wq %% %d) * %d;\n"
 			 "\tfloat acc[%d][%d][4];\n"
 			 "#pragma unroll\n\tfor (int i = 0; i < %d; i++)\n"
 			 "#pragma unroll\n\t\tfor (int j = 0; j < %d; j++)\n"
@@ -328,15 +357,15 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "\t\tif (nx < tiles)\n\t\t\tLOAD(nx %% ST, nx);\n"
 			 "\t\tasm volatile(\"cp.async.commit_group;\");\n"
 			 "\t\tunsigned sa = sbase + (t %% ST) * SB, sb = sa + TM * RS;\n"
-			 "\t\tFRAG(0, 0);\n"
+			 "\t\tFRAG(0, %s0);\n"
 			 "#pragma unroll\n\t\tfor (int kq = 0; kq < %d; kq++) {\n"
-			 "\t\t\tif (kq + 1 < %d)\n\t\t\t\tFRAG((kq + 1) & 1, kq + 1);\n"
+			 "\t\t\tif (kq + 1 < %d)\n\t\t\t\tFRAG((kq + 1) & 1, %skq + 1);\n"
 			 "#pragma unroll\n\t\t\tfor (int i = 0; i < %d; i++)\n"
 			 "#pragma unroll\n\t\t\t\tfor (int j = 0; j < %d; j++)\n"
 			 "\t\t\t\t\tmma(acc[i][j], af[kq & 1][i], bf[kq & 1][j]);\n"
 			 "\t\t}\n\t}\n"
 			 "#undef LOAD\n#undef FRAG\n",
-		      ks, ks, fm, fn);
+		      kb, kpg, kpg, kb, fm, fn);
 	emit_tc_store(b, cv, epi, c, fm, fn, nt);
 }
 

@@ -74,6 +74,8 @@ static unsigned fuse_caps(const ir_graph *g, ir_ref r, void *ctx)
 			f |= FU_CAN_BLAS_EPI;
 		free(st.k.src);
 	}
+	if (n->op == IR_OP_conv2d && cg_conv_is_gemm(g, r, t))
+		f |= FU_CAN_BLAS_EPI; /* a 1x1 conv is a cuBLASLt product */
 	return f;
 }
 

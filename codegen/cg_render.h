@@ -203,6 +203,11 @@ cg_render_fn cg_render_norm;
 cg_render_fn cg_render_pool;
 /* codegen/cg_conv.c: conv2d (implicit GEMM; tensor cores for f16/bf16) */
 cg_render_fn cg_render_conv;
+/* Whether conv2d node r (unfused, default config) is a cuBLASLt product:
+ * NHWC, 1x1, stride 1, no padding, one group, f32/f16/bf16, so that it is
+ * [N*H*W, C] x [O, C]^T (OHWI weights) with its bias; a fusion epilogue
+ * cuBLASLt cannot express keeps the generated kernel. */
+bool cg_conv_is_gemm(const ir_graph *g, ir_ref r, const cg_target *tg);
 /* codegen/cg_gemm.c: matmul and linear as cuBLASLt steps (a kernel where
  * cuBLASLt cannot express the broadcast) */
 cg_render_fn cg_render_gemm;

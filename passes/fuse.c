@@ -364,16 +364,16 @@ static void match_gemms(part *s)
 	const ir_graph *g = s->g;
 	for (ir_ref x = 0; x < g->nnodes; x++) {
 		const ir_node *n = &g->nodes[x];
-		if ((n->op != IR_OP_matmul && n->op != IR_OP_linear) || no_fuse(s, x) ||
+		if ((n->op != IR_OP_matmul && n->op != IR_OP_linear && n->op != IR_OP_conv2d) || no_fuse(s, x) ||
 		    !(caps_of(s, x) & FU_CAN_BLAS_EPI))
 			continue;
-		bool has_bias = n->op == IR_OP_linear && n->nin > 2, has_res = false;
+		bool has_bias = (n->op == IR_OP_linear || n->op == IR_OP_conv2d) && n->nin > 2, has_res = false;
 		ir_ref cur = x, bias = IR_NONE, res = IR_NONE;
 		fu_act act = FU_ACT_NONE;
 		for (;;) {
 			ir_ref c = sole_consumer(s, cur);
-			if (c == IR_NONE || no_fuse(s, c))
-				break;
+			if (c == IR_NONE || no_fuse(s, c) || s->gemm_of[c] != IR_NONE)
+				break; /* an add of two products: the first one takes it */
 			const ir_node *cn = &g->nodes[c];
 			const ir_node *cu = &g->nodes[cur];
 			if (cn->op == IR_OP_add && cn->in[0] != cn->in[1] && same_shape(&cn->shape, &cu->shape) &&

@@ -25,7 +25,9 @@
  *     relu is one kernel;
  *   - a matrix product that cuBLASLt runs absorbs the epilogue it can
  *     express: [act]([+ residual]([+ bias[n]](matmul))), act relu or tanh
- *     gelu, in either order of the two adds;
+ *     gelu, in either order of the two adds; so does a 1x1 conv that
+ *     cuBLASLt runs (FU_CAN_BLAS_EPI), its own bias counting as the bias;
+ *     where two products meet in one add, the first takes it;
  *   - reshape and friends left outside groups are views of their operand.
  * Groups come out in an order that runs (by their root's node index). */
 #ifndef SINTER_FUSE_H

@@ -5,8 +5,9 @@
  *  - variant 4 over a grid of shapes (odd sizes, channels that are no
  *    multiple of the tile, batch 1, strides 1 and 2, 1x1 / 3x3 / 5x5 /
  *    7x7, asymmetric padding, dilation, groups) in bf16 with its default
- *    config and four asked-for configs (tiles 32 to 256 wide, 2 to 8
- *    warps, 2 to 4 stages, both slice depths), f16 and f32 under TF32
+ *    config and six asked-for configs (tiles 32 to 256 wide, 2 to 16
+ *    warps, 2 to 4 stages, both slice depths, 1 to 4 k groups; the 1x1
+ *    stride-1 convs' default is a cuBLASLt product), f16 and f32 under TF32
  *    (tolerance 2e-3: operands keep 10 mantissa bits) with the default and
  *    one other;
  *  - depthwise: multiplier 1 and 2, stride 2, 5x5, NHWC and NCHW, three
@@ -138,8 +139,10 @@ static void conv(const cspec *c, ir_dtype t, ir_layout lay, bool tf32, const cg_
 	hook.fuse = fuse;
 	gpu_tf32 = tf32;
 	gpu_plan_hook = want || fuse ? rerender : NULL;
+	gpu_conv_kernels = want || fuse; /* a 1x1 conv re-rendered is a kernel step */
 	gpu_compare(g, tf32 ? 2e-3 : gpu_tol(t), label);
 	gpu_plan_hook = NULL;
+	gpu_conv_kernels = false;
 	gpu_tf32 = false;
 }
 
@@ -174,6 +177,8 @@ int main(void)
 		{.variant = 4, .tile_m = 128, .tile_n = 64, .tile_k = 64, .warps = 4, .stages = 3},
 		{.variant = 4, .tile_m = 64, .tile_n = 32, .tile_k = 32, .warps = 2, .stages = 2},
 		{.variant = 4, .tile_m = 32, .tile_n = 256, .tile_k = 64, .warps = 8, .stages = 2},
+		{.variant = 4, .tile_m = 64, .tile_n = 64, .tile_k = 64, .warps = 8, .stages = 3, .split_k = 2},
+		{.variant = 4, .tile_m = 128, .tile_n = 64, .tile_k = 64, .warps = 16, .stages = 3, .split_k = 4},
 	};
 	for (size_t i = 0; i < SN_COUNT(grid); i++) {
 		conv(&grid[i], IR_BF16, IR_NHWC, false, NULL, false, "tc");
@@ -197,6 +202,10 @@ int main(void)
 	conv(&grid[5], IR_BF16, IR_NHWC, false, NULL, true, "fused");
 	conv(&grid[1], IR_F16, IR_NHWC, false, &cfgs[0], true, "fused");
 	conv(&grid[3], IR_F32, IR_NHWC, true, NULL, true, "fused");
+	conv(&grid[9], IR_BF16, IR_NHWC, false, &cfgs[4], true, "fused"); /* k groups, staged 16-byte stores */
+	conv(&grid[7], IR_BF16, IR_NHWC, false, &cfgs[5], true, "fused");
+	conv(&grid[7], IR_BF16, IR_NHWC, false, NULL, false, "cublasLt"); /* a 1x1 conv as a product */
+	conv(&grid[2], IR_F16, IR_NHWC, false, NULL, false, "stride 2 kernel");
 	conv(&grid[4], IR_BF16, IR_NCHW, false, &v3, true, "fused");
 	conv(&grid[8], IR_F32, IR_NCHW, false, &v2, true, "fused");
 	conv(&grid[6], IR_F16, IR_NHWC, false, &v1, true, "fused");

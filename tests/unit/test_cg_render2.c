@@ -650,6 +650,8 @@ static void test_conv(void)
 		{.variant = 4, .tile_m = 256, .tile_n = 128, .tile_k = 32, .warps = 8, .stages = 3},
 		{.variant = 4, .tile_m = 64, .tile_n = 32, .tile_k = 32, .warps = 2, .stages = 2},
 		{.variant = 4, .tile_m = 32, .tile_n = 256, .tile_k = 64, .warps = 8, .stages = 2},
+		{.variant = 4, .tile_m = 64, .tile_n = 64, .tile_k = 64, .warps = 8, .stages = 3, .split_k = 2},
+		{.variant = 4, .tile_m = 128, .tile_n = 64, .tile_k = 64, .warps = 16, .stages = 3, .split_k = 4},
 	};
 	static const size_t tc_cases[] = {1, 2, 3, 7, 8};
 	for (size_t ci = 0; ci < SN_COUNT(tc_cases); ci++)
@@ -668,7 +670,10 @@ static void test_conv(void)
 					CHECK(strstr(st.k.src, "cp.async.cg.shared.global") && strstr(st.k.src, "ldmatrix"));
 					CHECK(strstr(st.k.src, fdt[d] == IR_F32 ? "m16n8k8.row.col.f32.tf32" : "m16n8k16") != NULL);
 					CHECK(st.k.cfg.tile_m == want.tile_m && st.k.cfg.stages == want.stages &&
-					      st.k.block[0] == 32u * (unsigned)want.warps);
+					      st.k.block[0] == 32u * (unsigned)want.warps && st.k.cfg.split_k == want.split_k);
+					/* k groups: each its share of a slice's k-steps, sums added in shared memory */
+					CHECK(!want.split_k == !strstr(st.k.src, "const int kg = warp / "));
+					CHECK(!want.split_k == !strstr(st.k.src, "float2 o_ = *p_;"));
 				}
 				step_free(&st);
 			}
@@ -685,13 +690,34 @@ static void test_conv(void)
 		CHECK(st.k.nbufs == 3 && st.k.bufs[2] == r);
 	}
 	step_free(&st);
-	/* ResNet-50's 1x1 expand at batch 32: M = 100352, N = 256 -> 784 x 2 tiles of 128x128, 8 warps; a 1x1 conv: 4 stages of 256 rows x (64 + 16) bytes */
+	/* ResNet-50's 1x1 expand at batch 32 is a cuBLASLt product by
+	 * default: [100352, 64] x [256, 64]^T with its bias */
 	cspec big = cases[1];
 	big.n = 32;
 	r = conv_node(&big, IR_BF16, IR_NHWC);
-	if (render(cg_render_conv, r, &st, "conv tc big"))
+	memset(&st, 0, sizeof st);
+	st.node = r;
+	sn_err ge = {0};
+	CHECK(cg_render_conv(G, r, &h90, NULL, &st, &ge) == SN_OK && st.kind == CG_STEP_GEMM);
+	CHECK(st.g.m == 100352 && st.g.n == 256 && st.g.k == 64 && st.g.trans_b && st.g.batch == 1 &&
+	      st.g.a == G->nodes[r].in[0] && st.g.b == G->nodes[r].in[1] && st.g.out == r && st.g.c == IR_NONE &&
+	      st.g.dtype == IR_BF16 && st.g.bias == (G->nodes[r].nin > 2 ? G->nodes[r].in[2] : IR_NONE));
+	CHECK(cg_conv_is_gemm(G, r, &h90));
+	step_free(&st);
+	/* as the tensor-core kernel (a config asked for): 784 x 2 tiles of
+	 * 128x128, 8 warps; a 1x1 conv: 4 stages of 256 rows x (64 + 16) bytes */
+	cg_config v4 = {.variant = 4};
+	if (render_with(cg_render_conv, r, &h90, &v4, NULL, &st, "conv tc big"))
 		CHECK(st.k.grid[0] == 784 && st.k.grid[1] == 2 && st.k.block[0] == 256 && st.k.smem == 4 * 256 * 80);
 	step_free(&st);
+	/* not products: stride 2, padding, a 3x3 window, NCHW, groups; and
+	 * any 1x1 conv once the target keeps convs on kernels */
+	CHECK(!cg_conv_is_gemm(G, conv_node(&cases[3], IR_BF16, IR_NHWC), &h90));
+	CHECK(!cg_conv_is_gemm(G, conv_node(&cases[2], IR_BF16, IR_NHWC), &h90));
+	CHECK(!cg_conv_is_gemm(G, conv_node(&cases[1], IR_BF16, IR_NCHW), &h90));
+	CHECK(!cg_conv_is_gemm(G, conv_node(&cases[7], IR_BF16, IR_NHWC), &h90));
+	cg_target keep = {.sm = 90, .conv_kernels = true};
+	CHECK(!cg_conv_is_gemm(G, r, &keep));
 	/* NCHW: the register-double-buffered mma kernel, 16-byte B loads */
 	r = conv_node(&cases[2], IR_BF16, IR_NCHW);
 	if (render(cg_render_conv, r, &st, "conv mma bf16")) {
@@ -758,7 +784,10 @@ static void test_conv(void)
 	refused(r, &h90, (cg_config){.tile_m = 256, .tile_n = 256, .tile_k = 64, .warps = 16, .stages = 8}, "stages");
 	refused(r, &h80, (cg_config){.tile_m = 256, .tile_n = 128, .tile_k = 64, .warps = 8, .stages = 4}, "stages");
 	refused(r, &h90, (cg_config){.block = 256}, "block");
-	refused(r, &h90, (cg_config){.split_k = 2}, "split_k");
+	refused(r, &h90, (cg_config){.split_k = 3}, "split_k");
+	refused(r, &h90, (cg_config){.warps = 2, .split_k = 4}, "split_k");
+	refused(r, &h90, (cg_config){.tile_k = 32, .split_k = 4}, "split_k");
+	refused(r, &h90, (cg_config){.tile_m = 32, .tile_n = 32, .warps = 16, .split_k = 2}, "warps");
 	refused(r, &h90, (cg_config){.variant = 5}, "variant 5");
 	refused(r, &h90, (cg_config){.variant = 9}, "variant 9");
 	refused(r, &h90, (cg_config){.variant = 1, .tile_m = 64}, "tile_m");
