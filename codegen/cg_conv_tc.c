@@ -103,27 +103,36 @@ int cg_conv_tc_check(const cg_conv *cv, const cg_target *tg, cg_conv_tc *c, sn_e
 
 /* Measured on the H100 over ResNet-50's convs (docs/PERF.md): 1x1 convs
  * run best on 64-byte slices (tile_k 32, 16 for tf32) in 4 stages, wider
- * windows on 128-byte slices in 3; 128x128 tiles of 8 warps win while the
- * grid holds about 5 warps per SM (fewer idle SMs do not pay for smaller
- * tiles' lower reuse), then 128x64 of 4 warps, then 64x64; a group of at
- * most 64 channels skips the 128-wide tile. */
+ * windows on 128-byte slices; the first tile whose grid holds about 5
+ * warps per SM wins (fewer idle SMs do not pay for smaller tiles' lower
+ * reuse): for wider windows 256x128 of 8 warps in 3 stages, 128x128 of 8
+ * in 4, 128x64 of 4 in 3, then 128x64 of 8 warps in two k groups (twice
+ * the warps on a grid too small for the SMs), then 64x64 of 4; 1x1
+ * convs 128x128 of 8, 128x64 of 4, 64x64 of 4, all in 4 stages. A group
+ * of at most 64 channels skips the tiles wider than 64; stages drop to
+ * what the target's shared memory holds. */
 cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32)
 {
 	int es = tf32 ? 4 : 2, sms = tg->sm >= 90 ? 132 : 108;
 	bool one = cv->kh == 1 && cv->kw == 1;
-	static const int cand[][3] = {{128, 128, 8}, {128, 64, 4}, {64, 64, 4}};
+	/* tm, tn, warps, stages, k groups */
+	static const int wide[][5] = {{256, 128, 8, 3, 1}, {128, 128, 8, 4, 1}, {128, 64, 4, 3, 1}, {128, 64, 8, 3, 2},
+				      {64, 64, 4, 3, 1}};
+	static const int narrow[][5] = {{128, 128, 8, 4, 1}, {128, 64, 4, 4, 1}, {64, 64, 4, 4, 1}};
+	const int(*cand)[5] = one ? narrow : wide;
+	size_t nc = one ? SN_COUNT(narrow) : SN_COUNT(wide);
 	cg_conv_tc c = {0};
-	for (size_t i = 0; i < SN_COUNT(cand); i++) {
+	for (size_t i = 0; i < nc; i++) {
 		c = (cg_conv_tc){.tm = cand[i][0], .tn = cand[i][1], .tk = (one ? 64 : 128) / es, .warps = cand[i][2],
-				 .stages = one ? 4 : 3, .tf32 = tf32};
-		if (cv->og <= 64 && c.tn > 64)
+				 .stages = cand[i][3], .wk = cand[i][4], .tf32 = tf32};
+		while (c.stages > 2 && cg_conv_tc_smem(&c, es) > smem_limit(tg->sm))
+			c.stages--; /* 163 KB on sm_80, 99 KB on sm_86/89 */
+		if ((cv->og <= 64 && c.tn > 64) || (i + 1 < nc && cg_conv_tc_smem(&c, es) > smem_limit(tg->sm)))
 			continue;
 		int64_t blocks = (cv->m + c.tm - 1) / c.tm * ((cv->og + c.tn - 1) / c.tn) * cv->groups;
 		if (blocks * c.warps >= 5 * sms)
 			break;
 	}
-	if (tg->sm != 80 && tg->sm != 87 && tg->sm < 90)
-		c.stages = 2; /* 99 KB of shared memory on sm_86/89 */
 	sn_err e = {0};
 	(void)cg_conv_tc_check(cv, tg, &c, &e); /* valid by construction: fills wm, wn */
 	return c;

@@ -14,7 +14,7 @@
 static rt_cuda *dev;
 static int opened, failures, passes;
 static uint64_t rng;
-bool gpu_tf32, gpu_conv_kernels;
+bool gpu_tf32, gpu_plain_plan;
 int (*gpu_plan_hook)(const ir_graph *g, struct cg_plan *p, sn_err *e);
 bool (*gpu_pick)(void *ctx, const uint8_t spec[16], const struct cg_config *def, struct cg_config *want);
 
@@ -46,7 +46,7 @@ static int cmp_double(const void *a, const void *b)
 int gpu_build_run(struct rt_cuda *dv, const ir_graph *g, const ir_tensor *vals, const ir_tensor *ins, bool tf32,
 		  ir_tensor *outs, sn_err *e)
 {
-	cg_target t = {.sm = dv->sm, .tf32 = tf32, .pick = gpu_pick, .conv_kernels = gpu_conv_kernels};
+	cg_target t = {.sm = dv->sm, .tf32 = tf32, .unfused = gpu_plain_plan, .conv_kernels = gpu_plain_plan, .pick = gpu_pick};
 	cg_plan *p = NULL;
 	rt_model *m = NULL;
 	rt_nvrtc *nv = NULL;

@@ -28,8 +28,9 @@ int gpu_build_run(struct rt_cuda *dev, const ir_graph *g, const ir_tensor *vals,
  * plan is node i's. */
 struct cg_plan;
 extern bool gpu_tf32;
-/* cg_target.conv_kernels for the plans gpu_compare builds: 1x1 convs stay kernels */
-extern bool gpu_conv_kernels;
+/* the plans gpu_compare builds are unfused (buffer i is node i's, for a
+ * gpu_plan_hook that re-renders a step) and keep 1x1 convs on kernels */
+extern bool gpu_plain_plan;
 extern int (*gpu_plan_hook)(const ir_graph *g, struct cg_plan *p, sn_err *e);
 /* Set by a test (NULL: none): the target's pick hook (cg_target.pick), so
  * a test may ask every kernel for a config while lowering. */

@@ -139,10 +139,10 @@ static void conv(const cspec *c, ir_dtype t, ir_layout lay, bool tf32, const cg_
 	hook.fuse = fuse;
 	gpu_tf32 = tf32;
 	gpu_plan_hook = want || fuse ? rerender : NULL;
-	gpu_conv_kernels = want || fuse; /* a 1x1 conv re-rendered is a kernel step */
+	gpu_plain_plan = want || fuse; /* node i's buffer is i; a 1x1 conv is a kernel step */
 	gpu_compare(g, tf32 ? 2e-3 : gpu_tol(t), label);
 	gpu_plan_hook = NULL;
-	gpu_conv_kernels = false;
+	gpu_plain_plan = false;
 	gpu_tf32 = false;
 }
 

@@ -690,6 +690,34 @@ static void test_conv(void)
 		CHECK(st.k.nbufs == 3 && st.k.bufs[2] == r);
 	}
 	step_free(&st);
+	/* ResNet-50's 3x3 convs at batch 32 by default (the sweep in
+	 * PERF.md): layer 2 (M = 25088) 256x128 tiles of 8 warps, 3 stages
+	 * (162 KB: they fit sm_80 too); layer 4 (M = 1568) 128x64 of 8 warps in two
+	 * k groups */
+	{
+		const struct {
+			cspec c;
+			const cg_target *t;
+			int tm, tn, warps, stages, wk;
+		} dflt[] = {
+			{{32, 128, 28, 28, 128, 3, 1, 1, 1, 1, true}, &h90, 256, 128, 8, 3, 0},
+			{{32, 128, 28, 28, 128, 3, 1, 1, 1, 1, true}, &h80, 256, 128, 8, 3, 0},
+			{{32, 256, 14, 14, 256, 3, 1, 1, 1, 1, true}, &h90, 128, 128, 8, 4, 0},
+			{{32, 512, 7, 7, 512, 3, 1, 1, 1, 1, true}, &h90, 128, 64, 8, 3, 2},
+			{{32, 64, 56, 56, 64, 3, 1, 1, 1, 1, true}, &h90, 128, 64, 4, 3, 0},
+		};
+		for (size_t i = 0; i < SN_COUNT(dflt); i++) {
+			fresh();
+			r = conv_node(&dflt[i].c, IR_BF16, IR_NHWC);
+			snprintf(label, sizeof label, "conv tc default %zu", i);
+			if (render_with(cg_render_conv, r, dflt[i].t, NULL, NULL, &st, label))
+				CHECK(st.k.cfg.tile_m == dflt[i].tm && st.k.cfg.tile_n == dflt[i].tn &&
+				      st.k.cfg.warps == dflt[i].warps && st.k.cfg.stages == dflt[i].stages &&
+				      st.k.cfg.split_k == dflt[i].wk);
+			step_free(&st);
+		}
+		fresh();
+	}
 	/* ResNet-50's 1x1 expand at batch 32 is a cuBLASLt product by
 	 * default: [100352, 64] x [256, 64]^T with its bias */
 	cspec big = cases[1];
