@@ -243,7 +243,11 @@ typedef struct sinter_compile_options {
 				* steps on the reference interpreter (docs/DESIGN.md, The cpu device).
 				* cpu takes fp32, modes default and reduce-overhead (the same there),
 				* fully shaped models; no packages, no run_device, no profile */
-	int threads;           /* cpu: worker threads (0: the cores this process may use) */
+	int threads;           /* cpu: worker threads (0: the cores this process may use). sinter's
+				* own pool splits the work and OpenBLAS runs each call on one
+				* thread: compiling for cpu sets OpenBLAS's thread count to 1 for
+				* the whole process (openblas_set_num_threads), which an
+				* application that also calls OpenBLAS will see */
 } sinter_compile_options;
 enum { SINTER_TUNE_AUTO, SINTER_TUNE_BAR, SINTER_TUNE_SUMMARY, SINTER_TUNE_JSON, SINTER_TUNE_QUIET };
 
