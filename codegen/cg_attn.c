@@ -117,6 +117,26 @@ int cg_attn_spec_of(const ir_graph *g, ir_ref r, const cg_step *st, cg_attn_spec
 	return SN_OK;
 }
 
+void cg_attn_emit_mask_load(sn_buf *b, const cg_attn_spec *sp)
+{
+	if (sp->has_mask && sp->mt != IR_BOOL) {
+		cg_emit_dtype_helpers(b, sp->mt);
+		sn_buf_printf(b, "#define ld_mask ld_%s\n", ir_dtype_name(sp->mt));
+	}
+}
+
+void cg_attn_emit_rows(sn_buf *b, const cg_attn_spec *sp)
+{
+	const cg_attn_addr *o = &sp->o;
+	int br = sp->br;
+	sn_buf_printf(b, "#define Q_RS %lldL\n#define K_RS %lldL\n#define V_RS %lldL\n#define O_RS %lldL\n"
+			 "#define O_CS %lldL\n#define M_RS %lldL\n#define M_CS %lldL\n\n",
+		      (long long)sp->q.st[br], (long long)sp->k.st[br], (long long)sp->v.st[br],
+		      (long long)o->st[br], (long long)o->st[br + 1], (long long)sp->m.st[br],
+		      (long long)sp->m.st[br + 1]);
+	cg_attn_emit_offs(b, sp);
+}
+
 void cg_attn_emit_offs(sn_buf *b, const cg_attn_spec *sp)
 {
 	const cg_attn_addr *as[] = {&sp->q, &sp->k, &sp->v, &sp->m, &sp->o};

@@ -38,6 +38,11 @@ int cg_attn_spec_of(const ir_graph *g, ir_ref r, const cg_step *st, cg_attn_spec
  * `offs batch_offs(long z)`: the element offsets of batch index z (row-major
  * over the output's batch dims) in each operand's buffer. */
 void cg_attn_emit_offs(sn_buf *b, const cg_attn_spec *sp);
+/* The flash kernels' shared text: ld_mask for a float mask (nothing for a
+ * bool one or none), and the row strides of q, k, v, the output and the
+ * mask (Q_RS ... M_CS) followed by the batch offsets (cg_attn_emit_offs). */
+void cg_attn_emit_mask_load(sn_buf *b, const cg_attn_spec *sp);
+void cg_attn_emit_rows(sn_buf *b, const cg_attn_spec *sp);
 /* The scale as a CUDA float literal ("0.125f"), into out[40]. */
 void cg_attn_float(char *out, double x);
 /* Pushes q, k, v (mask) buffers then the output's onto k->bufs. */

@@ -445,10 +445,7 @@ int cg_render_flash(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_a
 	sn_buf b = {0};
 	cg_emit_spec_st(&b, g, r, cfg, st);
 	sn_buf_puts(&b, "\n");
-	if (sp->has_mask && sp->mt != IR_BOOL) {
-		cg_emit_dtype_helpers(&b, sp->mt);
-		sn_buf_printf(&b, "#define ld_mask ld_%s\n", ir_dtype_name(sp->mt));
-	}
+	cg_attn_emit_mask_load(&b, sp);
 	sn_buf_printf(&b, "#define KERNEL_NAME %s\n#define MMA_T \"%s\"\n"
 			  "#define L %lldL\n#define S %lldL\n#define D %lld\n#define NB %lldL\n#define TILES %lldL\n"
 			  "#define TM %d\n#define TN %d\n#define WARPS %d\n#define MT %d\n#define STAGES %d\n"
@@ -458,12 +455,7 @@ int cg_render_flash(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_a
 		      (long long)sp->E, (long long)sp->nb, (long long)tiles, c.tm, c.tn, c.warps, mt, c.stages, qreg,
 		      sp->causal, sp->has_mask, sp->has_mask && sp->mt == IR_BOOL,
 		      sp->has_mask ? cg_ctype(sp->mt) : "void", pair, scl);
-	sn_buf_printf(&b, "#define Q_RS %lldL\n#define K_RS %lldL\n#define V_RS %lldL\n#define O_RS %lldL\n"
-			  "#define O_CS %lldL\n#define M_RS %lldL\n#define M_CS %lldL\n\n",
-		      (long long)sp->q.st[br], (long long)sp->k.st[br], (long long)sp->v.st[br],
-		      (long long)o->st[br], (long long)o->st[br + 1], (long long)sp->m.st[br],
-		      (long long)sp->m.st[br + 1]);
-	cg_attn_emit_offs(&b, sp);
+	cg_attn_emit_rows(&b, sp);
 	sn_buf_puts(&b, body);
 
 	st->kind = CG_STEP_KERNEL;
