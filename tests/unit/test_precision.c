@@ -485,10 +485,16 @@ static void test_samples(bool big)
 		double r = compare_to(m, PASS_BF16, label, &ref);
 		CHECK(r >= 0 && r <= 2e-2);
 		CHECK(r > 0); /* the rounding is visible: the pass did something */
-		snprintf(label, sizeof label, "%s N=%lld fp16", cases[i].file, (long long)cases[i].n);
-		r = compare_to(m, PASS_FP16, label, &ref);
-		CHECK(r >= 0 && r <= 5e-3);
-		CHECK(r > 0);
+		/* fp16 on the small samples only: on ResNet-50 bf16 takes the same
+		 * pass through the deep model, and fp16 would be another reference
+		 * run of minutes under ASan (scripts/gpu-final-check runs ResNet-50
+		 * in fp16 on the GPU against the reference) */
+		if (!cases[i].big) {
+			snprintf(label, sizeof label, "%s N=%lld fp16", cases[i].file, (long long)cases[i].n);
+			r = compare_to(m, PASS_FP16, label, &ref);
+			CHECK(r >= 0 && r <= 5e-3);
+			CHECK(r > 0);
+		}
 		if (!cases[i].big) {
 			snprintf(label, sizeof label, "%s N=%lld fp8", cases[i].file, (long long)cases[i].n);
 			r = compare_to(m, PASS_FP8, label, &ref);
