@@ -117,6 +117,15 @@ int cg_attn_spec_of(const ir_graph *g, ir_ref r, const cg_step *st, cg_attn_spec
 	return SN_OK;
 }
 
+bool cg_attn_out_pairs(const cg_attn_spec *sp)
+{
+	const cg_attn_addr *o = &sp->o;
+	bool pair = o->st[sp->br + 1] == 1 && o->off % 2 == 0;
+	for (int i = 0; i <= sp->br; i++)
+		pair = pair && o->st[i] % 2 == 0;
+	return pair;
+}
+
 void cg_attn_emit_mask_load(sn_buf *b, const cg_attn_spec *sp)
 {
 	if (sp->has_mask && sp->mt != IR_BOOL) {

@@ -43,6 +43,9 @@ void cg_attn_emit_offs(sn_buf *b, const cg_attn_spec *sp);
  * mask (Q_RS ... M_CS) followed by the batch offsets (cg_attn_emit_offs). */
 void cg_attn_emit_mask_load(sn_buf *b, const cg_attn_spec *sp);
 void cg_attn_emit_rows(sn_buf *b, const cg_attn_spec *sp);
+/* Whether the output's elements can be stored two at a time (O_PAIR):
+ * contiguous rows, an even offset and even batch strides. */
+bool cg_attn_out_pairs(const cg_attn_spec *sp);
 /* The scale as a CUDA float literal ("0.125f"), into out[40]. */
 void cg_attn_float(char *out, double x);
 /* Pushes q, k, v (mask) buffers then the output's onto k->bufs. */

@@ -515,11 +515,7 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 	if (blocks > 0x7fffffff)
 		return sn_errf(e, SN_EINPUT, "scaled_dot_product_attention: too many rows for one launch");
 
-	const cg_attn_addr *o = &sp->o;
-	int br = sp->br;
-	bool pair = o->st[br + 1] == 1 && o->off % 2 == 0;
-	for (int i = 0; i <= br; i++)
-		pair = pair && o->st[i] % 2 == 0;
+	bool pair = cg_attn_out_pairs(sp);
 
 	char cfg[240], scl[48];
 	snprintf(cfg, sizeof cfg, "flash (wgmma m64, 128-byte swizzle, cp.async ring%s, P from registers): %lld "
