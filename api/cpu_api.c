@@ -86,13 +86,6 @@ bool sinter_cpu_available(char *why, size_t cap)
 	return true;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void api_cpu_free(sinter_compiled *cc)
 {
 	api_cpu *c = (api_cpu *)cc;
@@ -134,7 +127,7 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 					 ? (const char *[]){"fp32", "tf32", "bf16", "fp16", "fp8"}[o->precision]
 					 : "?");
 	sn_err e = {0};
-	double t0 = now();
+	double t0 = sn_now();
 	ir_graph *g = ir_graph_clone(m->g, &e);
 	ir_wstore *ws = m->weights ? ir_ws_new_over(m->ws) : NULL;
 	if (!g || (m->weights && !ws)) {
@@ -149,9 +142,9 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 		ir_ws_free(ws);
 		return api_fail(err, &e);
 	}
-	s->passes_s = now() - t0;
+	s->passes_s = sn_now() - t0;
 	sn_stage("passes", t0, "%s, %u nodes after", pipeline[0] ? pipeline : "none", g->nnodes);
-	t0 = now();
+	t0 = sn_now();
 	ir_tensor *vals = NULL;
 	if (m->weights && (st = api_param_vals(g, ws, &vals, err))) {
 		ir_graph_free(g);
@@ -166,7 +159,7 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 		ir_graph_free(g);
 		return api_fail(err, &e);
 	}
-	s->codegen_s = now() - t0;
+	s->codegen_s = sn_now() - t0;
 	sn_stage("codegen (cpu)", t0, "%u steps, %u kernels, %u on the reference interpreter", (*out)->nsteps,
 		 (*out)->nfns, (*out)->nref);
 	return SINTER_OK;
@@ -235,7 +228,7 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 	const char *dir = o && o->cache_dir ? (o->cache_dir[0] ? o->cache_dir : NULL)
 			  : kc_default_dir(dbuf, sizeof dbuf) == SN_OK ? dbuf : NULL;
 	rt_cpu_stats rs;
-	double t0 = now();
+	double t0 = sn_now();
 	if (rt_cpu_load(p, dir, o ? o->threads : 0, o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &rs,
 			&c->rt, &e) != SN_OK) {
 		api_cpu_free((sinter_compiled *)c);
@@ -318,7 +311,7 @@ sinter_status api_cpu_run(sinter_compiled *cc, const sinter_tensor *inputs, size
 		}
 	}
 	sn_err e = {0};
-	double t0 = now();
+	double t0 = sn_now();
 	if (rt_cpu_run(c->rt, ins, op, c->poison, &e) != SN_OK) {
 		st = api_fail(err, &e);
 		goto done;
@@ -355,11 +348,11 @@ sinter_status api_cpu_bench(sinter_compiled *cc, int warmup, int iters, double *
 	}
 	sn_err e = {0};
 	for (int i = 0; i < warmup + iters; i++) {
-		double t0 = now();
+		double t0 = sn_now();
 		if (rt_cpu_run(c->rt, (const void *const *)c->last_in, c->out_buf, false, &e) != SN_OK)
 			return api_fail(err, &e);
 		if (i >= warmup)
-			ms[i - warmup] = (now() - t0) * 1e3;
+			ms[i - warmup] = (sn_now() - t0) * 1e3;
 	}
 	return SINTER_OK;
 }

@@ -87,13 +87,6 @@ typedef struct tune_ctx {
 	at_tune_stats s;
 } tune_ctx;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void warn_stderr(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -180,7 +173,7 @@ static sinter_status build_plan(const sinter_model *mc, const resolved *r, int s
 	if (m->weights && (st = api_materialize(m, err)))
 		return st;
 	sn_err e = {0};
-	double t0 = now();
+	double t0 = sn_now();
 	ir_graph *g = ir_graph_clone(m->g, &e);
 	ir_wstore *ws = m->weights ? ir_ws_new_over(m->ws) : NULL;
 	if (!g || (m->weights && !ws)) {
@@ -191,9 +184,9 @@ static sinter_status build_plan(const sinter_model *mc, const resolved *r, int s
 	pass_ctx ctx = {.ws = ws, .precision = (pass_precision)r->prec, .sm = sm};
 	if (r->pipeline[0] && pass_run_list(&g, r->pipeline, &ctx, &e) != SN_OK)
 		goto fail;
-	s->passes_s = now() - t0;
+	s->passes_s = sn_now() - t0;
 	sn_stage("passes", t0, "%s, %u nodes after", r->pipeline[0] ? r->pipeline : "none", g->nnodes);
-	t0 = now();
+	t0 = sn_now();
 	ir_tensor *vals = NULL;
 	if (m->weights && (st = api_param_vals(g, ws, &vals, err))) {
 		ir_graph_free(g);
@@ -204,7 +197,7 @@ static sinter_status build_plan(const sinter_model *mc, const resolved *r, int s
 	int rc = cg_lower(g, vals, &t, out, &e);
 	if (vals)
 		api_vals_free(g, ws, vals);
-	s->codegen_s = now() - t0;
+	s->codegen_s = sn_now() - t0;
 	if (rc)
 		goto fail;
 	sn_stage("codegen", t0, "%u steps, %u kernels, arena %llu bytes", (*out)->nsteps, (*out)->nkerns,
@@ -261,12 +254,12 @@ static sinter_status compile_kernels(cg_plan *p, int sm, const sinter_compile_op
 	rt_nvrtc *nv = NULL;
 	rt_compile_stats cs = {0};
 	char cbuf[4096];
-	double t0 = now();
+	double t0 = sn_now();
 	if (nj && rt_nvrtc_open(&nv, &e) == SN_OK)
 		rt_compile_all(nv, jobs, nj, sm, cache_dir_of(o, cbuf, sizeof cbuf), 0, o ? o->dump_dir : NULL,
 			       o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &cs, &e);
 	rt_nvrtc_close(nv);
-	s->nvrtc_s = now() - t0;
+	s->nvrtc_s = sn_now() - t0;
 	sn_stage("nvrtc", t0, "sm_%d, %zu unique kernels: %zu from the kernel cache, %zu compiled, %u by the tuner", sm,
 		 cs.unique, cs.hits, cs.compiled, done);
 	s->unique_kernels = cs.unique + done;
@@ -697,7 +690,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 	const char *dir = c->o.no_plan_cache ? NULL : cache_dir_of(&c->o, cbuf, sizeof cbuf);
 	cg_plan_info info = {0};
 	char wid[4200];
-	double t0 = now();
+	double t0 = sn_now();
 	weights_id(m, wid, sizeof wid, &info);
 	sn_err e = {0};
 	cg_plan *p = NULL;
@@ -723,7 +716,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 		bool have_key = true;
 		if (r.tune && kc_plan_path(dir, key0, false, path0, sizeof path0, &e) == SN_OK)
 			have_key = tuned_key(path0, tc.st, c->dev, key0, key, digest);
-		s->key_s = now() - t0;
+		s->key_s = sn_now() - t0;
 		if (kc_plan_path(dir, key, false, path, sizeof path, &e) != SN_OK)
 			path[0] = 0;
 		existed = path[0] && access(path, F_OK) == 0;
@@ -736,7 +729,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 	if (p) {
 		at_store_close(tc.st);
 		s->plan_hit = true;
-		s->plan_s = now() - t0;
+		s->plan_s = sn_now() - t0;
 		s->steps = p->nsteps;
 		s->arena_bytes = p->arena_bytes;
 		s->weight_bytes = p->weight_bytes;
@@ -782,7 +775,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 		return st;
 	/* stored with the cuBLASLt algorithms the load chose */
 	if (path[0]) {
-		t0 = now();
+		t0 = sn_now();
 		snprintf(info.version, sizeof info.version, "%s", SINTER_VERSION);
 		snprintf(info.source, sizeof info.source, "%s", m->path ? m->path : "");
 		const char *file = m->wsrc == API_W_FILE ? m->wpath : m->wsrc == API_W_ONNX ? m->path : NULL;
@@ -807,7 +800,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 				chmod(kpath, 0640);
 			}
 		}
-		s->plan_s = now() - t0;
+		s->plan_s = sn_now() - t0;
 	}
 	/* the device holds the weights now */
 	free((*out)->plan->weights);
@@ -833,10 +826,10 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 	if (!m->weights)
 		return api_failf(err, SINTER_E_USAGE, "the model's weights are not loaded");
 	sinter_compiled *c = NULL;
-	double t0 = now();
+	double t0 = sn_now();
 	if ((st = new_compiled(o, &c, err)))
 		return st;
-	s.context_s = now() - t0;
+	s.context_s = sn_now() - t0;
 	/* the user's view of inputs and outputs: a copy of the model's graph */
 	sn_err e = {0};
 	c->desc = calloc(1, sizeof *c->desc);
@@ -901,10 +894,10 @@ sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile
 		snprintf(info.version, sizeof info.version, "%s", SINTER_VERSION);
 		snprintf(info.source, sizeof info.source, "%s", m->path ? m->path : "");
 		sn_err e = {0};
-		double t0 = now();
+		double t0 = sn_now();
 		if (cg_plan_write(package, p, &info, &e) != SN_OK)
 			st = api_fail(err, &e);
-		s.plan_s = now() - t0;
+		s.plan_s = sn_now() - t0;
 	}
 	cg_plan_free(p);
 	if (stats)
@@ -921,20 +914,20 @@ sinter_status sinter_load_package(const char *path, const sinter_compile_options
 	sinter_status st = resolve(o, &r, err);
 	if (st)
 		return st;
-	double t0 = now();
+	double t0 = sn_now();
 	cg_plan *p = NULL;
 	cg_plan_info info;
 	sn_err e = {0};
 	if (cg_plan_read(path, false, &p, &info, &e) != SN_OK)
 		return api_fail(err, &e);
-	s.plan_s = now() - t0;
+	s.plan_s = sn_now() - t0;
 	sinter_compiled *c = NULL;
-	t0 = now();
+	t0 = sn_now();
 	if ((st = new_compiled(o, &c, err))) {
 		cg_plan_free(p);
 		return st;
 	}
-	s.context_s = now() - t0;
+	s.context_s = sn_now() - t0;
 	if (p->sm != c->dev->sm) {
 		st = api_failf(err, SINTER_E_ENV, "%s: the package is for sm_%d, the GPU %s is sm_%d", path, p->sm,
 			       c->dev->name, c->dev->sm);

@@ -29,6 +29,7 @@
 #include "autotune/cuda_check.h"
 
 #include "codegen/cg_render.h"
+#include "ir/log.h"
 #include "runtime/cuda_blas.h"
 #include "runtime/cuda_nvrtc.h"
 #include "runtime/cuda_time.h"
@@ -44,13 +45,6 @@
 #define AT_MAX_BLAS 8      /* cuBLASLt candidates asked for */
 #define AT_CHUNK 8         /* items whose candidates compile together */
 #define AT_TOO_SLOW 8.0    /* a candidate this many times the default's time is dropped */
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct cand {
 	cg_config asked;   /* AT_KERNEL: the config asked for (all zero: the default) */
@@ -155,7 +149,7 @@ static void progress(tuner *tu, bool final)
 	const at_tune_opts *o = tu->o;
 	FILE *f = o->out ? o->out : stderr;
 	at_tune_stats *s = tu->s;
-	double el = now() - tu->t0, left = tu->budget - el > 0 ? tu->budget - el : 0;
+	double el = sn_now() - tu->t0, left = tu->budget - el > 0 ? tu->budget - el : 0;
 	int mode = o->progress == AT_PROGRESS_AUTO ? (tu->tty ? AT_PROGRESS_BAR : AT_PROGRESS_SUMMARY) : o->progress;
 	if (mode == AT_PROGRESS_NONE)
 		return;
@@ -664,7 +658,7 @@ static int launch_gemm(void *ctx, sn_err *e)
 
 static bool over(const tuner *tu, double tk)
 {
-	double t = now();
+	double t = sn_now();
 	return t - tu->t0 >= tu->budget || t - tk >= tu->cap;
 }
 
@@ -716,11 +710,11 @@ static int measure_kernel(tuner *tu, item *x, sn_err *e)
 		b.bytes[i] = (size_t)pb->bytes;
 	}
 	int rc = bufs_make(tu, &b, e);
-	double tk = now();
+	double tk = sn_now();
 	for (size_t i = 0; !rc && i < x->nc; i++) {
 		cand *c = &x->c[i];
 		if (i > 0 && !x->record && over(tu, tk)) {
-			tu->s->budget_out |= now() - tu->t0 >= tu->budget;
+			tu->s->budget_out |= sn_now() - tu->t0 >= tu->budget;
 			break;
 		}
 		rt_kfn *k = NULL;
@@ -764,11 +758,11 @@ static int measure_blas(tuner *tu, item *x, sn_err *e)
 	for (int i = 0; i < 5; i++)
 		b.t[i] = g->dtype;
 	int rc = bufs_make(tu, &b, e);
-	double tk = now();
+	double tk = sn_now();
 	for (size_t i = 0; !rc && i < x->nc; i++) {
 		cand *c = &x->c[i];
 		if (i > 0 && !x->record && over(tu, tk)) {
-			tu->s->budget_out |= now() - tu->t0 >= tu->budget;
+			tu->s->budget_out |= sn_now() - tu->t0 >= tu->budget;
 			break;
 		}
 		cg_mm m = *g;
@@ -1048,7 +1042,7 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 		 const at_tune_opts *o, at_tune_stats *s, sn_err *e)
 {
 	memset(s, 0, sizeof *s);
-	tuner tu = {.g = g, .t = t, .p = p, .c = c, .st = st, .o = o, .s = s, .t0 = now(), .seed = 0x9e3779b97f4a7c15ull};
+	tuner tu = {.g = g, .t = t, .p = p, .c = c, .st = st, .o = o, .s = s, .t0 = sn_now(), .seed = 0x9e3779b97f4a7c15ull};
 	tu.budget = o->budget_s > 0 ? o->budget_s : AT_DEFAULT_BUDGET_S;
 	tu.cap = o->kernel_cap_s > 0 ? o->kernel_cap_s : AT_DEFAULT_KERNEL_CAP_S;
 	tu.tty = isatty(fileno(o->out ? o->out : stderr));
@@ -1150,7 +1144,7 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 	}
 	for (size_t i0 = 0; i0 < n && !rc; i0 += AT_CHUNK) {
 		size_t m = n - i0 < AT_CHUNK ? n - i0 : AT_CHUNK;
-		bool spent = now() - tu.t0 >= tu.budget;
+		bool spent = sn_now() - tu.t0 >= tu.budget;
 		if (spent && !it[i0].record) {
 			s->budget_out = true;
 			/* the rest keep their defaults and get no record */
@@ -1174,7 +1168,7 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 	}
 	s->rejected += at_store_stats_of(st)->rejected;
 done:
-	s->seconds = now() - tu.t0;
+	s->seconds = sn_now() - tu.t0;
 	if (!rc)
 		progress(&tu, true);
 	at_check_close(tu.chk);

@@ -198,13 +198,6 @@ static int llvm_fail(sn_err *e, const char *what, LLVMErrorRef err)
 	return rc;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cores(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -276,7 +269,7 @@ static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void
 	LLVMSetModuleDataLayout(mod, dl);
 	LLVMDisposeTargetData(dl);
 	/* key: the module as text, the host CPU and its features */
-	double tk = now();
+	double tk = sn_now();
 	text = LLVMPrintModuleToString(mod);
 	size_t flen = strlen(triple) + strlen(cpu) + strlen(feat) + 64;
 	char *flags = malloc(flen);
@@ -288,7 +281,7 @@ static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void
 	uint8_t key[KC_KEY_SIZE];
 	kc_key(text, 0, 0, flags, key);
 	free(flags);
-	sn_log(SN_LOG_DEBUG, "cpu: module key in %.3f s (%zu bytes of IR)", now() - tk, strlen(text));
+	sn_log(SN_LOG_DEBUG, "cpu: module key in %.3f s (%zu bytes of IR)", sn_now() - tk, strlen(text));
 	if (cache_dir) {
 		void *data = NULL;
 		size_t size = 0;
@@ -305,7 +298,7 @@ static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void
 		if (ks.state == KC_CORRUPT && warn)
 			warn(wctx, ks.msg);
 	}
-	double t0 = now();
+	double t0 = sn_now();
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
 	LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
 	LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
@@ -320,7 +313,7 @@ static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void
 		rc = sn_errf(e, SN_EINTERNAL, "cpu: LLVM code generation: %s", msg ? msg : "?");
 		goto done;
 	}
-	st->opt_s = now() - t0;
+	st->opt_s = sn_now() - t0;
 	if (cache_dir) {
 		sn_err sub = {0};
 		if (kc_put(cache_dir, key, LLVMGetBufferStart(*obj), LLVMGetBufferSize(*obj), &sub) != SN_OK)
@@ -394,7 +387,7 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 			if (jobs[k].obj && !jobs[k].st.obj_hit)
 				st->obj_hit = false;
 		}
-		double t0 = now();
+		double t0 = sn_now();
 		for (int k = 0; k < CL_NMOD; k++) {
 			cl_module_dispose(p->llctx[k], p->llmod[k]);
 			p->llctx[k] = p->llmod[k] = NULL;
@@ -440,7 +433,7 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 			}
 			c->fns[i] = (kern_fn *)(uintptr_t)a;
 		}
-		st->jit_s = now() - t0;
+		st->jit_s = sn_now() - t0;
 	}
 	*out = c;
 	return SN_OK;
@@ -927,7 +920,7 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 	bool timed = sn_log_level() >= SN_LOG_DEBUG;
 	for (uint32_t i = 0; i < p->nsteps; i++) {
 		const cl_step *s = &p->steps[i];
-		double t0 = timed ? now() : 0;
+		double t0 = timed ? sn_now() : 0;
 		for (uint32_t k = 0; k < s->nargs; k++)
 			bufs[k] = c->addr[s->args[k]];
 		int rc = SN_OK;
@@ -950,7 +943,7 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 		if (timed && s->kind != CL_SKIP)
 			sn_log(SN_LOG_DEBUG, "cpu step %u: %s %s %.3f ms", i,
 			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view", "pool"}[s->kind], s->op,
-			       (now() - t0) * 1e3);
+			       (sn_now() - t0) * 1e3);
 	}
 	for (uint32_t k = 0; k < g->noutputs; k++) {
 		const ir_node *on = &g->nodes[g->outputs[k]];

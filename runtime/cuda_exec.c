@@ -3,6 +3,7 @@
  * steps on the stream, or replays them as one CUDA graph. */
 #include "runtime/cuda_exec.h"
 
+#include "ir/log.h"
 #include "runtime/cuda_blas.h"
 
 #include <stdio.h>
@@ -27,13 +28,6 @@ struct rt_model {
 	CUgraph graph;     /* the plan captured once (reduce-overhead) */
 	CUgraphExec exec;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void rt_model_free(rt_model *m)
 {
@@ -235,15 +229,15 @@ int rt_model_load(rt_cuda *c, cg_plan *p, const rt_load_opts *o, rt_model **out,
 		if (!m->fn || !m->mods || !m->gemm || !m->ptr || !m->in)
 			rc = sn_errf(e, SN_EINTERNAL, "out of memory");
 	}
-	double t0 = now();
+	double t0 = sn_now();
 	if (!rc)
 		rc = load_kernels(m, e);
-	tm.load = now() - t0;
-	t0 = now();
+	tm.load = sn_now() - t0;
+	t0 = sn_now();
 	if (!rc)
 		rc = place_buffers(m, o ? o->weights : 0, e);
-	tm.upload = now() - t0;
-	t0 = now();
+	tm.upload = sn_now() - t0;
+	t0 = sn_now();
 	for (uint32_t i = 0; !rc && i < p->nsteps; i++) {
 		cg_pstep *st = &p->steps[i];
 		if (st->kind != CG_MATMUL)
@@ -256,17 +250,17 @@ int rt_model_load(rt_cuda *c, cg_plan *p, const rt_load_opts *o, rt_model **out,
 		if (!rc)
 			st->mm.algo = used;
 	}
-	tm.blas = now() - t0;
+	tm.blas = sn_now() - t0;
 	for (int i = 0; !rc && i < 2; i++)
 		rc = rt_check(c, c->d.EventCreate(&m->ev[i], CU_EVENT_DEFAULT), "cuEventCreate", e);
-	t0 = now();
+	t0 = sn_now();
 	if (!rc)
 		rc = rt_check(c, c->d.StreamSynchronize(c->stream), "uploading weights", e);
-	tm.upload += now() - t0;
-	t0 = now();
+	tm.upload += sn_now() - t0;
+	t0 = sn_now();
 	if (!rc && o && o->graphs)
 		rc = capture(m, e);
-	tm.capture = now() - t0;
+	tm.capture = sn_now() - t0;
 	if (times)
 		*times = tm;
 	if (rc) {

@@ -509,13 +509,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* mkdir -p for the dump directory. */
 static int make_dirs(const char *dir, sn_err *e)
 {
@@ -563,7 +556,7 @@ int rt_compile_all(rt_nvrtc *n, rt_job *jobs, size_t njobs, int sm, const char *
 		   const char *dump_dir, void (*warn)(void *, const char *), void *ctx, rt_compile_stats *stats,
 		   sn_err *e)
 {
-	double t0 = now();
+	double t0 = sn_now();
 	if (stats)
 		memset(stats, 0, sizeof *stats);
 	for (size_t i = 0; i < njobs; i++) {
@@ -688,7 +681,7 @@ int rt_compile_all(rt_nvrtc *n, rt_job *jobs, size_t njobs, int sm, const char *
 		stats->hits = hits;
 		stats->compiled = compiled;
 		stats->corrupt = corrupt;
-		stats->seconds = now() - t0;
+		stats->seconds = sn_now() - t0;
 	}
 	return rc;
 }
