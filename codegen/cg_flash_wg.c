@@ -39,6 +39,7 @@
  * Operands as for the mma.sync kernel (cg_flash.c): rows contiguous and
  * 16-byte aligned. */
 #include "codegen/cg_attn.h"
+#include "codegen/cg_wgmma.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -50,36 +51,6 @@ bool cg_flash_wg_fits(const cg_attn_spec *sp, const cg_target *t, char *why, siz
 		return false;
 	}
 	return cg_flash_fits(sp, t, why, cap);
-}
-
-/* wgmma helpers: S (A and B descriptors) and P V (A from registers, B
- * transposed), each an asm statement over the whole accumulator array. */
-static void emit_wgmma(sn_buf *b, const char *fn, int n, const char *ty, bool areg)
-{
-	int nd = n / 2; /* accumulator registers per thread */
-	if (areg)
-		sn_buf_printf(b, "static __device__ __forceinline__ void %s(float (&d)[%d], const unsigned (&a)[4], "
-				 "unsigned long long bd)\n{\n", fn, nd);
-	else
-		sn_buf_printf(b, "static __device__ __forceinline__ void %s(float (&d)[%d], unsigned long long ad, "
-				 "unsigned long long bd, int acc)\n{\n", fn, nd);
-	sn_buf_printf(b, "\tasm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; "
-			 "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
-		      areg ? nd + 5 : nd + 2, n, ty, ty);
-	for (int i = 0; i < nd; i++)
-		sn_buf_printf(b, "%s%%%d", i ? "," : "", i);
-	if (areg)
-		sn_buf_printf(b, "}, {%%%d,%%%d,%%%d,%%%d}, %%%d, p, 1, 1, 1; }\"\n\t\t     :", nd, nd + 1, nd + 2,
-			      nd + 3, nd + 4);
-	else
-		sn_buf_printf(b, "}, %%%d, %%%d, p, 1, 1, 0, 0; }\"\n\t\t     :", nd, nd + 1);
-	for (int i = 0; i < nd; i++)
-		sn_buf_printf(b, "%s \"+f\"(d[%d])", i ? "," : "", i);
-	if (areg)
-		sn_buf_puts(b, "\n\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(bd), \"n\"(1)"
-			       "\n\t\t     : \"memory\");\n}\n\n");
-	else
-		sn_buf_puts(b, "\n\t\t     : \"l\"(ad), \"l\"(bd), \"r\"(acc)\n\t\t     : \"memory\");\n}\n\n");
 }
 
 static const char body[] =
@@ -106,12 +77,6 @@ static const char body[] =
 	" * apart; MN-major (V): the same along keys, column blocks TN * 128 apart */\n"
 	"#define DESC_K ((1ull << 62) | (64ull << 32) | (1ull << 16))\n"
 	"#define DESC_V ((1ull << 62) | (64ull << 32) | ((unsigned long long)(TN * 8) << 16))\n\n"
-	"static __device__ __forceinline__ unsigned smem_u32(const void *p)\n{\n"
-	"\tunsigned r;\n"
-	"\tasm(\"{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }\" : \"=r\"(r) : \"l\"(p));\n"
-	"\treturn r;\n}\n\n"
-	"static __device__ __forceinline__ unsigned long long desc(unsigned long long base, unsigned addr)\n{\n"
-	"\treturn base | ((addr >> 4) & 0x3fffu);\n}\n\n"
 	"/* rows [row0, row0 + ROWS) into a swizzled tile of ROWS-row column blocks;\n"
 	" * rows at or past nvalid are zero-filled (src-size 0) */\n"
 	"template <int ROWS>\n"
@@ -148,27 +113,6 @@ static const char body[] =
 	"static __device__ __forceinline__ void wait_groups(void)\n{\n"
 	"\tasm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\");\n}\n"
 	"#endif\n\n"
-	"static __device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity)\n{\n"
-	"\tunsigned ok;\n"
-	"\tdo\n"
-	"\t\tasm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\"\n"
-	"\t\t\t     : \"=r\"(ok) : \"r\"(a), \"r\"(parity) : \"memory\");\n"
-	"\twhile (!ok);\n}\n\n"
-	"static __device__ __forceinline__ void mbar_arrive(unsigned a)\n{\n"
-	"\tasm volatile(\"{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }\" :: \"r\"(a) : \"memory\");\n}\n\n"
-	"static __device__ __forceinline__ void wg_fence(void)\n{\n"
-	"\tasm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n}\n\n"
-	"static __device__ __forceinline__ void wg_commit(void)\n{\n"
-	"\tasm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n}\n\n"
-	"template <int N>\n"
-	"static __device__ __forceinline__ void wg_wait(void)\n{\n"
-	"\tasm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\");\n}\n\n"
-	"/* keeps the compiler from moving register reads or writes across a wait */\n"
-	"template <int N>\n"
-	"static __device__ __forceinline__ void hold(float (&d)[N])\n{\n"
-	"#pragma unroll\n"
-	"\tfor (int i = 0; i < N; i++)\n"
-	"\t\tasm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n}\n\n"
 	"template <int N>\n"
 	"static __device__ __forceinline__ void hold_u(unsigned (&d)[N][4])\n{\n"
 	"#pragma unroll\n"
@@ -539,8 +483,9 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 		      (long long)tiles, tm, c.tn, c.warps / 4, c.stages, ws, sp->causal, sp->has_mask,
 		      sp->has_mask && sp->mt == IR_BOOL, sp->has_mask ? cg_ctype(sp->mt) : "void", pair, scl);
 	cg_attn_emit_rows(&b, sp);
-	emit_wgmma(&b, "wg_s", c.tn, ty, false);
-	emit_wgmma(&b, "wg_pv", (int)D, ty, true);
+	cg_wgmma_emit_prims(&b);
+	cg_wgmma_emit_mma(&b, "wg_s", c.tn, ty, false);
+	cg_wgmma_emit_mma(&b, "wg_pv", (int)D, ty, true);
 	sn_buf_puts(&b, body);
 
 	st->kind = CG_STEP_KERNEL;
