@@ -23,6 +23,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -695,10 +696,13 @@ def versions():
 def meta(args, floor_res):
     import torch
     p = torch.cuda.get_device_properties(0)
+    # the revision the binary was built from (`sinter --version` says it):
+    # the tree copy on the GPU machine may carry stale git metadata
     try:
-        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True).stdout.strip()
-    except OSError:  # no git on the GPU machine, or no .git in its copy
+        out = subprocess.run([args.sinter, "--version"], capture_output=True, text=True).stdout
+        m = re.search(r"\(git ([^)]+)\)", out)
+        rev = m.group(1) if m else ""
+    except OSError:
         rev = ""
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "gpu": p.name, "gpu_memory_bytes": p.total_memory, "versions": versions(),

@@ -1,6 +1,7 @@
 /* main.c: the sinter command. A client of include/sinter.h like any
  * embedding application; exit codes are the API's status codes. */
 #include "sinter.h"
+#include "sinter_rev.h" /* made at build time by cmake/rev.cmake */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1478,7 +1479,7 @@ static int run_command(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("sinter %s\n", sinter_version());
+		printf("sinter %s (git %s)\n", sinter_version(), SINTER_REV);
 		return 0;
 	}
 	static const struct {
