@@ -10,7 +10,9 @@
  * stride-1 convs; always run first), "kernel" (the generated kernel's
  * default, 1x1 convs included) or TMxTNxTKwWsS, e.g. 128x128x32w8s4
  * (variant 4 with those fields; 1x1 convs on the generated kernel too),
- * with an optional kG suffix for G k groups (split_k). --skip STR leaves
+ * with an optional kG suffix for G k groups (split_k), or vN: variant N
+ * with its own defaults (v3 the older mma.sync kernel, v6 the few-channel
+ * kernel). --skip STR leaves
  * out the shapes whose name contains STR ("1x1 ": the stride-1 1x1s). A
  * config the renderer refuses for a shape is reported as such. Each
  * measurement is one plan holding R copies of the conv (same inputs,
@@ -101,7 +103,11 @@ static int rerender(const ir_graph *g, cg_plan *p, const cg_target *t, const cg_
 
 static int parse_cfg(const char *s, cg_config *c)
 {
-	int tm, tn, tk, w, st, sk = 0;
+	int tm, tn, tk, w, st, sk = 0, v;
+	if (sscanf(s, "v%d", &v) == 1 && v > 0) { /* a variant with its own defaults */
+		*c = (cg_config){.variant = v};
+		return 0;
+	}
 	if (sscanf(s, "%dx%dx%dw%ds%dk%d", &tm, &tn, &tk, &w, &st, &sk) < 5)
 		return -1;
 	*c = (cg_config){.variant = 4, .tile_m = tm, .tile_n = tn, .tile_k = tk, .warps = w, .stages = st, .split_k = sk};

@@ -17,6 +17,10 @@
  *    group a multiple of 8 (4 for f32); cp.async stages, ldmatrix, tiles
  *    and warps from cg_config (tile_m/n/k, warps, stages), default by shape;
  *  5 depthwise (cg_conv_tc.c): one input channel per group, floats;
+ *  6 few input channels (cg_conv_stem.c; fewer than 8, so not variant 4):
+ *    NHWC, one group, f16/bf16 or f32 under tf32, K as (filter row, KW x C)
+ *    with a filter row's KW*C elements contiguous in the input row; the
+ *    block's input rows and weights staged once in shared memory;
  *  3 f16/bf16 on sm_80+ elsewhere (NCHW, odd channel counts): mma.sync
  *    m16n8k16 (fp32 accumulate), 64x64x32 tiles, 4 warps of 32x32, 16-byte
  *    loads where channels allow;
@@ -408,9 +412,9 @@ static void emit_direct(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi)
 }
 
 /* variants (cg_config.variant) */
-enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_COUNT };
+enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_STEM, V_COUNT };
 static const char *const vnames[V_COUNT] = {"default", "direct", "SIMT", "mma.sync (register double buffer)",
-					    "tensor-core pipeline", "depthwise"};
+					    "tensor-core pipeline", "depthwise", "few input channels (stem)"};
 
 /* Why variant v cannot compute cv on tg, or NULL when it can. */
 static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
@@ -434,6 +438,7 @@ static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
 		if (cv->t != IR_F32 && !half)
 			return "it takes f32, f16 and bf16";
 		return cv->cg == 1 && cv->groups > 1 ? NULL : "it needs one input channel per group";
+	case V_STEM: return cg_conv_stem_cannot(cv, tg);
 	default: return "there is no such variant";
 	}
 }
@@ -478,9 +483,10 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		return sn_errf(e, SN_EINTERNAL, "conv2d: an epilogue on an integer conv");
 	/* the default: the pipelined tensor-core kernel wherever it applies,
 	 * depthwise for one channel per group, then the older kernels */
-	int kind = !cannot(V_TC, &cv, tg) ? V_TC
-		 : !cannot(V_DW, &cv, tg) ? V_DW
-		 : !isf || cv.og < 16   ? V_DIRECT
+	int kind = !cannot(V_TC, &cv, tg)		  ? V_TC
+		 : !cannot(V_DW, &cv, tg)		  ? V_DW
+		 : !isf || cv.og < 16			  ? V_DIRECT
+		 : cv.c < 8 && !cannot(V_STEM, &cv, tg) ? V_STEM
 		 : half && tg->sm >= 80 ? V_MMA
 					: V_SIMT;
 	cg_conv_tc tc = {0};
@@ -543,6 +549,11 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	case V_DIRECT:
 		snprintf(cfg, sizeof cfg, "direct: a thread per output, %s accumulation", isf ? "fp32" : "64-bit integer");
 		break;
+	case V_STEM:
+		snprintf(cfg, sizeof cfg, "implicit GEMM, K as (filter row, KW x C): M=%lld N=%lld K=%lld; %s, input rows and "
+			 "weights staged in shared memory",
+			 (long long)cv.m, (long long)cv.og, (long long)cv.k, half ? "mma.sync m16n8k16" : "mma.sync m16n8k8 tf32");
+		break;
 	case V_DW:
 		snprintf(cfg, sizeof cfg, "depthwise: a thread per output pixel and %d channel%s, fp32 accumulation", dwv,
 			 dwv > 1 ? "s" : "");
@@ -578,7 +589,16 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	cg_kernel *k = &st->k;
 	memset(k->grid, 0, sizeof k->grid);
 	k->smem = 0;
-	if (kind == V_DIRECT || kind == V_DW) {
+	if (kind == V_STEM) {
+		unsigned threads = 0;
+		if (cg_conv_stem_block(&cv, !half, k->grid, &threads, &k->smem) != 0) {
+			sn_buf_free(&b);
+			return sn_errf(e, SN_EINTERNAL, "conv2d: the stem kernel does not fit");
+		}
+		cg_conv_emit_stem(&b, &cv, epi, !half);
+		k->block[0] = threads;
+		k->cfg = (cg_config){.variant = V_STEM, .block = (int32_t)threads};
+	} else if (kind == V_DIRECT || kind == V_DW) {
 		int64_t work = kind == V_DW && cv.nhwc ? cv.m * (cv.o / dwv) : cv.m * cv.o;
 		if (kind == V_DIRECT)
 			emit_direct(&b, &cv, epi);

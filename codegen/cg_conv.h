@@ -1,6 +1,7 @@
 /* cg_conv.h: inside codegen, shared by the conv2d renderers (cg_conv.c, the
  * dispatcher and the fallback kernels; cg_conv_tc.c, the pipelined
- * tensor-core kernel and the depthwise kernel). */
+ * tensor-core kernel and the depthwise kernel; cg_conv_stem.c, the
+ * tensor-core kernel for few input channels). */
 #ifndef SINTER_CG_CONV_H
 #define SINTER_CG_CONV_H
 
@@ -49,5 +50,12 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 /* Depthwise (one input channel per group): threads over output pixels x
  * channel vectors; vec channels per thread (NHWC), 1 for NCHW. */
 void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec);
+
+/* cg_conv_stem.c: the tensor-core kernel for few input channels. Why it
+ * cannot compute cv on tg, or NULL; its launch (grid, threads, dynamic
+ * shared memory; -1 when it does not fit); its source. */
+const char *cg_conv_stem_cannot(const cg_conv *cv, const cg_target *tg);
+int cg_conv_stem_block(const cg_conv *cv, bool tf32, unsigned grid[3], unsigned *threads, unsigned *smem);
+void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, bool tf32);
 
 #endif

@@ -8,6 +8,18 @@ if(CUDAToolkit_FOUND)
       set_tests_properties(codegen.nvrtc.${sample}.sm_${sm} PROPERTIES TIMEOUT 600)
     endforeach()
   endforeach()
+  # the reduced precisions pick other kernels (tensor-core convs, the few-
+  # channel stem, wgmma attention): ResNet-50 and GPT-2 in each
+  foreach(sample resnet50 gpt2)
+    foreach(prec bf16 fp16 tf32)
+      foreach(sm 80 90)
+        add_test(NAME codegen.nvrtc.${sample}_${prec}.sm_${sm}
+          COMMAND sinter_cli compile ${CMAKE_SOURCE_DIR}/samples/${sample}.sir --shape N=2 --precision ${prec}
+                  --target sm_${sm} --no-cache)
+        set_tests_properties(codegen.nvrtc.${sample}_${prec}.sm_${sm} PROPERTIES TIMEOUT 600)
+      endforeach()
+    endforeach()
+  endforeach()
 endif()
 # The .sir files under tests/nvrtc/ hold ops no sample uses (issue 13's
 # indexing, scans, tests and activations): compiled the same way, and run

@@ -1,7 +1,8 @@
 /* test_cuda_conv_tc.c: the pipelined tensor-core conv2d (variant 4), the
- * depthwise kernel (variant 5) and the fusion epilogue of every conv
- * kernel, on CUDA against the reference interpreter, with fresh random
- * inputs and the arena poisoned (gpu_check.c).
+ * depthwise kernel (variant 5), the few-channel kernel (variant 6) and the
+ * fusion epilogue of every conv kernel, on CUDA against the reference
+ * interpreter, with fresh random inputs and the arena poisoned
+ * (gpu_check.c).
  *  - variant 4 over a grid of shapes (odd sizes, channels that are no
  *    multiple of the tile, batch 1, strides 1 and 2, 1x1 / 3x3 / 5x5 /
  *    7x7, asymmetric padding, dilation, groups) in bf16 with its default
@@ -12,6 +13,9 @@
  *    one other;
  *  - depthwise: multiplier 1 and 2, stride 2, 5x5, NHWC and NCHW, three
  *    dtypes;
+ *  - the few-channel kernel (variant 6): ResNet-50's stem, odd sizes and
+ *    channel counts, stride 1 (pairs at odd offsets), two column segments,
+ *    two channel blocks, a single row; bf16, f16, f32 under TF32, fused;
  *  - the fusion contract: conv, add of a residual, relu in the graph (as
  *    the reference runs them); on the GPU the conv's kernel alone, rendered
  *    with a hand-written epilogue relu(v + e0[i]) storing into the relu's
@@ -167,6 +171,15 @@ static const cspec depthwise[] = {
 	{1, 8, 9, 9, 8, 3, 3, 1, 1, P4(2), 2, 8, true},       /* dilation 2 */
 };
 
+/* the few-channel kernel (variant 6): channels below 8, the pipeline's chunk */
+static const cspec stem[] = {
+	{2, 3, 224, 224, 64, 7, 7, 2, 2, P4(3), 1, 1, true},        /* ResNet-50's stem */
+	{1, 3, 37, 29, 24, 7, 7, 2, 2, {3, 2, 1, 3}, 1, 1, true},   /* odd sizes, fewer than 64 channels out */
+	{3, 1, 20, 150, 70, 3, 3, 1, 1, P4(1), 1, 1, false},        /* odd pair offsets, two column segments, 2 channel blocks */
+	{2, 5, 19, 33, 33, 5, 5, 1, 1, {2, 1, 0, 2}, 1, 1, true},   /* odd C and O: single stores */
+	{1, 6, 1, 40, 16, 1, 3, 1, 2, {0, 1, 0, 1}, 1, 1, true},    /* one row (f32 under tf32: 6 is no multiple of 4) */
+};
+
 int main(void)
 {
 	if (!gpu_available())
@@ -190,6 +203,13 @@ int main(void)
 		f.tile_k /= 2;
 		conv(&grid[i], IR_F32, IR_NHWC, true, NULL, false, "tc");
 		conv(&grid[i], IR_F32, IR_NHWC, true, &f, false, "tc");
+	}
+	static const cg_config v6 = {.variant = 6};
+	for (size_t i = 0; i < SN_COUNT(stem); i++) {
+		conv(&stem[i], IR_BF16, IR_NHWC, false, NULL, false, "stem");
+		conv(&stem[i], IR_F16, IR_NHWC, false, &v6, false, "stem");
+		conv(&stem[i], IR_F32, IR_NHWC, true, &v6, false, "stem");
+		conv(&stem[i], i % 2 ? IR_F32 : IR_BF16, IR_NHWC, i % 2, &v6, true, "stem fused");
 	}
 	static const ir_dtype fdt[] = {IR_F32, IR_F16, IR_BF16};
 	for (size_t i = 0; i < SN_COUNT(depthwise); i++)
