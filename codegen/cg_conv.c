@@ -121,10 +121,17 @@ void cg_conv_index_fns(sn_buf *b, bool nhwc)
 
 void cg_conv_head(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads)
 {
+	cg_conv_head_min(b, cv, epi, threads, 0);
+}
+
+void cg_conv_head_min(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads, int min_blocks)
+{
 	const char *ct = cg_ctype(cv->t);
-	sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-			 "%s(const %s *__restrict__ x, const %s *__restrict__ wt, ",
-		      threads, CG_NAME, ct, ct);
+	if (min_blocks > 0)
+		sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d, %d)\n", threads, min_blocks);
+	else
+		sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n", threads);
+	sn_buf_printf(b, "%s(const %s *__restrict__ x, const %s *__restrict__ wt, ", CG_NAME, ct, ct);
 	if (cv->bias)
 		sn_buf_printf(b, "const %s *__restrict__ bias, ", ct);
 	if (epi)
@@ -591,11 +598,11 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	k->smem = 0;
 	if (kind == V_STEM) {
 		unsigned threads = 0;
-		if (cg_conv_stem_block(&cv, !half, k->grid, &threads, &k->smem) != 0) {
+		if (cg_conv_stem_block(&cv, tg, !half, k->grid, &threads, &k->smem) != 0) {
 			sn_buf_free(&b);
 			return sn_errf(e, SN_EINTERNAL, "conv2d: the stem kernel does not fit");
 		}
-		cg_conv_emit_stem(&b, &cv, epi, !half);
+		cg_conv_emit_stem(&b, &cv, epi, tg, !half);
 		k->block[0] = threads;
 		k->cfg = (cg_config){.variant = V_STEM, .block = (int32_t)threads};
 	} else if (kind == V_DIRECT || kind == V_DW) {

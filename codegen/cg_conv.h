@@ -33,6 +33,8 @@ void cg_conv_index_fns(sn_buf *b, bool nhwc);
 /* The kernel's signature: x, wt[, bias], the epilogue's params, y (the
  * epilogue's output when epi is set). */
 void cg_conv_head(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads);
+/* The same, asking for min_blocks resident blocks per SM (0: no bound). */
+void cg_conv_head_min(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads, int min_blocks);
 /* One store of float expression val at linear output element idx (an ix
  * expression): st_<t>(y, ...) or the epilogue's st_<dtype>(y, i,
  * sn_epi(val, i args)). ind: the indentation. */
@@ -55,7 +57,8 @@ void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi
  * cannot compute cv on tg, or NULL; its launch (grid, threads, dynamic
  * shared memory; -1 when it does not fit); its source. */
 const char *cg_conv_stem_cannot(const cg_conv *cv, const cg_target *tg);
-int cg_conv_stem_block(const cg_conv *cv, bool tf32, unsigned grid[3], unsigned *threads, unsigned *smem);
-void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, bool tf32);
+int cg_conv_stem_block(const cg_conv *cv, const cg_target *tg, bool tf32, unsigned grid[3], unsigned *threads,
+		       unsigned *smem);
+void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_target *tg, bool tf32);
 
 #endif

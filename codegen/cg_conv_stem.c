@@ -18,9 +18,11 @@
  * rows: A[l][k] sits at (row(l) * SH + r * DH) * ROWLEN + col(l) * SW * C + j.
  * Padded k (j >= KW*C, or past the last filter row) is masked to zero in
  * the fragment, so padding never multiplies input data (a NaN outside a
- * window stays outside). No pipeline: a block's staging is short and
- * several blocks share an SM, which overlaps one's loads with another's
- * products. The epilogue adds the bias and stores two channels at a time
+ * window stays outside). The grid is persistent, two blocks per SM
+ * (__launch_bounds__ holds the kernel to it): a block stages its 64
+ * channels' weights once and then takes tiles strided by the grid,
+ * staging each tile's input rows. No pipeline inside a block: the other
+ * block on the SM overlaps its loads with these products. The epilogue adds the bias and stores two channels at a time
  * (or applies the fusion epilogue per element). */
 #include "codegen/cg_conv.h"
 
@@ -86,12 +88,21 @@ const char *cg_conv_stem_cannot(const cg_conv *cv, const cg_target *tg)
 	return NULL;
 }
 
-int cg_conv_stem_block(const cg_conv *cv, bool tf32, unsigned grid[3], unsigned *threads, unsigned *smem)
+/* Blocks per channel block: two per SM (the register budget of 224-256
+ * threads at ~128 registers), fewer when there are fewer tiles. */
+static int64_t stem_blocks(const cg_conv *cv, const stem *s, const cg_target *tg)
+{
+	int64_t tiles = (int64_t)s->prows * s->qseg * cv->n, sms = tg->sm >= 90 ? 132 : 108;
+	return tiles < 2 * sms ? tiles : 2 * sms;
+}
+
+int cg_conv_stem_block(const cg_conv *cv, const cg_target *tg, bool tf32, unsigned grid[3], unsigned *threads,
+		       unsigned *smem)
 {
 	stem s;
 	if (!stem_shape(cv, tf32, &s))
 		return -1;
-	grid[0] = (unsigned)((int64_t)s.prows * s.qseg * cv->n);
+	grid[0] = (unsigned)stem_blocks(cv, &s, tg);
 	grid[1] = (unsigned)((cv->o + 63) / 64);
 	grid[2] = 1;
 	*threads = (unsigned)(32 * s.warps);
@@ -99,11 +110,12 @@ int cg_conv_stem_block(const cg_conv *cv, bool tf32, unsigned grid[3], unsigned 
 	return 0;
 }
 
-void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, bool tf32)
+void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_target *tg, bool tf32)
 {
 	stem s;
 	if (!stem_shape(cv, tf32, &s))
 		return;
+	(void)stem_blocks(cv, &s, tg); /* the grid is cg_conv_stem_block's; the kernel strides by gridDim.x */
 	const char *tn = ir_dtype_name(cv->t);
 	int nt = 32 * s.warps;
 	/* 32-bit loads of a pair of halves need even offsets */
@@ -131,35 +143,50 @@ void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, boo
 				 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
 			      mt, mt);
 	}
-	cg_conv_head(b, cv, epi, nt);
+	cg_conv_head_min(b, cv, epi, nt, 2); /* the grid's two blocks per SM */
 	/* staging: shared words hold raw halves, or TF32-rounded floats */
 	const char *su = tf32 ? "unsigned" : "unsigned short";
+	int nx = s.ri * s.rowlen, nit = (nx + nt - 1) / nt;
 	sn_buf_printf(b, "\textern __shared__ __align__(16) unsigned char smem[];\n"
 			 "\t%s *xs = (%s *)smem, *ws = xs + XS;\n"
-			 "\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n"
-			 "\tconst ix bx = blockIdx.x;\n"
-			 "\tconst int qs = (int)(bx %% QSEG), pr = (int)(bx / QSEG %% PROWS);\n"
-			 "\tconst ix n = bx / QSEG / PROWS;\n"
-			 "\tconst int p0 = pr * TR, q0 = qs * QT, o0 = blockIdx.y * 64;\n"
-			 "\tconst int h0 = p0 * SH - PT, w0 = q0 * SW - PL;\n"
-			 "\tfor (int e = tid; e < RI * ROWLEN; e += %d) {\n"
-			 "\t\tint rr = e / ROWLEN, c = e %% ROWLEN, h = h0 + rr, w = w0 + c / CC;\n"
-			 "\t\t%s v = 0;\n"
-			 "\t\tif ((unsigned)h < (unsigned)CH && (unsigned)w < (unsigned)CW)\n"
-			 "\t\t\tv = %s;\n"
-			 "\t\txs[e] = v;\n\t}\n"
+			 "\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, o0 = blockIdx.y * 64;\n"
 			 "\tfor (int e = tid; e < 64 * WROW; e += %d) {\n"
 			 "\t\tint ol = e / WROW, k = e %% WROW, r = k / JP, j = k %% JP, o = o0 + ol;\n"
 			 "\t\t%s v = 0;\n"
 			 "\t\tif (o < CO && k < KE && j < JJ)\n"
 			 "\t\t\tv = %s;\n"
-			 "\t\tws[e] = v;\n\t}\n"
+			 "\t\tws[e] = v;\n\t}\n",
+		      su, su, nt, su, tf32 ? "tf32(wt[(ix)o * KK + r * JJ + j])" : "wt[(ix)o * KK + r * JJ + j]");
+	/* the tiles: the weights stay, the input rows are staged per tile,
+	 * four loads of a thread in flight before their stores (all of them
+	 * would keep 28 registers live and push the kernel past two blocks
+	 * per SM) */
+	sn_buf_printf(b, "\tfor (ix tile = blockIdx.x; tile < (ix)PROWS * QSEG * CN; tile += gridDim.x) {\n"
+			 "\tconst int qs = (int)(tile %% QSEG), pr = (int)(tile / QSEG %% PROWS);\n"
+			 "\tconst ix n = tile / QSEG / PROWS;\n"
+			 "\tconst int p0 = pr * TR, q0 = qs * QT;\n"
+			 "\tconst int h0 = p0 * SH - PT, w0 = q0 * SW - PL;\n"
+			 "\t__syncthreads(); /* the previous tile's fragments are read */\n"
+			 "#pragma unroll 1\n\tfor (int i0 = 0; i0 < %d; i0 += 4) {\n"
+			 "\t\t%s v[4];\n"
+			 "#pragma unroll\n\t\tfor (int it = 0; it < 4; it++) {\n"
+			 "\t\t\tint e = tid + (i0 + it) * %d, rr = e / ROWLEN, c = e %% ROWLEN, h = h0 + rr, w = w0 + c / CC;\n"
+			 "\t\t\tv[it] = 0;\n"
+			 "\t\t\tif (e < %d && (unsigned)h < (unsigned)CH && (unsigned)w < (unsigned)CW)\n"
+			 "\t\t\t\tv[it] = %s;\n\t\t}\n"
+			 "#pragma unroll\n\t\tfor (int it = 0; it < 4; it++)\n"
+			 "\t\t\tif (tid + (i0 + it) * %d < %d)\n\t\t\t\txs[tid + (i0 + it) * %d] = v[it];\n"
+			 "\t}\n"
 			 "\t__syncthreads();\n",
-		      su, su, nt, su,
+		      nit, su, nt, nx,
 		      tf32 ? "tf32(x[((n * CH + h) * CW + w) * CC + c % CC])" : "x[((n * CH + h) * CW + w) * CC + c % CC]",
-		      nt, su, tf32 ? "tf32(wt[(ix)o * KK + r * JJ + j])" : "wt[(ix)o * KK + r * JJ + j]");
+		      nt, nx, nt);
 	/* A's rows: l = (warp * MT + i) * 16 + g + 8 h */
-	sn_buf_puts(b, "\tconst int g = lane >> 2, t = lane & 3;\n"
+	/* the lane read again per tile (volatile): the per-k-step offsets and
+	 * masks derived from it are computed in the tile, not hoisted out of
+	 * the tile loop into 40 live registers */
+	sn_buf_puts(b, "\tint lid;\n\tasm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(lid));\n"
+		       "\tconst int g = lid >> 2, t = lid & 3;\n"
 		       "\tint ab[MT][2];\n"
 		       "#pragma unroll\n\tfor (int i = 0; i < MT; i++)\n"
 		       "#pragma unroll\n\t\tfor (int h = 0; h < 2; h++) {\n"
@@ -242,5 +269,5 @@ void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, boo
 		sn_buf_puts(b, "\t\t\t\tif (o + 1 < CO)\n");
 		cg_conv_store(b, cv, epi, "\t\t\t\t\t", "m * CO + o + 1", "v1");
 	}
-	sn_buf_puts(b, "\t\t\t}\n\t\t}\n}\n");
+	sn_buf_puts(b, "\t\t\t}\n\t\t}\n\t}\n}\n");
 }
