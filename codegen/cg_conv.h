@@ -48,6 +48,8 @@ unsigned cg_conv_tc_smem(const cg_conv_tc *c, int esize);
 int cg_conv_tc_check(const cg_conv *cv, const cg_target *tg, cg_conv_tc *c, sn_err *e);
 /* The default config for cv (valid by cg_conv_tc_check). */
 cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32);
+/* tf32(bits) when tf32, and mma(c, a, b): m16n8k8 tf32 or m16n8k16 in t. */
+void cg_conv_emit_mma(sn_buf *b, ir_dtype t, bool tf32);
 void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c);
 /* Depthwise (one input channel per group): threads over output pixels x
  * channel vectors; vec channels per thread (NHWC), 1 for NCHW. */

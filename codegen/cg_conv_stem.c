@@ -125,24 +125,7 @@ void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, con
 			 "#define WROW %d\n#define XS %d\n\n",
 		      s.tr, s.qt, s.qseg, s.prows, s.mt, s.ri, s.rowlen, (long long)(cv->kw * cv->c), s.jp, s.ke, s.ks,
 		      s.wrow, round_up(s.ri * s.rowlen * s.es, 16) / s.es);
-	if (tf32)
-		sn_buf_puts(b, "static __device__ __forceinline__ unsigned tf32(float v)\n{\n"
-			       "\tunsigned r;\n\tasm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(v));\n"
-			       "\treturn r;\n}\n\n"
-			       "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
-			       "\tasm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-			       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
-			       "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
-			       "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n");
-	else {
-		const char *mt = cv->t == IR_BF16 ? "bf16" : "f16";
-		sn_buf_printf(b, "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
-				 "\tasm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 "
-				 "{%%0,%%1,%%2,%%3}, {%%4,%%5,%%6,%%7}, {%%8,%%9}, {%%0,%%1,%%2,%%3};\"\n"
-				 "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
-				 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
-			      mt, mt);
-	}
+	cg_conv_emit_mma(b, cv->t, tf32);
 	cg_conv_head_min(b, cv, epi, nt, 2); /* the grid's two blocks per SM */
 	/* staging: shared words hold raw halves, or TF32-rounded floats */
 	const char *su = tf32 ? "unsigned" : "unsigned short";
@@ -156,7 +139,7 @@ void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, con
 			 "\t\tif (o < CO && k < KE && j < JJ)\n"
 			 "\t\t\tv = %s;\n"
 			 "\t\tws[e] = v;\n\t}\n",
-		      su, su, nt, su, tf32 ? "tf32(wt[(ix)o * KK + r * JJ + j])" : "wt[(ix)o * KK + r * JJ + j]");
+		      su, su, nt, su, tf32 ? "tf32(__float_as_uint(wt[(ix)o * KK + r * JJ + j]))" : "wt[(ix)o * KK + r * JJ + j]");
 	/* the tiles: the weights stay, the input rows are staged per tile,
 	 * four loads of a thread in flight before their stores (all of them
 	 * would keep 28 registers live and push the kernel past two blocks
@@ -179,7 +162,7 @@ void cg_conv_emit_stem(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, con
 			 "\t}\n"
 			 "\t__syncthreads();\n",
 		      nit, su, nt, nx,
-		      tf32 ? "tf32(x[((n * CH + h) * CW + w) * CC + c % CC])" : "x[((n * CH + h) * CW + w) * CC + c % CC]",
+		      tf32 ? "tf32(__float_as_uint(x[((n * CH + h) * CW + w) * CC + c % CC]))" : "x[((n * CH + h) * CW + w) * CC + c % CC]",
 		      nt, nx, nt);
 	/* A's rows: l = (warp * MT + i) * 16 + g + 8 h */
 	/* the lane read again per tile (volatile): the per-k-step offsets and

@@ -254,6 +254,30 @@ static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, 
 	sn_buf_puts(b, "\t\t\t}\n\t}\n}\n");
 }
 
+/* tf32(bits) (round to TF32) when tf32, and mma(c, a, b): one mma.sync
+ * m16n8k8 tf32, or m16n8k16 in t (f16/bf16), fp32 accumulation in place */
+void cg_conv_emit_mma(sn_buf *b, ir_dtype t, bool tf32)
+{
+	if (tf32)
+		sn_buf_puts(b, "static __device__ __forceinline__ unsigned tf32(unsigned v)\n{\n"
+			       "\tunsigned r;\n\tasm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(__uint_as_float(v)));\n"
+			       "\treturn r;\n}\n\n"
+			       "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
+			       "\tasm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+			       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+			       "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+			       "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n");
+	else {
+		const char *mt = t == IR_BF16 ? "bf16" : "f16";
+		sn_buf_printf(b, "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
+				 "\tasm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 "
+				 "{%%0,%%1,%%2,%%3}, {%%4,%%5,%%6,%%7}, {%%8,%%9}, {%%0,%%1,%%2,%%3};\"\n"
+				 "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+				 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
+			      mt, mt);
+	}
+}
+
 void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c)
 {
 	int es = c->tf32 ? 4 : 2, ve = 16 / es, ch = c->tk * es / 16, rs = c->tk * es + 16;
@@ -277,24 +301,7 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 		       "static __device__ __forceinline__ void ldsm4(unsigned *r, unsigned a)\n{\n"
 		       "\tasm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\"\n"
 		       "\t\t     : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n\n");
-	if (c->tf32)
-		sn_buf_puts(b, "static __device__ __forceinline__ unsigned tf32(unsigned v)\n{\n"
-			       "\tunsigned r;\n\tasm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(__uint_as_float(v)));\n"
-			       "\treturn r;\n}\n\n"
-			       "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
-			       "\tasm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-			       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
-			       "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
-			       "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n");
-	else {
-		const char *mt = cv->t == IR_BF16 ? "bf16" : "f16";
-		sn_buf_printf(b, "static __device__ __forceinline__ void mma(float *c, const unsigned *a, const unsigned *b)\n{\n"
-				 "\tasm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 "
-				 "{%%0,%%1,%%2,%%3}, {%%4,%%5,%%6,%%7}, {%%8,%%9}, {%%0,%%1,%%2,%%3};\"\n"
-				 "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
-				 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
-			      mt, mt);
-	}
+	cg_conv_emit_mma(b, cv->t, c->tf32);
 	cg_conv_head(b, cv, epi, nt);
 	sn_buf_printf(b, "\textern __shared__ __align__(128) unsigned char smem[];\n"
 			 "\tconst unsigned sbase = smem_u32(smem);\n"
