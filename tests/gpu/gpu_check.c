@@ -254,12 +254,61 @@ done:
 	return ok;
 }
 
+static int build_failures;
+
 int gpu_done(void)
 {
 	if (!dev)
 		return 0;
+	if (build_failures)
+		printf("%d graphs could not be built\n", build_failures);
 	printf("%d passed, %d failed\n", passes, failures);
 	rt_cuda_close(dev);
 	dev = NULL;
-	return failures ? 1 : 0;
+	return failures || build_failures ? 1 : 0;
+}
+
+sn_err gpu_err;
+
+ir_shape gpu_shape(int rank, const int64_t *d)
+{
+	ir_shape s = {rank, {0}};
+	for (int i = 0; i < rank; i++)
+		s.d[i] = d[i];
+	return s;
+}
+
+ir_ref gpu_in(ir_graph *g, const char *name, ir_dtype t, ir_shape s)
+{
+	return ir_add_input(g, name, t, &s, &gpu_err);
+}
+
+ir_ref gpu_op1(ir_graph *g, ir_op op, ir_ref a, const ir_attrs *at)
+{
+	return ir_add(g, op, &a, 1, at, &gpu_err);
+}
+
+ir_ref gpu_op2(ir_graph *g, ir_op op, ir_ref a, ir_ref b)
+{
+	ir_ref v[2] = {a, b};
+	return ir_add(g, op, v, 2, NULL, &gpu_err);
+}
+
+bool gpu_built(ir_graph *g, ir_ref r, const char *label)
+{
+	if (r != IR_NONE && !gpu_err.code)
+		return true;
+	printf("%-56s FAIL: builder: %s\n", label, gpu_err.msg);
+	gpu_err = (sn_err){0};
+	ir_graph_free(g);
+	build_failures++;
+	return false;
+}
+
+void gpu_run(ir_graph *g, ir_ref r, double tol, const char *label)
+{
+	if (!gpu_built(g, r, label))
+		return;
+	ir_add_output(g, r);
+	gpu_compare(g, tol, label);
 }

@@ -43,7 +43,24 @@ int gpu_device_sm(void);
 /* Makes gpu_build_run also time the plan: `iters` launches after 10 of
  * warm-up, the median into *median_ms (0 iters: off). */
 void gpu_set_timing(int iters, double *median_ms);
-/* Exit code of a GPU test: 0 when everything passed or no device. */
+/* Exit code of a GPU test: 0 when everything passed (and every graph was
+ * built) or no device. */
 int gpu_done(void);
+
+/* Graph building for the tests. Every builder call takes &gpu_err; a graph
+ * the builder refused (a bug of the test) is reported by gpu_built or
+ * gpu_run, freed, and counted, which fails gpu_done. */
+extern sn_err gpu_err;
+ir_shape gpu_shape(int rank, const int64_t *d);
+#define GPU_SHAPE(...) gpu_shape((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+#define GPU_INTS(...) ((ir_ints){(int32_t)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
+ir_ref gpu_in(ir_graph *g, const char *name, ir_dtype t, ir_shape s);
+ir_ref gpu_op1(ir_graph *g, ir_op op, ir_ref a, const ir_attrs *at);
+ir_ref gpu_op2(ir_graph *g, ir_op op, ir_ref a, ir_ref b);
+/* True when r was built; otherwise prints "label FAIL: builder: why",
+ * frees g, clears gpu_err and counts the failure. */
+bool gpu_built(ir_graph *g, ir_ref r, const char *label);
+/* gpu_built, then g with output r to gpu_compare. */
+void gpu_run(ir_graph *g, ir_ref r, double tol, const char *label);
 
 #endif

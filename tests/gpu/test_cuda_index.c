@@ -13,28 +13,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static sn_err err;
-static int build_failures; /* graphs the builder refused (a bug of this test) */
 #define EXACT 1e-12
-
-static ir_shape shp(int rank, const int64_t *d)
-{
-	ir_shape s = {rank, {0}};
-	for (int i = 0; i < rank; i++)
-		s.d[i] = d[i];
-	return s;
-}
-#define SHAPE(...) shp((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
-
-static ir_ref in(ir_graph *g, const char *name, ir_dtype t, ir_shape s)
-{
-	return ir_add_input(g, name, t, &s, &err);
-}
 
 static ir_ref opn(ir_graph *g, ir_op op, const ir_attrs *at, uint32_t nin, ir_ref a, ir_ref b, ir_ref c)
 {
 	ir_ref v[3] = {a, b, c};
-	return ir_add(g, op, v, nin, at, &err);
+	return ir_add(g, op, v, nin, at, &gpu_err);
 }
 
 /* Random indices in [-2, 2) of dtype t and shape s. */
@@ -43,21 +27,8 @@ static ir_ref indices(ir_graph *g, ir_dtype t, ir_shape s)
 	uint64_t two = 0;
 	ir_store(t, &two, 0, 2);
 	ir_shape sc = {0, {0}};
-	ir_ref k = ir_add_const(g, t, &sc, &two, &err);
-	return opn(g, IR_OP_sub, NULL, 2, in(g, "i", t, s), k, 0);
-}
-
-static void run(ir_graph *g, ir_ref r, double tol, const char *label)
-{
-	if (r == IR_NONE || err.code) {
-		printf("%-48s FAIL: builder: %s\n", label, err.msg);
-		err = (sn_err){0};
-		ir_graph_free(g);
-		build_failures++;
-		return;
-	}
-	ir_add_output(g, r);
-	gpu_compare(g, tol, label);
+	ir_ref k = ir_add_const(g, t, &sc, &two, &gpu_err);
+	return opn(g, IR_OP_sub, NULL, 2, gpu_in(g, "i", t, s), k, 0);
 }
 
 static void gather_elements(void)
@@ -68,12 +39,12 @@ static void gather_elements(void)
 			ir_attrs a;
 			ir_attrs_init(IR_OP_gather_elements, &a);
 			a.axis = axis - (it ? 3 : 0);
-			ir_ref x = in(g, "x", IR_F32, SHAPE(5, 6, 7));
-			ir_shape is = SHAPE(4, 6, 5);
+			ir_ref x = gpu_in(g, "x", IR_F32, GPU_SHAPE(5, 6, 7));
+			ir_shape is = GPU_SHAPE(4, 6, 5);
 			is.d[axis] = 9; /* longer than data along the axis */
 			char label[64];
 			snprintf(label, sizeof label, "gather_elements axis %lld %s", (long long)a.axis, it ? "i32" : "i64");
-			run(g, opn(g, IR_OP_gather_elements, &a, 2, x, indices(g, it ? IR_I32 : IR_I64, is), 0), EXACT,
+			gpu_run(g, opn(g, IR_OP_gather_elements, &a, 2, x, indices(g, it ? IR_I32 : IR_I64, is), 0), EXACT,
 			    label);
 		}
 }
@@ -88,22 +59,22 @@ static void scatters(void)
 			ir_attrs_init(IR_OP_scatter_elements, &a);
 			a.axis = 1;
 			a.reduction = (ir_scatter)red;
-			ir_ref x = in(g, "x", ts[ti], SHAPE(6, 5, 7));
-			ir_ref u = in(g, "u", ts[ti], SHAPE(4, 8, 7)); /* 8 updates into 5 rows: duplicates */
+			ir_ref x = gpu_in(g, "x", ts[ti], GPU_SHAPE(6, 5, 7));
+			ir_ref u = gpu_in(g, "u", ts[ti], GPU_SHAPE(4, 8, 7)); /* 8 updates into 5 rows: duplicates */
 			char label[80];
 			snprintf(label, sizeof label, "scatter_elements %s %s", ir_scatter_name(a.reduction),
 				 ir_dtype_name(ts[ti]));
-			run(g, opn(g, IR_OP_scatter_elements, &a, 3, x, indices(g, IR_I64, SHAPE(4, 8, 7)), u),
+			gpu_run(g, opn(g, IR_OP_scatter_elements, &a, 3, x, indices(g, IR_I64, GPU_SHAPE(4, 8, 7)), u),
 			    ts[ti] == IR_BF16 ? gpu_tol(IR_BF16) : 1e-6, label);
 
 			g = ir_graph_new();
 			ir_attrs_init(IR_OP_scatter_nd, &a);
 			a.reduction = (ir_scatter)red;
-			x = in(g, "x", ts[ti], SHAPE(4, 3, 9));
+			x = gpu_in(g, "x", ts[ti], GPU_SHAPE(4, 3, 9));
 			/* 10 tuples of 2 indices into [4, 3]: slices of 9, duplicates */
-			u = in(g, "u", ts[ti], SHAPE(10, 9));
+			u = gpu_in(g, "u", ts[ti], GPU_SHAPE(10, 9));
 			snprintf(label, sizeof label, "scatter_nd %s %s", ir_scatter_name(a.reduction), ir_dtype_name(ts[ti]));
-			run(g, opn(g, IR_OP_scatter_nd, &a, 3, x, indices(g, IR_I64, SHAPE(10, 2)), u),
+			gpu_run(g, opn(g, IR_OP_scatter_nd, &a, 3, x, indices(g, IR_I64, GPU_SHAPE(10, 2)), u),
 			    ts[ti] == IR_BF16 ? gpu_tol(IR_BF16) : 1e-6, label);
 		}
 }
@@ -123,8 +94,8 @@ static void cumsum(void)
 				char label[80];
 				snprintf(label, sizeof label, "cumsum %s axis %d%s%s", ir_dtype_name(ts[ti]), axis,
 					 a.exclusive ? " exclusive" : "", a.reverse ? " reverse" : "");
-				ir_ref x = in(g, "x", ts[ti], SHAPE(3, 300, 5));
-				run(g, opn(g, IR_OP_cumsum, &a, 1, x, 0, 0), ts[ti] == IR_F16 ? gpu_tol(IR_F16) : 1e-5, label);
+				ir_ref x = gpu_in(g, "x", ts[ti], GPU_SHAPE(3, 300, 5));
+				gpu_run(g, opn(g, IR_OP_cumsum, &a, 1, x, 0, 0), ts[ti] == IR_F16 ? gpu_tol(IR_F16) : 1e-5, label);
 			}
 }
 
@@ -145,7 +116,7 @@ static void args(void)
 					char label[80];
 					snprintf(label, sizeof label, "%s %s axis %d%s", ir_ops[o].name, ir_dtype_name(ts[ti]),
 						 axis, last ? " select_last" : "");
-					run(g, opn(g, o, &a, 1, in(g, "x", ts[ti], SHAPE(7, 65, 9)), 0, 0), EXACT, label);
+					gpu_run(g, opn(g, o, &a, 1, gpu_in(g, "x", ts[ti], GPU_SHAPE(7, 65, 9)), 0, 0), EXACT, label);
 				}
 }
 
@@ -165,7 +136,7 @@ static void topk(void)
 				char label[80];
 				snprintf(label, sizeof label, "topk %s axis %d k %lld%s%s", ir_dtype_name(ts[ti]), axis,
 					 (long long)a.k, a.smallest ? " smallest" : "", a.index ? " indices" : "");
-				run(g, opn(g, IR_OP_topk, &a, 1, in(g, "x", ts[ti], SHAPE(5, 65, 7)), 0, 0), EXACT, label);
+				gpu_run(g, opn(g, IR_OP_topk, &a, 1, gpu_in(g, "x", ts[ti], GPU_SHAPE(5, 65, 7)), 0, 0), EXACT, label);
 			}
 }
 
@@ -179,11 +150,11 @@ static void group_norm(void)
 			ir_attrs a;
 			ir_attrs_init(IR_OP_group_norm, &a);
 			a.groups = groups[gi];
-			ir_ref x = in(g, "x", ts[ti], SHAPE(2, 32, 17, 19));
-			ir_ref w = in(g, "w", ts[ti], SHAPE(32)), b = in(g, "b", ts[ti], SHAPE(32));
+			ir_ref x = gpu_in(g, "x", ts[ti], GPU_SHAPE(2, 32, 17, 19));
+			ir_ref w = gpu_in(g, "w", ts[ti], GPU_SHAPE(32)), b = gpu_in(g, "b", ts[ti], GPU_SHAPE(32));
 			char label[80];
 			snprintf(label, sizeof label, "group_norm %s groups %lld", ir_dtype_name(ts[ti]), (long long)a.groups);
-			run(g, opn(g, IR_OP_group_norm, &a, 3, x, w, b), gpu_tol(ts[ti]) * 2, label);
+			gpu_run(g, opn(g, IR_OP_group_norm, &a, 3, x, w, b), gpu_tol(ts[ti]) * 2, label);
 		}
 }
 
@@ -197,6 +168,5 @@ int main(void)
 	args();
 	topk();
 	group_norm();
-	int rc = gpu_done();
-	return rc ? rc : build_failures ? 1 : 0;
+	return gpu_done();
 }
