@@ -19,17 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static sn_err err;
 static int failures, refused, ran;
-
-static ir_shape shp(int rank, const int64_t *d)
-{
-	ir_shape s = {rank, {0}};
-	for (int i = 0; i < rank; i++)
-		s.d[i] = d[i];
-	return s;
-}
-#define SHAPE(...) shp((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+#define SHAPE GPU_SHAPE
 
 static const cg_config cfgs[] = {
 	{0},
@@ -82,7 +73,7 @@ static const char *const epi_names[] = {"", " gelu", " *0.5 gelu", " +res gelu",
 
 static ir_ref unary(ir_graph *g, ir_op op, ir_ref x)
 {
-	return x == IR_NONE ? IR_NONE : ir_add(g, op, &x, 1, NULL, &err);
+	return gpu_op1(g, op, x, NULL);
 }
 
 /* The epilogue chain over product r. */
@@ -101,23 +92,17 @@ static ir_ref chain(ir_graph *g, ir_ref r, epi ep)
 		ir_shape one = {0, {0}};
 		uint64_t bits = 0;
 		ir_store(t, &bits, 0, 0.5);
-		ir_ref c = ir_add_const(g, t, &one, &bits, &err);
-		ir_ref m = c == IR_NONE ? IR_NONE : ir_add(g, IR_OP_mul, (ir_ref[]){r, c}, 2, NULL, &err);
-		return unary(g, IR_OP_gelu, m);
+		ir_ref c = ir_add_const(g, t, &one, &bits, &gpu_err);
+		return unary(g, IR_OP_gelu, gpu_op2(g, IR_OP_mul, r, c));
 	}
 	case E_RES_GELU: {
-		ir_ref res = ir_add_input(g, "res", t, &s, &err);
-		ir_ref a = res == IR_NONE ? IR_NONE : ir_add(g, IR_OP_add, (ir_ref[]){r, res}, 2, NULL, &err);
-		return unary(g, IR_OP_gelu, a);
+		return unary(g, IR_OP_gelu, gpu_op2(g, IR_OP_add, r, gpu_in(g, "res", t, s)));
 	}
 	case E_GELU_F32: {
-		ir_ref x = unary(g, IR_OP_gelu, r);
-		if (x == IR_NONE)
-			return x;
 		ir_attrs a;
 		ir_attrs_init(IR_OP_cast, &a);
 		a.dtype = IR_F32;
-		return ir_add(g, IR_OP_cast, &x, 1, &a, &err);
+		return gpu_op1(g, IR_OP_cast, unary(g, IR_OP_gelu, r), &a);
 	}
 	}
 	return IR_NONE;
@@ -148,13 +133,12 @@ static void product(ir_dtype t, bool lin, ir_shape as, ir_shape bs, bool bias, e
 		if (want.variant == 2 && gpu_device_sm() != 90)
 			continue;
 		ir_graph *g = ir_graph_new();
-		ir_ref a = ir_add_input(g, "a", t, &as, &err), b = ir_add_input(g, "b", t, &bs, &err), r;
+		ir_ref a = gpu_in(g, "a", t, as), b = gpu_in(g, "b", t, bs), r;
 		if (lin) {
-			ir_shape bsh = {1, {bs.d[0]}};
-			ir_ref bb = bias ? ir_add_input(g, "bias", t, &bsh, &err) : IR_NONE;
-			r = ir_add(g, IR_OP_linear, (ir_ref[]){a, b, bb}, bias ? 3 : 2, NULL, &err);
+			ir_ref bb = bias ? gpu_in(g, "bias", t, SHAPE(bs.d[0])) : IR_NONE;
+			r = ir_add(g, IR_OP_linear, (ir_ref[]){a, b, bb}, bias ? 3 : 2, NULL, &gpu_err);
 		} else {
-			r = ir_add(g, IR_OP_matmul, (ir_ref[]){a, b}, 2, NULL, &err);
+			r = gpu_op2(g, IR_OP_matmul, a, b);
 		}
 		r = chain(g, r, ep);
 		char label[200], s1[48], s2[48], cs[96] = "default";
@@ -164,13 +148,8 @@ static void product(ir_dtype t, bool lin, ir_shape as, ir_shape bs, bool bias, e
 			cg_config_str(&want, cs, sizeof cs);
 		snprintf(label, sizeof label, "%s %s %s %s%s%s [%s]", lin ? "linear" : "matmul",
 			 t == IR_F32 ? "f32-tf32" : ir_dtype_name(t), s1, s2, bias ? " +bias" : "", epi_names[ep], cs);
-		if (r == IR_NONE || err.code) {
-			printf("%-90s FAIL: builder: %s\n", label, err.msg);
-			err = (sn_err){0};
-			ir_graph_free(g);
-			failures++;
+		if (!gpu_built(g, r, label))
 			continue;
-		}
 		ir_add_output(g, r);
 		asked = is_cfg ? &want : NULL;
 		asked_cfg = want;
