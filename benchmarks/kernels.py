@@ -18,6 +18,18 @@ events ("back to back", the kernel's own time for short ones). The GPU is
 kept busy for a second first so that its clocks are up. TFLOP/s count 4*B*H*L*S*D, halved when causal (the
 FlashAttention papers' convention); the table also gives sinter's time over
 PyTorch's. Results go to DIR/kernels.json (default $OUT, else /tmp).
+
+gemm: the GEMM template (codegen/cg_gemm_tc.c) on GPT-2's product shapes
+(512 tokens: 768->3072 and 3072->768), the MLP sample's (batch 64,
+4096->4096) and a large square one (4096^3), in bf16, TF32 and fp8 (e4m3).
+sinter: linear(x, w, b) then an erf GELU, the epilogue cuBLASLt cannot
+express, so the plan is one template kernel (fp8: linear(x, w), fp8 out,
+which the template takes without one). PyTorch, same inputs: F.gelu(
+F.linear(x, w, b)) (cuBLAS, then a GELU kernel; fp8: torch._scaled_mm with
+unit scales, bf16 out) and torch.matmul alone ("cuBLAS matmul": the
+product without the epilogue). TFLOP/s count 2*M*N*K; the fraction of the
+peak is of the best cuBLAS throughput measured in the same run on an
+8192^3 product of that dtype.
 """
 import argparse
 import json
@@ -36,6 +48,145 @@ ATTENTION = [
     ("4096/128 bs4", 4, 16, 4096, 128, True, "bf16"),
     ("4096/128 bs4 noncausal", 4, 16, 4096, 128, False, "bf16"),
 ]
+
+
+GEMM = [
+    # name, M, N, K, dtype
+    ("gpt2 fc 512x3072x768", 512, 3072, 768, "bf16"),
+    ("gpt2 proj 512x768x3072", 512, 768, 3072, "bf16"),
+    ("mlp bs64 64x4096x4096", 64, 4096, 4096, "bf16"),
+    ("square 4096", 4096, 4096, 4096, "bf16"),
+    ("gpt2 fc tf32", 512, 3072, 768, "tf32"),
+    ("square 4096 tf32", 4096, 4096, 4096, "tf32"),
+    ("gpt2 fc fp8", 512, 3072, 768, "fp8"),
+    ("mlp bs64 fp8", 64, 4096, 4096, "fp8"),
+    ("square 4096 fp8", 4096, 4096, 4096, "fp8"),
+]
+
+
+def gemm_sir(m, n, k, dt):
+    if dt == "fp8":
+        return ("sinter 1\nfunc @main(%%x: f8e4m3[%d,%d], %%w: f8e4m3[%d,%d]) -> (f8e4m3[%d,%d]) {\n"
+                "  %%y = linear(%%x, %%w)\n  return %%y\n}\n") % (m, k, n, k, m, n)
+    t = "f32" if dt == "tf32" else dt
+    return ("sinter 1\nfunc @main(%%x: %s[%d,%d], %%w: %s[%d,%d], %%b: %s[%d]) -> (%s[%d,%d]) {\n"
+            "  %%l = linear(%%x, %%w, %%b)\n  %%y = gelu(%%l)\n  return %%y\n}\n") % (t, m, k, t, n, k, t, n, t, m, n)
+
+
+def run_sinter(args, path, extra):
+    env = dict(os.environ, SINTER_CACHE_DIR=os.path.join(os.path.dirname(path), "cache"))
+    cmd = [args.sinter, "bench", path, "--init", "random", "--json", "--iters", str(args.iters),
+           "--warmup", "50"] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode:
+        return None, "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:])
+    try:
+        j = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None, "no JSON: " + p.stdout[-300:]
+    for key in ("median_ms", "latency_median_ms", "ms_median"):
+        if key in j:
+            return j[key], None
+    return None, "no median in " + ",".join(sorted(j))
+
+
+def cuda_ms(fn, iters):
+    """Median per call between two events, and back to back."""
+    import torch
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1))
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(iters):
+        fn()
+    e1.record()
+    e1.synchronize()
+    return statistics.median(times), e0.elapsed_time(e1) / iters
+
+
+def torch_gemm(args, m, n, k, dt):
+    """(epilogue ms, b2b), (matmul alone ms, b2b)."""
+    import torch
+    import torch.nn.functional as F
+    torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
+    g = torch.Generator(device="cuda").manual_seed(0)
+    typ = torch.float32 if dt == "tf32" else torch.bfloat16
+    x = torch.rand(m, k, device="cuda", dtype=typ, generator=g) * 2 - 1
+    w = torch.rand(n, k, device="cuda", dtype=typ, generator=g) * 2 - 1
+    b = torch.rand(n, device="cuda", dtype=typ, generator=g) * 2 - 1
+    if dt == "fp8":
+        x8, w8 = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+        f = lambda: torch._scaled_mm(x8, w8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        t = cuda_ms(f, args.iters)
+        return t, t
+    wt = w.t()
+    return (cuda_ms(lambda: F.gelu(F.linear(x, w, b)), args.iters), cuda_ms(lambda: torch.matmul(x, wt), args.iters))
+
+
+def torch_peak(dt):
+    """The best cuBLAS throughput on 8192^3 (TFLOP/s)."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
+    s = 8192
+    typ = torch.float32 if dt == "tf32" else torch.bfloat16
+    a = torch.rand(s, s, device="cuda", dtype=typ) - 0.5
+    bt = torch.rand(s, s, device="cuda", dtype=typ) - 0.5
+    if dt == "fp8":
+        a8, b8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+        f = lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    else:
+        f = lambda: torch.matmul(a, bt)
+    _, tb = cuda_ms(f, 20)
+    return 2.0 * s * s * s / tb / 1e9
+
+
+def gemm_main(args, dev):
+    import torch
+    peaks = {dt: torch_peak(dt) for dt in ("bf16", "tf32", "fp8")}
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for name, m, n, k, dt in GEMM:
+            path = os.path.join(work, name.replace(" ", "_") + ".sir")
+            with open(path, "w") as f:
+                f.write(gemm_sir(m, n, k, dt))
+            sm, err = run_sinter(args, path, ["--precision", "tf32"] if dt == "tf32" else [])
+            (te, teb), (tm, tmb) = torch_gemm(args, m, n, k, dt)
+            rows.append({"name": name, "m": m, "n": n, "k": k, "dtype": dt, "flops": 2.0 * m * n * k,
+                         "sinter_ms": sm, "torch_epi_ms": te, "torch_epi_b2b_ms": teb, "torch_mm_ms": tm,
+                         "torch_mm_b2b_ms": tmb, "peak_tflops": peaks[dt], "error": err})
+            print("%-26s sinter %s  torch+gelu %.4f ms  torch matmul %.4f ms (b2b %.4f)" % (
+                name, "%.4f ms" % sm if sm else err, te, tm, tmb), flush=True)
+    with open(os.path.join(args.out, "kernels_gemm.json"), "w") as fj:
+        json.dump({"device": dev, "torch": torch.__version__, "peaks": peaks, "rows": rows}, fj, indent=1)
+    print("\ngemm on %s (torch %s), median of %d calls; cuBLAS peak (8192^3): bf16 %.0f, tf32 %.0f, fp8 %.0f TFLOP/s"
+          % (dev, torch.__version__, args.iters, peaks["bf16"], peaks["tf32"], peaks["fp8"]))
+    print("| product | dtype | sinter template ms | TFLOP/s | of peak | torch linear+gelu ms | torch matmul ms "
+          "(b2b) | matmul TFLOP/s (b2b) | of peak | sinter / torch linear+gelu | sinter / torch matmul |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    bad = False
+    for r in rows:
+        sm, f, pk = r["sinter_ms"], r["flops"], r["peak_tflops"]
+        tmb = r["torch_mm_b2b_ms"]
+        if sm is None:
+            bad = True
+            print("| %s | %s | %s | | | %.4f | %.4f | %.0f | %.2f | | |" % (
+                r["name"], r["dtype"], r["error"], r["torch_epi_ms"], tmb, f / tmb / 1e9, f / tmb / 1e9 / pk))
+            continue
+        print("| %s | %s | %.4f | %.0f | %.2f | %.4f | %.4f (%.4f) | %.0f | %.2f | %.2f | %.2f |" % (
+            r["name"], r["dtype"], sm, f / sm / 1e9, f / sm / 1e9 / pk, r["torch_epi_ms"], r["torch_mm_ms"], tmb,
+            f / tmb / 1e9, f / tmb / 1e9 / pk, sm / r["torch_epi_ms"], sm / r["torch_mm_ms"]))
+    return 1 if bad else 0
 
 
 def flops(b, h, s, d, causal):
@@ -114,7 +265,7 @@ def warm_gpu():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sinter", default="build/sinter")
-    ap.add_argument("--family", default="attention", choices=["attention"])
+    ap.add_argument("--family", default="attention", choices=["attention", "gemm"])
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     args = ap.parse_args()
@@ -122,6 +273,8 @@ def main():
     dev = torch.cuda.get_device_name(0)
     rows = []
     warm_gpu()
+    if args.family == "gemm":
+        return gemm_main(args, dev)
     with tempfile.TemporaryDirectory() as work:
         for name, b, h, s, d, causal, dt in ATTENTION:
             sm, err = sinter_time(args, work, name, b, h, s, d, causal, dt)

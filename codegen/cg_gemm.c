@@ -12,10 +12,18 @@
  * 64x64 output tiles, 16-deep K slices in shared memory, 4x4 outputs per
  * thread, fp32 FMA accumulation for floats (no TF32: cg_target.tf32 only
  * reaches cuBLASLt) and exact 64-bit
- * accumulation for integers, stored as the reference does. */
+ * accumulation for integers, stored as the reference does.
+ *
+ * The tensor-core template (cg_gemm_tc.c) takes, where it fits (bf16, f16,
+ * f32 under TF32, fp8 e4m3 on sm_89+; one stride per operand): products
+ * that carry a fusion epilogue (st->epi: what cuBLASLt cannot express, such
+ * as the erf GELU), fp8 products (the SIMT kernel stays for sm_80 and
+ * e5m2), and any product rendered with a config (the autotuner's). */
+#include "codegen/cg_gemm_tc.h"
 #include "codegen/cg_render.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /* cg_common.c */
@@ -174,7 +182,28 @@ static int render_kernel(const ir_graph *g, ir_ref r, cg_step *st, const bdesc *
 	return cg_finish(kk, ir_ops[n->op].name, &b, e);
 }
 
-static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+static bool tc_fits(const cg_gemm_tc_spec *sp, const cg_target *tg)
+{
+	char why[160];
+	cg_target t0 = {.sm = 80};
+	return cg_gemm_tc_fits(sp, tg ? tg : &t0, tg && tg->tf32, why, sizeof why);
+}
+
+/* Whether the template renders this product: an epilogue, fp8, or a config. */
+static bool use_tc(const cg_gemm_tc_spec *sp, const cg_target *tg, const cg_step *st, const cg_config *want)
+{
+	return tc_fits(sp, tg) && (st->epi || want || sp->t == IR_F8E4M3);
+}
+
+static int render_tc(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *sp, const cg_target *tg,
+		     const cg_config *want, cg_step *st, sn_err *e)
+{
+	cg_target t0 = {.sm = 80};
+	return cg_gemm_tc_render(g, r, sp, tg ? tg : &t0, want, st, e);
+}
+
+static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st,
+			 sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	const ir_node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
@@ -184,6 +213,12 @@ static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, cg_st
 	int64_t m = 1;
 	for (int i = 0; i < x->shape.rank - 1; i++)
 		m *= x->shape.d[i];
+	cg_gemm_tc_spec sp = {.t = n->dtype, .batch = 1, .m = m, .n = nn, .k = k, .trans_b = true, .bias = n->nin > 2};
+	if (use_tc(&sp, tg, st, want))
+		return render_tc(g, r, &sp, tg, want, st, e);
+	if (want || st->epi)
+		return sn_errf(e, SN_EUSAGE, "linear: only the default config is built for this product (no tensor-core "
+			       "template for it here)");
 	if (!lt_dtype(n->dtype)) {
 		bdesc bd = {.rank = 0, .count = 1};
 		return render_kernel(g, r, st, &bd, m, nn, k, true, e);
@@ -199,7 +234,8 @@ static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, cg_st
 	return SN_OK;
 }
 
-static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, cg_step *st, sn_err *e)
+static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st,
+			 sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	const ir_node *a = &g->nodes[n->in[0]], *bn = &g->nodes[n->in[1]];
@@ -219,6 +255,19 @@ static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, cg_st
 	bstrides(a->shape.d, sra, &bd, m * k, bd.sa);
 	bstrides(bn->shape.d, srb, &bd, k * nn, bd.sb);
 	int64_t sa = one_stride(a->shape.d, sra, &bd, m * k), sb = one_stride(bn->shape.d, srb, &bd, k * nn);
+	if (sa >= 0 && sb >= 0) {
+		cg_gemm_tc_spec sp = {.t = n->dtype, .batch = bd.count, .m = m, .n = nn, .k = k, .sa = sa, .sb = sb};
+		if (bd.count > 1 && sb == 0 && sa != 0) { /* one shared B: fold the batch into M */
+			sp.m = bd.count * m;
+			sp.batch = 1;
+			sp.sa = 0;
+		}
+		if (use_tc(&sp, tg, st, want))
+			return render_tc(g, r, &sp, tg, want, st, e);
+	}
+	if (want || st->epi)
+		return sn_errf(e, SN_EUSAGE, "matmul: only the default config is built for this product (no tensor-core "
+			       "template for it here)");
 	if (!lt_dtype(n->dtype) || sa < 0 || sb < 0)
 		return render_kernel(g, r, st, &bd, m, nn, k, false, e);
 	st->kind = CG_STEP_GEMM;
@@ -240,11 +289,29 @@ static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, cg_st
 
 int cg_render_gemm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
 {
-	if (want)
-		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
 	switch (g->nodes[r].op) {
-	case IR_OP_linear: return render_linear(g, r, tg, st, e);
-	case IR_OP_matmul: return render_matmul(g, r, tg, st, e);
+	case IR_OP_linear: return render_linear(g, r, tg, want, st, e);
+	case IR_OP_matmul: return render_matmul(g, r, tg, want, st, e);
 	default: return sn_errf(e, SN_EINTERNAL, "%s: not a matrix product", ir_ops[g->nodes[r].op].name);
 	}
+}
+
+bool cg_gemm_takes_epilogue(const ir_graph *g, ir_ref r, const cg_target *tg)
+{
+	const ir_node *n = &g->nodes[r];
+	if ((n->op != IR_OP_matmul && n->op != IR_OP_linear) || !ir_dtype_is_float(n->dtype))
+		return false;
+	/* rendered as if it had one: a template kernel it is, or not */
+	cg_epilogue dummy = {0};
+	cg_step st;
+	memset(&st, 0, sizeof st);
+	st.node = r;
+	st.epi = &dummy;
+	dummy.fn = dummy.params = dummy.args = (char *)"";
+	dummy.out = r;
+	dummy.dtype = n->dtype;
+	sn_err e = {0};
+	bool ok = cg_render_gemm(g, r, tg, NULL, &st, &e) == SN_OK && st.kind == CG_STEP_KERNEL;
+	free(st.k.src);
+	return ok;
 }

@@ -40,13 +40,13 @@ static cg_render_fn *renderer_of(ir_op op)
 
 unsigned cg_caps(const ir_graph *g, ir_ref r, const cg_target *t)
 {
-	(void)t;
 	const ir_node *n = &g->nodes[r];
 	switch (ir_ops[n->op].kind) {
 	/* one line per family as it learns layouts or epilogues */
 	case IR_K_NORM: return cg_norm_caps(g, r);
 	case IR_K_CONV: return ir_dtype_is_float(g->nodes[r].dtype) ? CG_CAN_EPILOGUE : 0;
 	case IR_K_ATTENTION: return CG_CAN_LAYOUT_IN | CG_CAN_LAYOUT_OUT; /* both kernels (cg_attn.h) */
+	case IR_K_CONTRACT: return t && cg_gemm_takes_epilogue(g, r, t) ? CG_CAN_EPILOGUE : 0; /* the GEMM template */
 	default: return 0;
 	}
 }

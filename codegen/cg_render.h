@@ -211,6 +211,9 @@ bool cg_conv_is_gemm(const ir_graph *g, ir_ref r, const cg_target *tg);
 /* codegen/cg_gemm.c: matmul and linear as cuBLASLt steps (a kernel where
  * cuBLASLt cannot express the broadcast) */
 cg_render_fn cg_render_gemm;
+/* Whether matmul/linear node r takes a fusion epilogue on tg (its product
+ * fits the tensor-core template, cg_gemm_tc.h). */
+bool cg_gemm_takes_epilogue(const ir_graph *g, ir_ref r, const cg_target *tg);
 /* codegen/cg_attn.c: scaled_dot_product_attention */
 cg_render_fn cg_render_attention;
 /* codegen/cg_index.c: gather_elements, scatter_elements, scatter_nd

@@ -32,7 +32,7 @@ int cg_wgmma_k(const char *ty)
 	return 0;
 }
 
-void cg_wgmma_emit_mma(sn_buf *b, const char *fn, int n, const char *ty, bool areg)
+static void emit_mma(sn_buf *b, const char *fn, int n, const char *ty, bool areg, bool tnsp_b)
 {
 	int nd = n / 2; /* accumulator registers per thread */
 	/* the transpose immediates exist for f16/bf16 only: other types are
@@ -53,7 +53,8 @@ void cg_wgmma_emit_mma(sn_buf *b, const char *fn, int n, const char *ty, bool ar
 		sn_buf_printf(b, "}, {%%%d,%%%d,%%%d,%%%d}, %%%d, p, 1, 1, 1; }\"\n\t\t     :", nd, nd + 1, nd + 2,
 			      nd + 3, nd + 4);
 	else
-		sn_buf_printf(b, "}, %%%d, %%%d, p, 1, 1%s; }\"\n\t\t     :", nd, nd + 1, half ? ", 0, 0" : "");
+		sn_buf_printf(b, "}, %%%d, %%%d, p, 1, 1%s; }\"\n\t\t     :", nd, nd + 1,
+			      !half ? "" : tnsp_b ? ", 0, 1" : ", 0, 0");
 	for (int i = 0; i < nd; i++)
 		sn_buf_printf(b, "%s \"+f\"(d[%d])", i ? "," : "", i);
 	if (areg)
@@ -61,6 +62,16 @@ void cg_wgmma_emit_mma(sn_buf *b, const char *fn, int n, const char *ty, bool ar
 			       "\n\t\t     : \"memory\");\n}\n\n");
 	else
 		sn_buf_puts(b, "\n\t\t     : \"l\"(ad), \"l\"(bd), \"r\"(acc)\n\t\t     : \"memory\");\n}\n\n");
+}
+
+void cg_wgmma_emit_mma(sn_buf *b, const char *fn, int n, const char *ty, bool areg)
+{
+	emit_mma(b, fn, n, ty, areg, false);
+}
+
+void cg_wgmma_emit_mma_tb(sn_buf *b, const char *fn, int n, const char *ty, bool tnsp_b)
+{
+	emit_mma(b, fn, n, ty, false, tnsp_b && cg_wgmma_k(ty) == 16);
 }
 
 static const char prims[] =

@@ -24,6 +24,10 @@ int cg_wgmma_k(const char *ty);
  * and an `int acc` (0: D = A B, 1: D += A B). */
 void cg_wgmma_emit_mma(sn_buf *b, const char *fn, int n, const char *ty, bool areg);
 
+/* The same with A and B from descriptors, B K-major or, tnsp_b (f16/bf16
+ * only), MN-major (transposed by the instruction): the GEMM template. */
+void cg_wgmma_emit_mma_tb(sn_buf *b, const char *fn, int n, const char *ty, bool tnsp_b);
+
 /* Emits the device helpers: smem_u32 (a generic pointer's shared address),
  * desc(base, addr) (a descriptor from base bits and a shared address),
  * wg_fence, wg_commit, wg_wait<N>, hold<N> (pins an accumulator array

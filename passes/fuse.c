@@ -405,6 +405,13 @@ static void match_gemms(part *s)
 		}
 		if (cur == x)
 			continue;
+		/* a product that takes a generic epilogue (the GEMM template)
+		 * keeps the whole chain when it goes on past what cuBLASLt can
+		 * express: the consumer's group absorbs it (grow) */
+		ir_ref nx = sole_consumer(s, cur);
+		if ((caps_of(s, x) & FU_CAN_EPILOGUE) && nx != IR_NONE && !no_fuse(s, nx) && s->gemm_of[nx] == IR_NONE &&
+		    is_elementwise(&g->nodes[nx]) && same_shape(&g->nodes[nx].shape, &n->shape))
+			continue;
 		s->gemm_root[cur] = x;
 		s->gemm_bias[x] = bias;
 		s->gemm_res[x] = res;
@@ -539,9 +546,10 @@ static void grow(part *s, uint32_t gid)
 				continue;
 		}
 		if (gr->kind == FU_POINTWISE && gr->core == IR_NONE &&
-		    (qn->op == IR_OP_conv2d && (caps_of(s, q) & FU_CAN_EPILOGUE))) {
-			/* a convolution whose only consumers are this group's
-			 * same-shaped elementwise nodes */
+		    (qn->op == IR_OP_conv2d || qn->op == IR_OP_matmul || qn->op == IR_OP_linear) &&
+		    (caps_of(s, q) & FU_CAN_EPILOGUE)) {
+			/* a convolution or a product whose only consumers are
+			 * this group's same-shaped elementwise nodes */
 			bool ok = same_shape(&qn->shape, &root->shape) && ir_dtype_is_float(root->dtype);
 			for (uint32_t i = 0; i < s->nmem && ok; i++) {
 				const ir_node *m = &g->nodes[s->mem[i]];

@@ -28,6 +28,9 @@
  *     gelu, in either order of the two adds; so does a 1x1 conv that
  *     cuBLASLt runs (FU_CAN_BLAS_EPI), its own bias counting as the bias;
  *     where two products meet in one add, the first takes it;
+ *   - a product that takes a generic epilogue (the GEMM template) is
+ *     absorbed as a convolution is, when its chain of consumers goes on
+ *     past what cuBLASLt expresses (an erf GELU, a scale, a cast);
  *   - reshape and friends left outside groups are views of their operand.
  * Groups come out in an order that runs (by their root's node index). */
 #ifndef SINTER_FUSE_H
@@ -40,7 +43,7 @@ typedef enum fu_kind {
 	FU_VIEW,      /* a reshape-like node over a stored value: no step */
 	FU_POINTWISE, /* pointwise and index-only nodes: one generated kernel */
 	FU_REDUCE,    /* a norm/softmax core with a pointwise prologue on operand 0 */
-	FU_CONV,      /* a convolution with a pointwise epilogue */
+	FU_CONV,      /* a convolution or a template product with a pointwise epilogue */
 	FU_GEMM,      /* a cuBLASLt product with bias / residual / activation */
 	FU_ATTENTION, /* attention reading q, k, v and writing its output through
 		       * layouts: index-only chains around it cost nothing */

@@ -2,7 +2,9 @@
  * CUDA against the reference. Matrix products cover cuBLASLt steps (plain,
  * batched, a shared operand with stride 0, a batch folded into M, numpy's
  * 1-D operands, linear with and without bias) and the generated SIMT kernel
- * (batch dims that broadcast partly, integer and fp8 dtypes, edge tiles).
+ * (batch dims that broadcast partly, integer dtypes, fp8 on sm_80 and e5m2,
+ * edge tiles); fp8 e4m3 products on sm_89+ run the GEMM template
+ * (test_cuda_gemm_tc.c covers it).
  * Attention covers causal, bool and float masks, explicit scales, batch
  * broadcasting (k/v shared by query heads), head dims up to 256 and
  * sequences up to 1024. Inputs are fresh random values (gpu_check.c):

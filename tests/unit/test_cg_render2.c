@@ -111,8 +111,9 @@ static void *compile_worker(void *arg)
 		if (i < 0)
 			return NULL;
 		job *j = &jobs[i];
-		/* a kernel rendered with wgmma (for sm_90) exists on sm_90 only */
-		bool hopper = strstr(j->src, "wgmma.") != NULL;
+		/* a kernel rendered with wgmma (for sm_90) exists on sm_90 only,
+		 * one with fp8 mma.sync (the GEMM template) on sm_89+ */
+		bool hopper = strstr(j->src, "wgmma.") != NULL || strstr(j->src, ".e4m3.e4m3.") != NULL;
 		j->ok = (hopper || nvrtc_build(j->src, j->label, 80)) && nvrtc_build(j->src, j->label, 90);
 	}
 }
@@ -538,20 +539,106 @@ static void test_gemm(void)
 		}
 		step_free(&st);
 	}
-	/* integers and fp8 take the kernel too */
+	/* integers and fp8 take the kernel too; e4m3 on sm_89+ the GEMM
+	 * template (mma.sync here: K = 33 is no 16-byte multiple) */
 	static const ir_dtype kdt[] = {IR_I32, IR_I64, IR_I8, IR_U8, IR_F8E4M3, IR_F8E5M2};
 	for (size_t d = 0; d < SN_COUNT(kdt); d++) {
 		char label[64];
+		bool tc = kdt[d] == IR_F8E4M3;
 		snprintf(label, sizeof label, "matmul %s", ir_dtype_name(kdt[d]));
 		ir_ref mm[2] = {in(kdt[d], SHAPE(3, 70, 33)), in(kdt[d], SHAPE(33, 65))};
 		if (render(cg_render_gemm, op(IR_OP_matmul, mm, 2, NULL), &st, label)) /* 2x2 tiles x 3 */
-			CHECK(st.kind == CG_STEP_KERNEL && st.k.grid[0] == 12);
+			CHECK(st.kind == CG_STEP_KERNEL &&
+			      (tc ? st.k.cfg.variant == 1 && strstr(st.k.src, "m16n8k32.row.col.f32.e4m3") != NULL
+				  : st.k.grid[0] == 12));
 		step_free(&st);
 		ir_ref lk[3] = {in(kdt[d], SHAPE(9, 33)), in(kdt[d], SHAPE(65, 33)), in(kdt[d], SHAPE(65))};
 		if (render(cg_render_gemm, op(IR_OP_linear, lk, 3, NULL), &st, label))
-			CHECK(st.kind == CG_STEP_KERNEL && st.k.nbufs == 4 && st.k.grid[0] == 2);
+			CHECK(st.kind == CG_STEP_KERNEL && st.k.nbufs == 4 && (tc || st.k.grid[0] == 2));
+		step_free(&st);
+		if (tc) { /* sm_80: the SIMT kernel */
+			cg_target t80 = {.sm = 80};
+			ir_ref m8[2] = {in(kdt[d], SHAPE(3, 70, 33)), in(kdt[d], SHAPE(33, 65))};
+			if (render_with(cg_render_gemm, op(IR_OP_matmul, m8, 2, NULL), &t80, NULL, NULL, &st, label))
+				CHECK(st.kind == CG_STEP_KERNEL && st.k.grid[0] == 12 && strstr(st.k.src, "SIMT tiled"));
+			step_free(&st);
+		}
+	}
+}
+
+/* ---- the GEMM template (cg_gemm_tc.c) ---- */
+static int render_gemm_cfg(ir_ref r, const cg_config *want, int sm, const cg_epilogue *epi, cg_step *st, sn_err *e)
+{
+	memset(st, 0, sizeof *st);
+	st->node = r;
+	st->epi = epi;
+	cg_target t = {.sm = sm};
+	return cg_render_gemm(G, r, &t, want, st, e);
+}
+
+static void test_gemm_tc(void)
+{
+	cg_step st;
+	sn_err e = {0};
+	fresh();
+	/* bf16 linear [64,96] x [192,96]^T with a generic epilogue: the
+	 * template, the epilogue's buffer before the output */
+	ir_ref li[3] = {in(IR_BF16, SHAPE(64, 96)), in(IR_BF16, SHAPE(192, 96)), in(IR_BF16, SHAPE(192))};
+	ir_ref r = op(IR_OP_linear, li, 3, NULL);
+	ir_ref ex = in(IR_BF16, SHAPE(64, 192));
+	sn_buf fn = {0};
+	cg_emit_dtype_helpers(&fn, IR_BF16);
+	sn_buf_puts(&fn, "__device__ __forceinline__ float sn_epi(float v, long i, const unsigned short *__restrict__ e0)\n"
+			 "{\n\treturn v * ld_bf16(e0, i);\n}\n");
+	cg_epilogue epi = {.fn = fn.s, .params = (char *)", const unsigned short *__restrict__ e0", .args = (char *)", e0",
+			   .nex = 1, .out = ex + 1, .dtype = IR_BF16};
+	epi.ex[0] = ex;
+	for (int sm = 80; sm <= 90; sm += 10) {
+		cg_target t = {.sm = sm};
+		if (render_with(cg_render_gemm, r, &t, NULL, &epi, &st, "gemm_tc epilogue")) {
+			CHECK(st.kind == CG_STEP_KERNEL && st.k.cfg.variant == (sm == 90 ? 2 : 1));
+			CHECK(st.k.nbufs == 5 && st.k.bufs[2] == li[2] && st.k.bufs[3] == ex && st.k.bufs[4] == ex + 1);
+			CHECK(st.k.src && strstr(st.k.src, "sn_epi(v0, o, e0)") != NULL);
+			CHECK(st.k.src && strstr(st.k.src, sm == 90 ? "wgmma.mma_async" : "mma.sync.aligned.m16n8k16") != NULL);
+		}
 		step_free(&st);
 	}
+	sn_buf_free(&fn);
+	/* without an epilogue a bf16 product is cuBLASLt's; with a config, the template's */
+	CHECK(render_gemm_cfg(r, NULL, 90, NULL, &st, &e) == SN_OK && st.kind == CG_STEP_GEMM);
+	cg_config ok = {.variant = 1, .tile_m = 64, .tile_n = 64, .warps = 8, .stages = 3, .split_k = 2};
+	CHECK(render_gemm_cfg(r, &ok, 90, NULL, &st, &e) == SN_OK && st.kind == CG_STEP_KERNEL &&
+	      st.k.cfg.split_k == 2 && st.k.cfg.warps == 8 && st.k.block[0] == 256);
+	step_free(&st);
+	/* configs it cannot build are refused, naming what */
+	static const struct {
+		cg_config c;
+		int sm;
+		const char *what;
+	} bad[] = {
+		{{.variant = 3}, 90, "variant 3 is not 1"},
+		{{.variant = 2}, 80, "wgmma needs sm_90"},
+		{{.variant = 2, .split_k = 2}, 90, "split_k is not built for the wgmma variant"},
+		{{.variant = 2, .tile_m = 128, .warps = 4}, 90, "tile_m 128 must be 64 rows per warpgroup"},
+		{{.variant = 1, .tile_k = 48}, 90, "tile_k 48"},
+		{{.variant = 1, .tile_m = 256, .tile_n = 256, .warps = 2}, 90, "cannot split a 256x256 tile"},
+		{{.variant = 1, .stages = 9}, 90, "stages 9 is not in [2, 8]"},
+		{{.block = 128}, 90, "block is not a config field of the GEMM template"},
+	};
+	for (size_t i = 0; i < SN_COUNT(bad); i++) {
+		e = (sn_err){0};
+		int rc = render_gemm_cfg(r, &bad[i].c, bad[i].sm, NULL, &st, &e);
+		if (rc != SN_EUSAGE || !strstr(e.msg, bad[i].what))
+			fprintf(stderr, "gemm_tc refusal %zu: wanted \"%s\", got %d \"%s\"\n", i, bad[i].what, rc, e.msg);
+		CHECK(rc == SN_EUSAGE && strstr(e.msg, bad[i].what) != NULL);
+		step_free(&st);
+	}
+	/* f32 takes the template only under TF32; f32 with a config and no TF32 is refused */
+	ir_ref fl[2] = {in(IR_F32, SHAPE(8, 16)), in(IR_F32, SHAPE(16, 24))};
+	ir_ref fr = op(IR_OP_matmul, fl, 2, NULL);
+	e = (sn_err){0};
+	CHECK(render_gemm_cfg(fr, &ok, 90, NULL, &st, &e) == SN_EUSAGE);
+	step_free(&st);
 }
 
 /* ---- conv2d ---- */
@@ -1149,6 +1236,7 @@ int main(void)
 	test_norm();
 	test_pool();
 	test_gemm();
+	test_gemm_tc();
 	test_conv();
 	test_attention();
 	test_flash();

@@ -5,7 +5,8 @@
  * kernel a renderer rendered with the config it was asked for must say so
  * in its cg_config, keep its spec key, and every distinct variant is
  * NVRTC-compiled, for sm_80 and sm_90 each lowered for its own arch (the
- * attention wgmma configs exist on sm_90 only; GPT-2 in bf16 takes them).
+ * attention wgmma configs exist on sm_90 only; GPT-2 in bf16 takes them;
+ * the MLP's linear + erf GELU is a GEMM template kernel and takes its tiles).
  * Skipped (exit 0) without NVRTC. */
 #include "api/model.h"
 #include "autotune/at_tune.h"
@@ -41,7 +42,7 @@ static void space_for(rt_nvrtc *nv, int sm)
 	static const char *const samples[][2] = {{"resblock", "2"}, {"mlp", "2"}, {"gpt2", "1"}};
 	size_t nsamples = sm == 90 ? 3 : 2;
 	variant *vs = NULL;
-	size_t nv_ = 0, cap = 0, taken = 0, convs = 0;
+	size_t nv_ = 0, cap = 0, taken = 0, convs = 0, gemms = 0;
 	for (size_t si = 0; si < nsamples; si++) {
 		char path[512];
 		snprintf(path, sizeof path, SINTER_SOURCE_DIR "/samples/%s.sir", samples[si][0]);
@@ -77,6 +78,7 @@ static void space_for(rt_nvrtc *nv, int sm)
 				for (size_t f = 0; f < SN_COUNT(want); f++)
 					CHECK(!want[f] || want[f] == got[f] || (f == 1 && got[f] == 0));
 				convs += a->cfg.tile_m != 0;
+				gemms += !strncmp(a->name, "gemm_tc_", 8); /* the MLP's linear + GELU */
 				taken++;
 				bool dup = false;
 				for (size_t j = 0; j < nv_ && !dup; j++)
@@ -95,7 +97,7 @@ static void space_for(rt_nvrtc *nv, int sm)
 		cg_plan_free(def);
 		sinter_model_free(m);
 	}
-	CHECK(nv_ > 10 && convs > 0);
+	CHECK(nv_ > 10 && convs > 0 && gemms > 0);
 	/* the tuner's own check kernels (autotune/cuda_check.c) */
 	if (nv_ == cap) {
 		cap = cap ? 2 * cap : 64;
@@ -103,7 +105,8 @@ static void space_for(rt_nvrtc *nv, int sm)
 	}
 	snprintf(vs[nv_].name, sizeof vs[nv_].name, "%s", AT_CHECK_JOB);
 	vs[nv_++].src = strdup(at_check_src());
-	printf("sm_%d: %zu kernels took a config of the space (%zu convolutions); %zu distinct variants\n", sm, taken, convs, nv_);
+	printf("sm_%d: %zu kernels took a config of the space (%zu tiled, %zu of them the GEMM template); %zu distinct "
+	       "variants\n", sm, taken, convs, gemms, nv_);
 	rt_job *jobs = calloc(nv_ ? nv_ : 1, sizeof *jobs);
 	for (size_t i = 0; i < nv_; i++) {
 		jobs[i].name = vs[i].name;

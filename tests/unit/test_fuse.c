@@ -27,7 +27,8 @@ static ir_graph *parse(const char *src)
 }
 
 /* Caps as codegen answers them for these tests: norms and softmax take a
- * prologue, convolutions an epilogue, matmul is a cuBLASLt product. */
+ * prologue, convolutions an epilogue, matmul is a cuBLASLt product, linear
+ * a cuBLASLt product that the GEMM template could also run (an epilogue). */
 static unsigned caps(const ir_graph *g, ir_ref r, void *ctx)
 {
 	(void)ctx;
@@ -35,8 +36,8 @@ static unsigned caps(const ir_graph *g, ir_ref r, void *ctx)
 	case IR_OP_softmax:
 	case IR_OP_layer_norm: return FU_CAN_PROLOGUE;
 	case IR_OP_conv2d: return FU_CAN_EPILOGUE;
-	case IR_OP_matmul:
-	case IR_OP_linear: return FU_CAN_BLAS_EPI;
+	case IR_OP_matmul: return FU_CAN_BLAS_EPI;
+	case IR_OP_linear: return FU_CAN_BLAS_EPI | FU_CAN_EPILOGUE;
 	case IR_OP_scaled_dot_product_attention: return ctx ? FU_CAN_LAYOUT : 0;
 	default: return 0;
 	}
@@ -118,6 +119,20 @@ static void rules(void)
 		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[8,16], %b: f32[16]) -> (f32[4,16]) {\n"
 		   "  %m = matmul(%x, %w)\n  %a = add(%m, %b)\n  %g = gelu(%a)\n  return %g\n}\n",
 		   "group 0 gemm %a: %m(matmul) %a(add) bias=%b\ngroup 1 pointwise %g: %g(gelu)\n");
+	/* a product the template runs takes the whole chain instead */
+	groups_are("template erf",
+		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[16,8], %b: f32[16]) -> (f32[4,16]) {\n"
+		   "  %m = linear(%x, %w)\n  %a = add(%m, %b)\n  %g = gelu(%a)\n  return %g\n}\n",
+		   "group 0 conv %g: %m(linear) %a(add) %g(gelu)\n");
+	groups_are("template scale",
+		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[16,8], %b: f32[16]) -> (f32[4,16]) {\n"
+		   "  %m = linear(%x, %w, %b)\n  %c = const f32[] 0.5\n  %s = mul(%m, %c)\n  return %s\n}\n",
+		   "group 0 conv %s: %m(linear) %s(mul)\n");
+	/* what cuBLASLt expresses stays cuBLASLt's */
+	groups_are("template not needed",
+		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[16,8], %b: f32[16]) -> (f32[4,16]) {\n"
+		   "  %m = linear(%x, %w)\n  %a = add(%m, %b)\n  %g = relu(%a)\n  return %g\n}\n",
+		   "group 0 gemm %g: %m(linear) %a(add) %g(relu) bias=%b relu\n");
 	/* a product read elsewhere keeps its own step */
 	groups_are("gemm shared",
 		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[8,16], %b: f32[16]) -> (f32[4,16], f32[4,16]) {\n"
