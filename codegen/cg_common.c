@@ -280,3 +280,68 @@ int cg_finish(cg_kernel *k, const char *prefix, sn_buf *b, sn_err *e)
 	sn_buf_free(b);
 	return SN_OK;
 }
+
+/* Uses of node q as seen by the TF32 weight rule: 1 a conv2d's weight, 2
+ * anything else (another operand, another op, a graph output). */
+static void tf32_uses(const ir_graph *g, ir_ref only, uint8_t *use)
+{
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		for (uint32_t j = 0; j < n->nin; j++) {
+			ir_ref q = n->in[j];
+			if (q < g->nnodes && (only == IR_NONE || q == only))
+				use[only == IR_NONE ? q : 0] |= n->op == IR_OP_conv2d && j == 1 ? 1 : 2;
+		}
+	}
+	for (uint32_t k = 0; k < g->noutputs; k++)
+		if (only == IR_NONE || g->outputs[k] == only)
+			use[only == IR_NONE ? g->outputs[k] : 0] |= 2;
+}
+
+static bool tf32_candidate(const ir_graph *g, ir_ref r, const cg_target *t)
+{
+	return t && t->tf32 && r < g->nnodes && g->nodes[r].op == IR_OP_param && g->nodes[r].dtype == IR_F32;
+}
+
+bool cg_tf32_weight(const ir_graph *g, ir_ref r, const cg_target *t)
+{
+	if (!tf32_candidate(g, r, t))
+		return false;
+	uint8_t use = 0;
+	tf32_uses(g, r, &use);
+	return use == 1;
+}
+
+int cg_tf32_weights(const ir_graph *g, const cg_target *t, uint8_t **out)
+{
+	*out = NULL;
+	if (!t || !t->tf32 || !g->nnodes)
+		return SN_OK;
+	uint8_t *use = calloc(g->nnodes, 1);
+	if (!use)
+		return SN_EINTERNAL;
+	tf32_uses(g, IR_NONE, use);
+	bool any = false;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		use[i] = use[i] == 1 && tf32_candidate(g, i, t);
+		any |= use[i];
+	}
+	if (!any)
+		free(use);
+	else
+		*out = use;
+	return SN_OK;
+}
+
+void cg_round_tf32(void *p, size_t n)
+{
+	unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v;
+		memcpy(&v, b + 4 * i, 4);
+		if ((v & 0x7f800000u) == 0x7f800000u)
+			continue; /* NaN, infinity */
+		v = (v + 0x1000u) & ~0x1fffu;
+		memcpy(b + 4 * i, &v, 4);
+	}
+}

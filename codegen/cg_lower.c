@@ -610,6 +610,12 @@ static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target 
 		return e->code;
 	}
 	uint32_t n = g->nnodes;
+	uint8_t *tf32w = NULL; /* params stored rounded to TF32 (NULL: none) */
+	if (vals && cg_tf32_weights(g, t, &tf32w) != SN_OK) {
+		fu_plan_free(&fp);
+		cg_rplan_free(rp);
+		return sn_errf(e, SN_EINTERNAL, "codegen: out of memory");
+	}
 	cg_plan *p = calloc(1, sizeof *p);
 	uint32_t *buf_of = malloc((n ? n : 1) * sizeof *buf_of);
 	ir_ref *mroot = malloc((n ? n : 1) * sizeof *mroot);
@@ -697,6 +703,8 @@ static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target 
 		}
 		if (src)
 			memcpy((char *)p->weights + b->offset, src, b->bytes);
+		if (src && tf32w && tf32w[i])
+			cg_round_tf32((char *)p->weights + b->offset, b->bytes / 4);
 	}
 
 	for (uint32_t i = 0; i < g->ninputs; i++)
@@ -775,6 +783,7 @@ done:
 	free(buf_of);
 	free(mroot);
 	free(aoff);
+	free(tf32w);
 	if (rc) {
 		cg_plan_free(p);
 		return rc;

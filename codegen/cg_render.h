@@ -165,6 +165,19 @@ void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t);
  * attributes of node r, and the renderer's config text. It names no value,
  * so identical specs give identical sources. */
 
+/* Under --precision tf32 (t->tf32): whether node r is an f32 param whose
+ * every use is a conv2d's weight operand. Its values are then stored in
+ * the weight image already rounded to TF32 (cg_lower; cvt.rna's rounding),
+ * so a conv kernel may take them as rounded (rounding again is the
+ * identity). */
+bool cg_tf32_weight(const ir_graph *g, ir_ref r, const cg_target *t);
+/* The same for every node at once: *out a malloc'ed array of g->nnodes
+ * flags, or NULL when none is set; SN_EINTERNAL when memory ran out. */
+int cg_tf32_weights(const ir_graph *g, const cg_target *t, uint8_t **out);
+/* Rounds n f32 values in place as cvt.rna.tf32.f32 does (to nearest, ties
+ * away from zero, 10 mantissa bits kept; NaN and infinity unchanged). */
+void cg_round_tf32(void *p, size_t n);
+
 /* Finishes a kernel: names it from a hash of its source (prefix + "_" +
  * 12 hex digits; the source must spell the name as the placeholder
  * CG_NAME, which is replaced), sets src (taking b's buffer). */
