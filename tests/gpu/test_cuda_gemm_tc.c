@@ -141,7 +141,7 @@ static void product(ir_dtype t, bool lin, ir_shape as, ir_shape bs, bool bias, e
 			r = gpu_op2(g, IR_OP_matmul, a, b);
 		}
 		r = chain(g, r, ep);
-		char label[200], s1[48], s2[48], cs[96] = "default";
+		char label[320], s1[48], s2[48], cs[96] = "default";
 		shape_str(&as, s1, sizeof s1);
 		shape_str(&bs, s2, sizeof s2);
 		if (is_cfg)
