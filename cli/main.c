@@ -1260,10 +1260,13 @@ static int cmd_bench(opts *o)
 			       cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned, cold.tune_candidates,
 			       cold.tune_timings, cold.tune_failed, cold.tune_rejected, cold.tune_speedup);
 		if (warm_ok && cpu)
-			printf("warm start:   %.3f s in a new process to the first output (object cache: %.0f of %zu kernels; "
-			       "weights %.3f, passes %.3f, lowering %.3f, first run %.3f)\n",
-			       warm_s, json_num(line, "cache_hits"), cold.kernels, json_num(line, "weights_s"),
-			       json_num(line, "passes_s"), json_num(line, "codegen_s"), json_num(line, "run_s"));
+			printf("warm start:   %.3f s in a new process to the first output (plan cache %s: key %.3f, plan read "
+			       "%.3f; object cache: %.0f of %zu kernels, JIT %.3f; weights %.3f, passes %.3f, lowering %.3f; "
+			       "first run %.3f)\n",
+			       warm_s, warm_hit ? "hit" : "MISS", json_num(line, "key_s"), json_num(line, "plan_s"),
+			       json_num(line, "cache_hits"), cold.kernels, json_num(line, "load_s"),
+			       json_num(line, "weights_s"), json_num(line, "passes_s"), json_num(line, "codegen_s"),
+			       json_num(line, "run_s"));
 		else if (warm_ok)
 			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n"
 			       "              after the context: plan key %.3f, plan read %.3f, modules %.3f, cuBLASLt %.3f, upload %.3f, graph %.3f, first run %.3f\n",

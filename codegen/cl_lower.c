@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static bool f32_all(const ir_graph *g, const ir_node *n)
 {
@@ -123,7 +124,10 @@ void cl_plan_free(cl_plan *p)
 	fu_plan_free(&p->fp);
 	free(p->vals);
 	free(p->steps);
-	free(p->weights);
+	if (p->map)
+		munmap(p->map, p->map_size);
+	else
+		free(p->weights);
 	for (uint32_t i = 0; p->fns && i < p->nfns; i++)
 		free(p->fns[i]);
 	free(p->fns);

@@ -7,6 +7,7 @@
 #include "runtime/kcache.h"
 
 #include <llvm-c/Core.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -211,9 +212,22 @@ static void llvm_init(void)
 	LLVMInitializeNativeAsmPrinter();
 }
 
+void rt_cpu_host(sn_buf *b)
+{
+	char *triple = LLVMGetDefaultTargetTriple();
+	char *cpu = LLVMGetHostCPUName();
+	char *feat = LLVMGetHostCPUFeatures();
+	sn_buf_printf(b, "llvm %d %s %s %s openblas %s", LLVM_VERSION_MAJOR, triple, cpu, feat, openblas_get_config());
+	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(feat);
+}
+
 /* One module's compilation, on a thread of its own. */
 typedef struct objjob {
 	LLVMModuleRef mod;
+	const uint8_t *want; /* no module: the object's key (a plan from a file) */
+	uint8_t key[KC_KEY_SIZE];
 	const char *cache_dir;
 	void (*warn)(void *, const char *);
 	void *wctx;
@@ -224,12 +238,37 @@ typedef struct objjob {
 } objjob;
 
 static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
-		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e);
+		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, uint8_t key[KC_KEY_SIZE], sn_err *e);
+
+/* The object under key want, from the kernel cache (a plan read from a
+ * file carries no module to compile again): SN_EINPUT when it is not
+ * there or not usable. */
+static int object_by_key(const uint8_t *want, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
+			 rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e)
+{
+	if (!cache_dir)
+		return sn_errf(e, SN_EINPUT, "cpu: a plan without modules needs the kernel cache");
+	void *data = NULL;
+	size_t size = 0;
+	kc_status ks;
+	sn_err sub = {0};
+	if (kc_get(cache_dir, want, &data, &size, &ks, &sub) != SN_OK || ks.state != KC_HIT) {
+		free(data);
+		if (ks.state == KC_CORRUPT && warn)
+			warn(wctx, ks.msg);
+		return sn_errf(e, SN_EINPUT, "cpu: the plan's object is not in the kernel cache");
+	}
+	*obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, size, "sinter-cpu.o");
+	free(data);
+	st->obj_hit = true;
+	return SN_OK;
+}
 
 static void *object_thread(void *arg)
 {
 	objjob *j = arg;
-	j->rc = object_of(j->mod, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, &j->e);
+	j->rc = j->mod ? object_of(j->mod, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, j->key, &j->e)
+		       : object_by_key(j->want, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, &j->e);
 	return NULL;
 }
 
@@ -244,7 +283,7 @@ static bool has_code(LLVMModuleRef mod)
 
 /* The module optimized and compiled for the host, or the cached object. */
 static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
-		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e)
+		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, uint8_t key[KC_KEY_SIZE], sn_err *e)
 {
 	char *triple = LLVMGetDefaultTargetTriple();
 	char *cpu = LLVMGetHostCPUName();
@@ -278,7 +317,6 @@ static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void
 		goto done;
 	}
 	snprintf(flags, flen, "cpu-object llvm16 O3 %s %s %s", triple, cpu, feat);
-	uint8_t key[KC_KEY_SIZE];
 	kc_key(text, 0, 0, flags, key);
 	free(flags);
 	sn_log(SN_LOG_DEBUG, "cpu: module key in %.3f s (%zu bytes of IR)", sn_now() - tk, strlen(text));
@@ -365,8 +403,9 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 		bool started[CL_NMOD] = {0};
 		memset(jobs, 0, sizeof jobs);
 		for (int k = 0; k < CL_NMOD; k++) {
-			jobs[k] = (objjob){.mod = p->llmod[k], .cache_dir = cache_dir, .warn = warn, .wctx = warn_ctx};
-			if (!jobs[k].mod || !has_code(jobs[k].mod))
+			jobs[k] = (objjob){.mod = p->llmod[k], .want = p->has_obj[k] ? p->objkey[k] : NULL,
+					   .cache_dir = cache_dir, .warn = warn, .wctx = warn_ctx};
+			if (jobs[k].mod ? !has_code(jobs[k].mod) : !jobs[k].want)
 				continue;
 			if (k > 0 && pthread_create(&th[k], NULL, object_thread, &jobs[k]) == 0)
 				started[k] = true;
@@ -386,6 +425,10 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 				st->opt_s = jobs[k].st.opt_s;
 			if (jobs[k].obj && !jobs[k].st.obj_hit)
 				st->obj_hit = false;
+			if (jobs[k].obj && jobs[k].mod) { /* for a plan file */
+				memcpy(p->objkey[k], jobs[k].key, KC_KEY_SIZE);
+				p->has_obj[k] = true;
+			}
 		}
 		double t0 = sn_now();
 		for (int k = 0; k < CL_NMOD; k++) {

@@ -116,6 +116,7 @@ int main(void)
 	o.cache_dir = dir;
 	o.threads = 2;
 	o.warn = on_warn;
+	o.no_plan_cache = true; /* the object cache alone (test_cpu_plan_cache.c: the plan cache) */
 	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 2)
 			CHECK(spoil(dir) > 0);
