@@ -167,6 +167,8 @@ struct rt_cpu {
 	void **addr;      /* per node, this run's */
 	float **scratch;  /* per thread: im2col tiles, attention scores */
 	size_t scratch_n;
+	float **wino;     /* per step: a Winograd convolution's transformed weights (first run) */
+	bool no_wino;     /* SINTER_CPU_WINOGRAD=0: 3x3 convolutions by im2col (measurements) */
 };
 
 const cl_plan *rt_cpu_plan(const rt_cpu *c)
@@ -181,6 +183,9 @@ void rt_cpu_free(rt_cpu *c)
 	for (size_t i = 0; c->scratch && c->pool && i < (size_t)c->pool->n; i++)
 		free(c->scratch[i]);
 	free(c->scratch);
+	for (uint32_t i = 0; c->wino && i < c->p->nsteps; i++)
+		free(c->wino[i]);
+	free(c->wino);
 	pool_free(c->pool);
 	if (c->jit)
 		LLVMOrcDisposeLLJIT(c->jit);
@@ -391,7 +396,10 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 	c->addr = calloc(p->g->nnodes ? p->g->nnodes : 1, sizeof *c->addr);
 	c->arena = p->arena_bytes ? aligned_alloc(CL_ALIGN, (p->arena_bytes + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN) : NULL;
 	c->scratch = c->pool ? calloc((size_t)c->pool->n, sizeof *c->scratch) : NULL;
-	if (!c->pool || !c->fns || !c->addr || (p->arena_bytes && !c->arena) || !c->scratch) {
+	c->wino = calloc(p->nsteps ? p->nsteps : 1, sizeof *c->wino);
+	const char *wv = getenv("SINTER_CPU_WINOGRAD");
+	c->no_wino = wv && !strcmp(wv, "0");
+	if (!c->pool || !c->fns || !c->addr || (p->arena_bytes && !c->arena) || !c->scratch || !c->wino) {
 		rc = sn_errf(e, SN_EINTERNAL, "out of memory (cpu arena, %llu bytes)", (unsigned long long)p->arena_bytes);
 		goto fail;
 	}
@@ -699,6 +707,199 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 	}
 }
 
+/* ---- Winograd F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for
+ * Convolutional Neural Networks", 2016) for 3x3 stride-1 undilated
+ * convolutions: each 2x2 block of output pixels from a 4x4 input patch,
+ * V = B^T d B per channel, 16 products (tiles x C) by (C x O) on the
+ * transformed weights U = G g G^T, then Y = A^T M A: 16 multiplies per 4
+ * outputs instead of 36, by cblas_sgemm as the im2col path. ---- */
+
+typedef struct wjob {
+	rt_cpu *c;
+	const float *x, *w, *bias;
+	float *u; /* [16][O][C] */
+	float *out;
+	int64_t H, W, C, O, Ho, Wo, pt, pl, th, tw, T;
+	int64_t nt, nco, ocw; /* tiles per task, channel tasks, channels per task */
+} wjob;
+
+/* U = G g G^T for output channels [lo, hi): G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]. */
+static void wino_weight_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	wjob *j = ctx;
+	int64_t C = j->C, O = j->O;
+	for (int64_t o = lo; o < hi; o++)
+		for (int64_t ci = 0; ci < C; ci++) {
+			float g[3][3], t[4][3];
+			for (int r = 0; r < 3; r++)
+				for (int q = 0; q < 3; q++)
+					g[r][q] = j->w[((o * 3 + r) * 3 + q) * C + ci];
+			for (int q = 0; q < 3; q++) {
+				t[0][q] = g[0][q];
+				t[1][q] = 0.5f * (g[0][q] + g[1][q] + g[2][q]);
+				t[2][q] = 0.5f * (g[0][q] - g[1][q] + g[2][q]);
+				t[3][q] = g[2][q];
+			}
+			for (int a = 0; a < 4; a++) {
+				float u[4] = {t[a][0], 0.5f * (t[a][0] + t[a][1] + t[a][2]), 0.5f * (t[a][0] - t[a][1] + t[a][2]),
+					      t[a][2]};
+				for (int b = 0; b < 4; b++)
+					j->u[((int64_t)(a * 4 + b) * O + o) * C + ci] = u[b];
+			}
+		}
+}
+
+/* One B^T step over n channels: (y0..y3) = B^T (x0..x3), vectorized. */
+static void wino_bt(const float *restrict x0, const float *restrict x1, const float *restrict x2,
+		    const float *restrict x3, float *restrict y0, float *restrict y1, float *restrict y2,
+		    float *restrict y3, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float a = x0[i], b = x1[i], c = x2[i], d = x3[i];
+		y0[i] = a - c;
+		y1[i] = b + c;
+		y2[i] = c - b;
+		y3[i] = b - d;
+	}
+}
+
+/* One A^T step over n channels: (y0, y1) = A^T (x0..x3) (+ bias). */
+static void wino_at(const float *restrict x0, const float *restrict x1, const float *restrict x2,
+		    const float *restrict x3, float *restrict y0, float *restrict y1, const float *restrict bias,
+		    int64_t n)
+{
+	if (bias)
+		for (int64_t i = 0; i < n; i++) {
+			y0[i] = x0[i] + x1[i] + x2[i] + bias[i];
+			y1[i] = x1[i] - x2[i] - x3[i] + bias[i];
+		}
+	else
+		for (int64_t i = 0; i < n; i++) {
+			y0[i] = x0[i] + x1[i] + x2[i];
+			y1[i] = x1[i] - x2[i] - x3[i];
+		}
+}
+
+static void wino_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	wjob *j = ctx;
+	int64_t C = j->C, O = j->O, nt = j->nt, ocw = j->ocw;
+	float *V = j->c->scratch[tid];         /* [16][nt][C] */
+	float *Mb = V + 16 * nt * C;          /* [16][nt][ocw] */
+	float *E = Mb + 16 * nt * ocw;        /* [16][max(C, ocw)]: a tile's rows between the two steps */
+	int64_t es = C > ocw ? C : ocw;
+	float *zero = E + 16 * es;            /* C zeros */
+	for (int64_t t = lo; t < hi; t++) {
+		int64_t tc = t / j->nco, oc = t % j->nco;
+		int64_t t0 = tc * nt, t1 = t0 + nt < j->T ? t0 + nt : j->T, n = t1 - t0;
+		int64_t o0 = oc * ocw, o1 = o0 + ocw < O ? o0 + ocw : O, ow = o1 - o0;
+		/* V = B^T d B: rows first (into E), then columns (into V) */
+		for (int64_t ti = 0; ti < n; ti++) {
+			int64_t tt = t0 + ti, tx = tt % j->tw, ty = tt / j->tw % j->th, nb = tt / (j->tw * j->th);
+			const float *d[4][4];
+			for (int r = 0; r < 4; r++)
+				for (int q = 0; q < 4; q++) {
+					int64_t hi_ = ty * 2 - j->pt + r, wi = tx * 2 - j->pl + q;
+					d[r][q] = hi_ < 0 || hi_ >= j->H || wi < 0 || wi >= j->W
+							  ? zero
+							  : j->x + ((nb * j->H + hi_) * j->W + wi) * C;
+				}
+			for (int r = 0; r < 4; r++)
+				wino_bt(d[r][0], d[r][1], d[r][2], d[r][3], E + (r * 4 + 0) * es, E + (r * 4 + 1) * es,
+					E + (r * 4 + 2) * es, E + (r * 4 + 3) * es, C);
+			float *v = V + ti * C;
+			int64_t vs = nt * C;
+			for (int b = 0; b < 4; b++)
+				wino_bt(E + (0 * 4 + b) * es, E + (1 * 4 + b) * es, E + (2 * 4 + b) * es, E + (3 * 4 + b) * es,
+					v + (0 * 4 + b) * vs, v + (1 * 4 + b) * vs, v + (2 * 4 + b) * vs, v + (3 * 4 + b) * vs,
+					C);
+		}
+		for (int xi = 0; xi < 16; xi++)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)ow, (blasint)C, 1.0f,
+				    V + xi * nt * C, (blasint)C, j->u + ((int64_t)xi * O + o0) * C, (blasint)C, 0.0f,
+				    Mb + xi * nt * ow, (blasint)ow);
+		/* Y = A^T M A (+ bias): rows into E (f[a][k]), then columns */
+		for (int64_t ti = 0; ti < n; ti++) {
+			int64_t tt = t0 + ti, tx = tt % j->tw, ty = tt / j->tw % j->th, nb = tt / (j->tw * j->th);
+			int64_t y0 = ty * 2, x0 = tx * 2;
+			const float *m = Mb + ti * ow;
+			int64_t ms = nt * ow;
+			for (int a = 0; a < 4; a++)
+				wino_at(m + (a * 4 + 0) * ms, m + (a * 4 + 1) * ms, m + (a * 4 + 2) * ms, m + (a * 4 + 3) * ms,
+					E + (a * 2 + 0) * es, E + (a * 2 + 1) * es, NULL, ow);
+			for (int k = 0; k < 2; k++) {
+				float *r0 = y0 < j->Ho && x0 + k < j->Wo
+						    ? j->out + ((nb * j->Ho + y0) * j->Wo + x0 + k) * O + o0
+						    : E + 8 * es; /* past the edge: a scratch row */
+				float *r1 = y0 + 1 < j->Ho && x0 + k < j->Wo
+						    ? j->out + ((nb * j->Ho + y0 + 1) * j->Wo + x0 + k) * O + o0
+						    : E + 9 * es;
+				wino_at(E + (0 * 2 + k) * es, E + (1 * 2 + k) * es, E + (2 * 2 + k) * es, E + (3 * 2 + k) * es,
+					r0, r1, j->bias ? j->bias + o0 : NULL, ow);
+			}
+		}
+	}
+}
+
+/* Whether the convolution in j takes the Winograd path. */
+static bool wino_ok(const cjob *j)
+{
+	return j->KH == 3 && j->KW == 3 && j->sh == 1 && j->sw == 1 && j->dh == 1 && j->dw == 1 && j->C >= 16 &&
+	       j->O >= 16 && j->Ho >= 2 && j->Wo >= 2;
+}
+
+static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
+{
+	int n = c->pool->n;
+	wjob j = {.c = c, .x = cj->x, .w = cj->w, .bias = cj->bias, .out = cj->out, .H = cj->H, .W = cj->W,
+		  .C = cj->C, .O = cj->O, .Ho = cj->Ho, .Wo = cj->Wo, .pt = cj->pt, .pl = cj->pl};
+	j.th = (j.Ho + 1) / 2, j.tw = (j.Wo + 1) / 2;
+	j.T = cj->N * j.th * j.tw;
+	size_t si = (size_t)(s - c->p->steps);
+	if (!c->wino[si]) {
+		/* the weights transformed once, on the first run */
+		if (!(c->wino[si] = malloc((size_t)(16 * j.O * j.C) * sizeof(float))))
+			return sn_errf(e, SN_EINTERNAL, "out of memory (Winograd weights)");
+		j.u = c->wino[si];
+		pool_for(c->pool, j.O, 8, wino_weight_task, &j);
+	}
+	j.u = c->wino[si];
+	/* tiles per task: two tasks per thread at least, V within 1 MiB */
+	j.nt = (j.T + 2 * n - 1) / (2 * n);
+	int64_t cap = 16384 / j.C;
+	if (j.nt > cap)
+		j.nt = cap;
+	if (j.nt < 8)
+		j.nt = 8;
+	int64_t tchunks = (j.T + j.nt - 1) / j.nt;
+	j.nco = 1;
+	j.ocw = j.O;
+	if (tchunks < 2 * n && j.O >= 64) {
+		j.nco = (2 * n + tchunks - 1) / tchunks;
+		j.ocw = ((j.O + j.nco - 1) / j.nco + 15) / 16 * 16;
+		j.nco = (j.O + j.ocw - 1) / j.ocw;
+	}
+	int64_t es = j.C > j.ocw ? j.C : j.ocw;
+	size_t need = (size_t)(16 * j.nt * (j.C + j.ocw) + 16 * es + j.C);
+	if (need > c->scratch_n) {
+		for (int i = 0; i < n; i++) {
+			free(c->scratch[i]);
+			if (!(c->scratch[i] = malloc(need * sizeof(float))))
+				return sn_errf(e, SN_EINTERNAL, "out of memory (Winograd tiles)");
+		}
+		c->scratch_n = need;
+	}
+	for (int i = 0; i < n; i++) /* the zero row past the tile rows */
+		memset(c->scratch[i] + 16 * j.nt * (j.C + j.ocw) + 16 * es, 0, (size_t)j.C * sizeof(float));
+	pool_for(c->pool, tchunks * j.nco, 1, wino_task, &j);
+	if (cj->epi) {
+		kjob k = {.fn = cj->epi, .bufs = cj->ebufs};
+		pool_for(c->pool, cj->M, 64, kern_task, &k);
+	}
+	return SN_OK;
+}
+
 static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 {
 	const ir_graph *g = c->p->g;
@@ -720,6 +921,8 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	j.ebufs = ebufs;
 	if (s->fn >= 0 && s->out != s->args[0])
 		return sn_errf(e, SN_EINTERNAL, "cpu: convolution epilogue writes another buffer");
+	if (wino_ok(&j) && !c->no_wino)
+		return run_wino(c, s, &j, e);
 	/* pixel tiles: two per thread at least, their im2col rows within
 	 * 1 MiB (a core's L2), at least 64 rows for BLAS to work with */
 	j.tile = (j.M + 2 * c->pool->n - 1) / (2 * c->pool->n);

@@ -3,7 +3,8 @@
  * product with its epilogue, a convolution with its epilogue, a pooling
  * and an op that falls back (cumsum) is compiled for --device cpu into a
  * fresh cache folder; every compiled handle runs fresh random inputs and
- * its outputs are compared with sinter_run_ref's. Checked: a second
+ * its outputs are compared with sinter_run_ref's (the convolution, 3x3
+ * stride 1 on a 5x5 map, takes the Winograd path with edge tiles). Checked: a second
  * compile is a plan hit that JIT-compiles nothing; another fusion flag,
  * another model text or other weights miss; an entry with a flipped
  * table byte, a flipped weight-image byte, a truncated weight image or
@@ -26,8 +27,8 @@
 
 static const char *model_a =
 	"sinter 1\n"
-	"func @main(%x: f32[2,6,6,8], %y: f32[4,37]) -> (f32[2,3,3,16], f32[4,16], f32[4,37]) {\n"
-	"  %cw = param f32[16,3,3,8] \"cw\"\n"
+	"func @main(%x: f32[2,5,5,16], %y: f32[4,37]) -> (f32[2,2,2,16], f32[4,16], f32[4,37]) {\n"
+	"  %cw = param f32[16,3,3,16] \"cw\"\n"
 	"  %cb = param f32[16] \"cb\"\n"
 	"  %w = param f32[16,37] \"w\"\n"
 	"  %b = param f32[16] \"b\"\n"
