@@ -317,7 +317,7 @@ again:;
 	}
 	c->device = API_DEV_CPU;
 	c->poison = o && o->poison;
-	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->nref;
+	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->ngather + p->nref;
 	s.kernels = p->nfns;
 	s.unique_kernels = p->nfns;
 	s.ref_steps = p->nref;

@@ -14,6 +14,9 @@
  *   CL_ATTN    scaled_dot_product_attention, per (batch, head) two products
  *              and a softmax in between;
  *   CL_POOL    max_pool2d and global_avg_pool, NHWC f32, in the runtime's C;
+ *   CL_GATHER  gather of any dtype by i64/i32 indices (a = the indices, or
+ *              IR_NONE for a 1-D iota: rows 0..n-1), rows copied by the
+ *              runtime, every index checked first;
  *   CL_REF     anything else: the reference interpreter's implementation of
  *              each member of the group, on the plan's buffers.
  * The plan keeps the optimized graph (fallback steps and convolutions read
@@ -39,7 +42,7 @@ typedef struct cl_val {
 	uint32_t index;  /* CL_INPUT: input i; CL_VIEW: the node whose storage it shares */
 } cl_val;
 
-typedef enum cl_kind { CL_KERNEL, CL_GEMM, CL_CONV, CL_ATTN, CL_REF, CL_SKIP, CL_POOL } cl_kind;
+typedef enum cl_kind { CL_KERNEL, CL_GEMM, CL_CONV, CL_ATTN, CL_REF, CL_SKIP, CL_POOL, CL_GATHER } cl_kind;
 
 typedef struct cl_step {
 	cl_kind kind;
@@ -72,7 +75,7 @@ typedef struct cl_plan {
 	/* LLVMContextRef and LLVMModuleRef of each module (kernels go to them
 	 * in turn) until the runtime compiles them; NULL after */
 	void *llctx[CL_NMOD], *llmod[CL_NMOD];
-	uint32_t nref, nkernel, ngemm, nconv, nattn, npool; /* steps of each kind */
+	uint32_t nref, nkernel, ngemm, nconv, nattn, npool, ngather; /* steps of each kind */
 	/* the kernel cache keys of module k's object (set by the runtime's
 	 * load, or read from a plan file: the code of a plan without modules) */
 	uint8_t objkey[CL_NMOD][16];

@@ -161,7 +161,7 @@ static void put_meta(wbuf *b, const cl_plan *p, const cg_plan_info *info, const 
 		put(b, &has, 1);
 		put(b, p->objkey[k], 16);
 	}
-	const uint32_t counts[] = {p->nref, p->nkernel, p->ngemm, p->nconv, p->nattn, p->npool};
+	const uint32_t counts[] = {p->nref, p->nkernel, p->ngemm, p->nconv, p->nattn, p->npool, p->ngather};
 	for (size_t k = 0; k < SN_COUNT(counts); k++)
 		put32(b, counts[k]);
 	uint64_t nc = nchunks(p->weight_bytes);
@@ -363,7 +363,7 @@ static const char *check_fp(const cl_plan *p)
 static const char *check_step(const cl_plan *p, const cl_step *s)
 {
 	const ir_graph *g = p->g;
-	if ((unsigned)s->kind > CL_POOL)
+	if ((unsigned)s->kind > CL_GATHER)
 		return "a bad step kind";
 	if (s->nargs > CL_MAX_ARGS || !ref_ok(g, s->node, false) || s->group >= p->fp.ngroups ||
 	    s->fn < -1 || (s->fn >= 0 && (uint32_t)s->fn >= p->nfns) || memchr(s->op, 0, sizeof s->op) == NULL)
@@ -420,6 +420,16 @@ static const char *check_step(const cl_plan *p, const cl_step *s)
 		    p->vals[n->in[0]].where == CL_NOWHERE)
 			return "a bad pooling step";
 		break;
+	case CL_GATHER: {
+		/* the runtime checks every index against the data's axis */
+		const ir_node *ix = &g->nodes[n->in[1]];
+		if (n->op != IR_OP_gather || n->nin != 2 || s->b != n->in[0] || s->out == IR_NONE ||
+		    !holds(p, s->out, node_bytes(n)) || p->vals[n->in[0]].where == CL_NOWHERE ||
+		    (ix->dtype != IR_I64 && ix->dtype != IR_I32) ||
+		    (s->a == IR_NONE ? ix->op != IR_OP_iota || ix->shape.rank != 1 : s->a != n->in[1]))
+			return "a bad gather step";
+		break;
+	}
 	case CL_REF:
 		if (p->vals[p->fp.groups[s->group].root].where == CL_NOWHERE)
 			return "a fallback step without its buffer";
@@ -583,7 +593,7 @@ static const char *parse(const uint8_t *data, size_t size, cl_plan *p, cg_plan_i
 	}
 	if (nf && !p->has_obj[0] && !p->has_obj[1])
 		return "functions without an object";
-	uint32_t *counts[] = {&p->nref, &p->nkernel, &p->ngemm, &p->nconv, &p->nattn, &p->npool};
+	uint32_t *counts[] = {&p->nref, &p->nkernel, &p->ngemm, &p->nconv, &p->nattn, &p->npool, &p->ngather};
 	for (size_t k = 0; k < SN_COUNT(counts); k++)
 		*counts[k] = get32(&r);
 	*nsums = get64(&r);

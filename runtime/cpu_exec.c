@@ -1097,6 +1097,62 @@ static void run_pool(rt_cpu *c, const cl_step *s)
 
 /* ---- fallback: the reference interpreter over a group's members ---- */
 
+/* ---- gather: rows of the data copied by index, over the pool ---- */
+
+typedef struct gjob2 {
+	const char *x;
+	char *out;
+	const void *ix; /* NULL: 0..ni-1 */
+	bool i32;
+	int64_t len, ni;
+	size_t chunk; /* bytes per row */
+} gjob2;
+
+static int64_t gather_index(const gjob2 *j, int64_t t)
+{
+	int64_t v = !j->ix ? t : j->i32 ? ((const int32_t *)j->ix)[t] : ((const int64_t *)j->ix)[t];
+	return v < 0 ? v + j->len : v;
+}
+
+static void gather_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	gjob2 *j = ctx;
+	for (int64_t r = lo; r < hi; r++) { /* r = o * ni + t */
+		int64_t o = r / j->ni, t = r % j->ni;
+		memcpy(j->out + (size_t)r * j->chunk, j->x + (size_t)(o * j->len + gather_index(j, t)) * j->chunk,
+		       j->chunk);
+	}
+}
+
+static int run_gather(rt_cpu *c, const cl_step *s, sn_err *e)
+{
+	const ir_graph *g = c->p->g;
+	const ir_node *n = &g->nodes[s->node];
+	const ir_shape *xs = &g->nodes[n->in[0]].shape;
+	const ir_node *in = &g->nodes[n->in[1]];
+	int a = ir_axis(n->attrs->axis, xs->rank);
+	if (a < 0)
+		return sn_errf(e, SN_EINPUT, "gather: axis %lld out of range", (long long)n->attrs->axis);
+	int64_t outer = 1, inner = 1;
+	for (int d = 0; d < a; d++)
+		outer *= xs->d[d];
+	for (int d = a + 1; d < xs->rank; d++)
+		inner *= xs->d[d];
+	gjob2 j = {.x = addr_of(c, s->b), .out = addr_of(c, s->out), .ix = s->a == IR_NONE ? NULL : addr_of(c, s->a),
+		   .i32 = in->dtype == IR_I32, .len = xs->d[a], .ni = ir_numel(&in->shape),
+		   .chunk = (size_t)inner * ir_dtype_size(n->dtype)};
+	for (int64_t t = 0; t < j.ni; t++) { /* every index checked first, as the reference does */
+		int64_t v = !j.ix ? t : j.i32 ? ((const int32_t *)j.ix)[t] : ((const int64_t *)j.ix)[t];
+		if (v < -j.len || v >= j.len)
+			return sn_errf(e, SN_EINPUT, "gather: index %lld out of range [%lld, %lld)", (long long)v,
+				       (long long)-j.len, (long long)j.len);
+	}
+	if (j.chunk && outer > 0 && j.ni > 0)
+		pool_for(c->pool, outer * j.ni, (int64_t)(65536 / j.chunk) + 1, gather_task, &j);
+	return SN_OK;
+}
+
 static int run_ref(rt_cpu *c, const cl_step *s, sn_err *e)
 {
 	const cl_plan *p = c->p;
@@ -1204,13 +1260,14 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 		case CL_CONV: rc = run_conv(c, s, bufs, e); break;
 		case CL_ATTN: rc = run_attn(c, s, e); break;
 		case CL_POOL: run_pool(c, s); break;
+		case CL_GATHER: rc = run_gather(c, s, e); break;
 		case CL_REF: rc = run_ref(c, s, e); break;
 		}
 		if (rc)
 			return rc;
 		if (timed && s->kind != CL_SKIP)
 			sn_log(SN_LOG_DEBUG, "cpu step %u: %s %s %.3f ms", i,
-			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view", "pool"}[s->kind], s->op,
+			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view", "pool", "gather"}[s->kind], s->op,
 			       (sn_now() - t0) * 1e3);
 	}
 	for (uint32_t k = 0; k < g->noutputs; k++) {
