@@ -84,6 +84,7 @@ typedef struct cl_plan {
 	 * into it), unmapped by cl_plan_free */
 	void *map;
 	size_t map_size;
+	bool borrowed; /* weights point into memory the caller keeps (cl_plan_parse) */
 } cl_plan;
 
 /* Lowers g (verified, concrete shapes; taken on success: the plan owns it
@@ -109,6 +110,8 @@ int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, 
  * file. The plan has no modules: its code is p->objkey's objects. Free
  * with cl_plan_free. */
 int cl_plan_read(const char *path, cl_plan **out, cg_plan_info *info, sn_err *e);
+/* The same over bytes in memory (fuzzing): the plan borrows data. */
+int cl_plan_parse(const void *data, size_t size, cl_plan **out, cg_plan_info *info, sn_err *e);
 
 /* The fusion groups cl_lower would make of g, as cg_fusion_groups. */
 int cl_fusion_groups(const ir_graph *g, sn_buf *b, sn_err *e);

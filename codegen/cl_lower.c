@@ -138,7 +138,7 @@ void cl_plan_free(cl_plan *p)
 	free(p->steps);
 	if (p->map)
 		munmap(p->map, p->map_size);
-	else
+	else if (!p->borrowed)
 		free(p->weights);
 	for (uint32_t i = 0; p->fns && i < p->nfns; i++)
 		free(p->fns[i]);
