@@ -454,7 +454,7 @@ static const char *parse(const uint8_t *data, size_t size, cl_plan *p, cg_plan_i
 	memcpy(&meta_len, data + 32, 8);
 	memcpy(w_off, data + 40, 8);
 	memcpy(&wb, data + 48, 8);
-	static char why[64];
+	static _Thread_local char why[64];
 	if (fmt != CL_PLAN_FORMAT) {
 		snprintf(why, sizeof why, "format version %u, expected %d", fmt, CL_PLAN_FORMAT);
 		return why;
