@@ -6,6 +6,7 @@
  * reader trusts nothing: every count, index, offset and size is checked
  * before the plan reaches the runtime. */
 #include "codegen/cl.h"
+#include "codegen/plan_bytes.h"
 #include "frontend/sir.h"
 #include "ir/file.h"
 
@@ -20,39 +21,11 @@
 
 static const char MAGIC[8] = {'S', 'I', 'N', 'T', 'C', 'P', 'U', 'P'};
 enum { HEADER = 64, PAGE = 4096 };
-#define WCHUNK ((uint64_t)16 << 20) /* bytes per weight-image checksum */
 #define MAX_COUNT (1u << 24)
 #define MAX_BYTES ((uint64_t)1 << 40)
 
 /* ---- writing ---- */
 
-typedef struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-} wbuf;
-
-static void put(wbuf *b, const void *v, size_t n)
-{
-	if (b->oom || !n)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		while (cap < b->len + n)
-			cap *= 2;
-		uint8_t *q = realloc(b->p, cap);
-		if (!q) {
-			b->oom = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, v, n);
-	b->len += n;
-}
-static void put32(wbuf *b, uint32_t v) { put(b, &v, 4); }
-static void put64(wbuf *b, uint64_t v) { put(b, &v, 8); }
 static void putbytes(wbuf *b, const void *s, size_t n)
 {
 	put64(b, n);
@@ -233,34 +206,6 @@ int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, 
 
 /* ---- reading ---- */
 
-typedef struct rbuf {
-	const uint8_t *p;
-	size_t len, at;
-	bool bad;
-} rbuf;
-
-static void get(rbuf *r, void *v, size_t n)
-{
-	if (r->bad || r->len - r->at < n) {
-		r->bad = true;
-		memset(v, 0, n);
-		return;
-	}
-	memcpy(v, r->p + r->at, n);
-	r->at += n;
-}
-static uint32_t get32(rbuf *r)
-{
-	uint32_t v;
-	get(r, &v, 4);
-	return v;
-}
-static uint64_t get64(rbuf *r)
-{
-	uint64_t v;
-	get(r, &v, 8);
-	return v;
-}
 /* n bytes in place (borrowed), their length first. */
 static const char *getbytes(rbuf *r, size_t *n)
 {
@@ -610,21 +555,19 @@ static const char *parse(const uint8_t *data, size_t size, cl_plan *p, cg_plan_i
 	return bad;
 }
 
-/* Whether every 16 MiB chunk of the image has its checksum (sums may be
- * unaligned: read by memcpy). */
+/* Whether every chunk of the image has its checksum (sums unaligned in
+ * the file: copied out first), verified on the cores. */
 static bool check_weights(const uint8_t *w, uint64_t bytes, const uint8_t *sums)
 {
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-	(void)w, (void)bytes, (void)sums;
-	return true;
-#endif
-	for (uint64_t i = 0; i < nchunks(bytes); i++) {
-		uint64_t off = i * WCHUNK, n = bytes - off < WCHUNK ? bytes - off : WCHUNK, want;
-		memcpy(&want, sums + 8 * i, 8);
-		if (XXH3_64bits(w + off, n) != want)
-			return false;
-	}
-	return true;
+	uint64_t n = nchunks(bytes);
+	uint64_t *a = malloc((size_t)(n ? n : 1) * sizeof *a);
+	if (!a)
+		return false;
+	if (n)
+		memcpy(a, sums, (size_t)n * 8);
+	bool ok = cg_check_chunks(w, bytes, a, n);
+	free(a);
+	return ok;
 }
 
 int cl_plan_parse(const void *data, size_t size, cl_plan **out, cg_plan_info *info, sn_err *e)
