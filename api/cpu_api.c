@@ -282,6 +282,7 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 	sinter_status st = check_options(o, err);
 	if (st)
 		return st;
+	rt_cpu_blas_quiet();
 	sinter_compile_stats s = {0};
 	cl_plan *p = NULL;
 	char dbuf[4096];
