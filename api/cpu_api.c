@@ -6,7 +6,9 @@
  * handle's device (api/model.h, api_device). */
 #include "api/model.h"
 #include "api/observe.h"
+#include "api/plan_cache.h"
 
+#include "ir/file.h"
 #include "ir/log.h"
 #include "passes/pass.h"
 #include "runtime/kcache.h"
@@ -18,8 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #ifndef SINTER_HAVE_CPU
 
@@ -103,18 +107,9 @@ void api_cpu_free(sinter_compiled *cc)
 	free(c);
 }
 
-/* The passes o asks for on a copy of m, the CPU plan, its params' values
- * copied into its weight image. */
-static sinter_status build(const sinter_model *mc, const sinter_compile_options *o, cl_plan **out,
-			   sinter_compile_stats *s, sinter_error *err)
+/* SINTER_E_USAGE for options the cpu device does not take. */
+static sinter_status check_options(const sinter_compile_options *o, sinter_error *err)
 {
-	sinter_model *m = (sinter_model *)mc;
-	*out = NULL;
-	sinter_status st = api_need_shaped(m, err);
-	if (st)
-		return st;
-	if (m->weights && (st = api_materialize(m, err)))
-		return st;
 	const char *mode = o && o->mode ? o->mode : "default";
 	if (strcmp(mode, "default") && strcmp(mode, "reduce-overhead"))
 		return api_failf(err, SINTER_E_USAGE,
@@ -126,6 +121,22 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 				 (unsigned)o->precision <= SINTER_PREC_FP8
 					 ? (const char *[]){"fp32", "tf32", "bf16", "fp16", "fp8"}[o->precision]
 					 : "?");
+	return SINTER_OK;
+}
+
+/* The passes o asks for on a copy of m, the CPU plan, its params' values
+ * copied into its weight image. */
+static sinter_status build(const sinter_model *mc, const sinter_compile_options *o, cl_plan **out,
+			   sinter_compile_stats *s, sinter_error *err)
+{
+	sinter_model *m = (sinter_model *)mc;
+	*out = NULL;
+	sinter_status st = api_need_shaped(m, err);
+	if (st || (st = check_options(o, err)))
+		return st;
+	if (m->weights && (st = api_materialize(m, err)))
+		return st;
+	const char *mode = o && o->mode ? o->mode : "default";
 	sn_err e = {0};
 	double t0 = sn_now();
 	ir_graph *g = ir_graph_clone(m->g, &e);
@@ -191,6 +202,72 @@ static void warn_stderr(void *ctx, const char *msg)
 	fprintf(stderr, "sinter: warning: %s\n", msg);
 }
 
+/* ---- the plan cache (docs/CACHE.md): cpu entries beside the CUDA ones,
+ * keyed by XXH3-128 of the text "sinter cpu plan FORMAT VERSION", the
+ * mode, pass pipeline, precision and fusion, the host (LLVM, target
+ * triple, CPU and its features, OpenBLAS's build), the weights' identity
+ * and the model's canonical text: a key no CUDA plan can have. ---- */
+static void plan_key(const sinter_model *m, const sinter_compile_options *o, const char *wid, uint8_t key[16])
+{
+	const char *mode = o && o->mode ? o->mode : "default";
+	sn_buf b = {0};
+	sn_buf_printf(&b, "sinter cpu plan %d %s\nmode %s\npipeline %s\nprecision %d\nfusion %s\nhost ",
+		      CL_PLAN_FORMAT, SINTER_VERSION, mode, o && o->passes ? o->passes : pass_pipeline(mode),
+		      o ? (int)o->precision : 0, o && o->no_fusion ? "off" : "on");
+	rt_cpu_host(&b);
+	sn_buf_printf(&b, "\nweights %s\n", wid);
+	ir_print(m->g, &b);
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(b.s ? b.s : "", b.len));
+	memcpy(key, c.digest, 16);
+	sn_buf_free(&b);
+}
+
+/* The plan stored at path when it is there, sound and current; a corrupt
+ * or stale entry is reported once and deleted, one another user could
+ * have written is reported and left alone. */
+static cl_plan *cache_lookup(const char *path, const sinter_model *m, const cg_plan_info *want,
+			     const sinter_compile_options *o)
+{
+	if (access(path, F_OK) != 0)
+		return NULL;
+	cl_plan *p = NULL;
+	cg_plan_info have;
+	sn_err e = {0};
+	if (cl_plan_read(path, &p, &have, &e) != SN_OK) {
+		bool distrust = strstr(e.msg, "not trusted") != NULL;
+		bool bad = e.code == SN_EINPUT && !distrust;
+		api_pc_warn(o, "plan cache: %s entry (%s)%s, rebuilding",
+			    distrust ? "refused" : bad ? "corrupt" : "unreadable", e.msg, bad ? ": deleted" : "");
+		if (bad)
+			unlink(path);
+		return NULL;
+	}
+	const char *changed = api_pc_stale(m, want, &have);
+	if (changed) {
+		api_pc_warn(o, "plan cache: stale entry %s (%s changed): rebuilding", path, changed);
+		cl_plan_free(p);
+		unlink(path);
+		return NULL;
+	}
+	return p;
+}
+
+/* Writes the loaded plan to path (a failure is a warning: the compile
+ * stands). */
+static void cache_store(const char *path, const cl_plan *p, const sinter_model *m, cg_plan_info *info,
+			const sinter_compile_options *o)
+{
+	sn_err e = {0};
+	api_pc_info_for_write(m, info);
+	if (cl_plan_write(path, p, info, &e) != SN_OK) {
+		api_pc_warn(o, "plan cache: not stored: %s", e.msg);
+		return;
+	}
+	if (sn_cache_shared()) /* the group reads it, whatever the umask */
+		chmod(path, 0640);
+}
+
 sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
 			      sinter_compile_stats *stats, sinter_error *err)
 {
@@ -202,13 +279,36 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 				 sinter_model_symbol(m, 0), sinter_model_symbol(m, 0));
 	if (o && o->threads < 0)
 		return api_failf(err, SINTER_E_USAGE, "threads must be >= 0, got %d", o->threads);
-	sinter_compile_stats s = {0};
-	cl_plan *p = NULL;
-	sinter_status st = build(m, o, &p, &s, err);
+	sinter_status st = check_options(o, err);
 	if (st)
 		return st;
-	api_cpu *c = calloc(1, sizeof *c);
+	rt_cpu_blas_quiet();
+	sinter_compile_stats s = {0};
+	cl_plan *p = NULL;
+	char dbuf[4096];
+	const char *dir = o && o->cache_dir ? (o->cache_dir[0] ? o->cache_dir : NULL)
+			  : kc_default_dir(dbuf, sizeof dbuf) == SN_OK ? dbuf : NULL;
+	const char *pdir = o && o->no_plan_cache ? NULL : dir;
+	cg_plan_info info = {0};
+	char wid[4200], path[4200] = "";
+	double t0 = sn_now();
 	sn_err e = {0};
+	uint8_t key[16];
+	if (pdir) {
+		api_pc_weights_id(m, wid, sizeof wid, &info);
+		plan_key(m, o, wid, key);
+		s.key_s = sn_now() - t0;
+		if (kc_plan_path(pdir, key, false, path, sizeof path, &e) != SN_OK)
+			path[0] = 0;
+		if (path[0] && (p = cache_lookup(path, m, &info, o)))
+			s.plan_hit = true;
+	}
+	sn_log(SN_LOG_INFO, "plan cache (cpu): %s", !pdir ? "off" : p ? "hit" : "miss");
+	if (!p && (st = build(m, o, &p, &s, err)))
+		return st;
+	s.plan_s = s.plan_hit ? sn_now() - t0 : 0;
+again:;
+	api_cpu *c = calloc(1, sizeof *c);
 	if (!c || !(c->desc = calloc(1, sizeof *c->desc)) || !(c->desc->g = ir_graph_clone(m->g, &e))) {
 		if (c)
 			free(c->desc);
@@ -218,20 +318,26 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 	}
 	c->device = API_DEV_CPU;
 	c->poison = o && o->poison;
-	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->nref;
+	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->ngather + p->nref;
 	s.kernels = p->nfns;
 	s.unique_kernels = p->nfns;
 	s.ref_steps = p->nref;
 	s.arena_bytes = p->arena_bytes;
 	s.weight_bytes = p->weight_bytes;
-	char dbuf[4096];
-	const char *dir = o && o->cache_dir ? (o->cache_dir[0] ? o->cache_dir : NULL)
-			  : kc_default_dir(dbuf, sizeof dbuf) == SN_OK ? dbuf : NULL;
 	rt_cpu_stats rs;
-	double t0 = sn_now();
+	t0 = sn_now();
 	if (rt_cpu_load(p, dir, o ? o->threads : 0, o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &rs,
 			&c->rt, &e) != SN_OK) {
 		api_cpu_free((sinter_compiled *)c);
+		if (s.plan_hit && e.code == SN_EINPUT) {
+			/* the entry's objects left the kernel cache: build it again */
+			api_pc_warn(o, "plan cache: entry %s: %s: rebuilding", path, e.msg);
+			s = (sinter_compile_stats){0};
+			e = (sn_err){0};
+			if ((st = build(m, o, &p, &s, err)))
+				return st;
+			goto again;
+		}
 		return api_fail(err, &e);
 	}
 	s.nvrtc_s = rs.opt_s;
@@ -239,6 +345,14 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 	s.cache_hits = rs.obj_hit ? s.kernels : 0;
 	sn_stage("load (cpu)", t0, "LLVM %.3f s, JIT %.3f s, object cache %s, %d threads", rs.opt_s, rs.jit_s,
 		 rs.obj_hit ? "hit" : "miss", rs.threads);
+	if (pdir && !s.plan_hit) {
+		t0 = sn_now();
+		if (kc_plan_path(pdir, key, true, path, sizeof path, &e) == SN_OK)
+			cache_store(path, rt_cpu_plan(c->rt), m, &info, o);
+		else
+			api_pc_warn(o, "plan cache: not stored: %s", e.msg);
+		s.plan_s = sn_now() - t0;
+	}
 	if (stats)
 		*stats = s;
 	*out = (sinter_compiled *)c;

@@ -5,6 +5,7 @@
  * stored -> runtime load. */
 #include "api/model.h"
 #include "api/observe.h"
+#include "api/plan_cache.h"
 
 #include "autotune/at_tune.h"
 
@@ -278,53 +279,6 @@ static sinter_status compile_kernels(cg_plan *p, int sm, const sinter_compile_op
 
 /* ---- the plan cache ---- */
 
-/* What the weights are, for the key, and their fingerprint for the entry. */
-static void weights_id(const sinter_model *m, char *id, size_t cap, cg_plan_info *info)
-{
-	const char *file = m->wsrc == API_W_FILE ? m->wpath : m->wsrc == API_W_ONNX ? m->path : NULL;
-	if (m->wsrc == API_W_RANDOM)
-		snprintf(id, cap, "random seed=%llu", (unsigned long long)m->seed);
-	else if (file) {
-		char *real = realpath(file, NULL);
-		snprintf(id, cap, "file %s", real ? real : file);
-		free(real);
-		struct stat sb;
-		if (stat(file, &sb) == 0) {
-			info->w_size = (uint64_t)sb.st_size;
-			info->w_mtime_ns = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
-			info->w_ino = (uint64_t)sb.st_ino;
-		}
-	} else {
-		snprintf(id, cap, "%s", m->weights ? "none" : "not loaded");
-	}
-}
-
-/* XXH3-128 of a whole file's content into h (false when unreadable). */
-static bool file_hash(const char *path, uint8_t h[16])
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return false;
-	struct stat sb;
-	XXH3_state_t *st = XXH3_createState();
-	char *buf = malloc(1 << 20);
-	bool ok = st && buf && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-	if (ok) {
-		XXH3_128bits_reset(st);
-		ssize_t n;
-		while ((n = read(fd, buf, 1 << 20)) > 0)
-			XXH3_128bits_update(st, buf, (size_t)n);
-		ok = n == 0;
-		XXH128_canonical_t c;
-		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
-		memcpy(h, c.digest, 16);
-	}
-	free(buf);
-	XXH3_freeState(st);
-	close(fd);
-	return ok;
-}
-
 /* key = XXH3-128 of (plan format, sinter version, the model's canonical
  * text, the options that shape the plan, the device key, the weights'
  * identity). The weights' content is checked apart (their fingerprint). */
@@ -375,15 +329,6 @@ static void key_components(const sinter_model *m, const resolved *r, const rt_cu
 	sn_buf_printf(b, "\nrecords %s\n", records && records[0] ? records : "none");
 }
 
-/* path with ".plan" replaced by ext (".key", ".tune"). */
-static void sidecar(const char *plan_path, const char *ext, char *out, size_t cap)
-{
-	snprintf(out, cap, "%s", plan_path);
-	size_t n = strlen(out);
-	if (n > 5 && !strcmp(out + n - 5, ".plan"))
-		memcpy(out + n - 5, ext, 5);
-}
-
 /* The plan for m from the cache at path when it is there and current;
  * a corrupt or stale entry is reported once and deleted. */
 static cg_plan *cache_lookup(const char *path, const sinter_model *m, const cg_plan_info *want,
@@ -403,18 +348,9 @@ static cg_plan *cache_lookup(const char *path, const sinter_model *m, const cg_p
 			unlink(path);
 		return NULL;
 	}
-	bool fresh = have.w_size == want->w_size && have.w_mtime_ns == want->w_mtime_ns && have.w_ino == want->w_ino;
-	if (!fresh && (m->wsrc == API_W_FILE || m->wsrc == API_W_ONNX)) {
-		/* touched or copied: the same content is still a hit */
-		uint8_t h[16];
-		const char *file = m->wsrc == API_W_FILE ? m->wpath : m->path;
-		fresh = file_hash(file, h) && !memcmp(h, have.w_hash, 16);
-	} else if (!fresh) {
-		fresh = true; /* random or no weights: the key says it all */
-	}
-	if (!fresh || strcmp(have.version, SINTER_VERSION)) {
-		warn(o, "plan cache: stale entry %s (%s changed): rebuilding", path,
-		     fresh ? "sinter" : "the weights");
+	const char *changed = api_pc_stale(m, want, &have);
+	if (changed) {
+		warn(o, "plan cache: stale entry %s (%s changed): rebuilding", path, changed);
 		cg_plan_free(p);
 		unlink(path);
 		return NULL;
@@ -588,7 +524,7 @@ static sinter_status add_slot(sinter_compiled *c, cg_plan *p, const int64_t *val
 
 static void tune_list_path(const char *plan_path, char *out, size_t cap)
 {
-	sidecar(plan_path, ".tune", out, cap);
+	api_pc_sidecar(plan_path, ".tune", out, cap);
 }
 
 static void extend_key(const uint8_t key0[16], const uint8_t digest[16], uint8_t key[16])
@@ -691,7 +627,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 	cg_plan_info info = {0};
 	char wid[4200];
 	double t0 = sn_now();
-	weights_id(m, wid, sizeof wid, &info);
+	api_pc_weights_id(m, wid, sizeof wid, &info);
 	sn_err e = {0};
 	cg_plan *p = NULL;
 	tune_ctx tc = {.dev = c->dev};
@@ -776,11 +712,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 	/* stored with the cuBLASLt algorithms the load chose */
 	if (path[0]) {
 		t0 = sn_now();
-		snprintf(info.version, sizeof info.version, "%s", SINTER_VERSION);
-		snprintf(info.source, sizeof info.source, "%s", m->path ? m->path : "");
-		const char *file = m->wsrc == API_W_FILE ? m->wpath : m->wsrc == API_W_ONNX ? m->path : NULL;
-		if (file)
-			file_hash(file, info.w_hash);
+		api_pc_info_for_write(m, &info);
 		uint8_t key[16];
 		plan_key(m, &r, c->dev, wid, key);
 		if ((!r.tune && kc_plan_path(dir, key, true, path, sizeof path, &e) != SN_OK) ||
@@ -791,7 +723,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 			char kpath[4300];
 			sn_buf kb = {0};
 			key_components(m, &r, c->dev, wid, records, &kb);
-			sidecar(path, ".key", kpath, sizeof kpath);
+			api_pc_sidecar(path, ".key", kpath, sizeof kpath);
 			if (!kb.oom)
 				sn_write_file(kpath, kb.s, kb.len, 0600, &e);
 			sn_buf_free(&kb);
@@ -1302,7 +1234,7 @@ sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_o
 	sn_buf b = {0};
 	cg_plan_info info = {0};
 	char wid[4200], path[4300], path0[4300] = "", records[33] = "";
-	weights_id(m, wid, sizeof wid, &info);
+	api_pc_weights_id(m, wid, sizeof wid, &info);
 	uint8_t key0[16], key[16];
 	plan_key(m, &r, dev, wid, key0);
 	memcpy(key, key0, 16);

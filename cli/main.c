@@ -1226,6 +1226,7 @@ static int cmd_bench(opts *o)
 		       "\"passes_s\": %.4f, \"weights_s\": %.4f, \"codegen_s\": %.4f, \"nvrtc_s\": %.4f, \"load_s\": %.4f, \"upload_s\": %.4f, "
 		       "\"context_s\": %.4f, \"plan_store_s\": %.4f, "
 		       "\"warm_start_s\": %.4f, \"warm_context_s\": %.4f, \"warm_after_context_s\": %.4f, \"warm_plan_hit\": %s, "
+		       "\"warm_run_s\": %.4f, "
 		       "\"steps\": %zu, \"kernels\": %zu, \"unique_kernels\": %zu, "
 		       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"median_ms\": %.4f, \"min_ms\": %.4f, "
 		       "\"iters\": %d, \"tune_s\": %.4f, \"tune_kernels\": %zu, \"tune_from_records\": %zu, "
@@ -1233,7 +1234,7 @@ static int cmd_bench(opts *o)
 		       "\"tune_rejected\": %zu, \"tune_speedup\": %.4f, \"warm_tune_timings\": %.0f}\n",
 		       o->file, why, cold_s, p.parse_s, cold.passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s,
 		       cold.upload_s, cold.context_s, cold.plan_s, warm_s, ctx_s, warm_ok ? warm_s - ctx_s : -1,
-		       warm_hit ? "true" : "false", cold.steps, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes,
+		       warm_hit ? "true" : "false", warm_ok ? json_num(line, "run_s") : -1, cold.steps, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes,
 		       med, ms[0], o->iters, cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned,
 		       cold.tune_candidates, cold.tune_timings, cold.tune_failed, cold.tune_rejected, cold.tune_speedup,
 		       warm_ok ? json_num(line, "tune_timings") : -1);
@@ -1260,10 +1261,13 @@ static int cmd_bench(opts *o)
 			       cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned, cold.tune_candidates,
 			       cold.tune_timings, cold.tune_failed, cold.tune_rejected, cold.tune_speedup);
 		if (warm_ok && cpu)
-			printf("warm start:   %.3f s in a new process to the first output (object cache: %.0f of %zu kernels; "
-			       "weights %.3f, passes %.3f, lowering %.3f, first run %.3f)\n",
-			       warm_s, json_num(line, "cache_hits"), cold.kernels, json_num(line, "weights_s"),
-			       json_num(line, "passes_s"), json_num(line, "codegen_s"), json_num(line, "run_s"));
+			printf("warm start:   %.3f s in a new process to the first output (plan cache %s: key %.3f, plan read "
+			       "%.3f; object cache: %.0f of %zu kernels, JIT %.3f; weights %.3f, passes %.3f, lowering %.3f; "
+			       "first run %.3f)\n",
+			       warm_s, warm_hit ? "hit" : "MISS", json_num(line, "key_s"), json_num(line, "plan_s"),
+			       json_num(line, "cache_hits"), cold.kernels, json_num(line, "load_s"),
+			       json_num(line, "weights_s"), json_num(line, "passes_s"), json_num(line, "codegen_s"),
+			       json_num(line, "run_s"));
 		else if (warm_ok)
 			printf("warm start:   %.3f s in a new process to the first output (CUDA context %.3f s, after it %.3f s; plan cache %s)\n"
 			       "              after the context: plan key %.3f, plan read %.3f, modules %.3f, cuBLASLt %.3f, upload %.3f, graph %.3f, first run %.3f\n",

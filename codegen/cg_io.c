@@ -3,6 +3,7 @@
  * corrupted, from another version, or hostile; every field is checked
  * before the plan is handed to the runtime. */
 #include "codegen/cg.h"
+#include "codegen/plan_bytes.h"
 #include "ir/file.h"
 
 #include <errno.h>
@@ -25,33 +26,6 @@ enum { HEADER = 64, PAGE = 4096 };
 
 /* ---- writing ---- */
 
-typedef struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-} wbuf;
-
-static void put(wbuf *b, const void *v, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		while (cap < b->len + n)
-			cap *= 2;
-		uint8_t *q = realloc(b->p, cap);
-		if (!q) {
-			b->oom = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, v, n);
-	b->len += n;
-}
-static void put32(wbuf *b, uint32_t v) { put(b, &v, 4); }
-static void put64(wbuf *b, uint64_t v) { put(b, &v, 8); }
 static void puti64s(wbuf *b, const int64_t *v, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -65,9 +39,6 @@ static void putstr(wbuf *b, const char *s)
 	put(b, s ? s : "", n);
 }
 
-/* The weight image is checksummed in chunks, so a reader can verify them
- * on several cores at once (a warm start reads hundreds of MB). */
-#define WCHUNK ((uint64_t)16 << 20)
 
 static void put_meta(wbuf *b, const cg_plan *p, const cg_plan_info *info, uint64_t *cubin_off)
 {
@@ -227,34 +198,6 @@ int cg_plan_write(const char *path, const cg_plan *p, const cg_plan_info *info, 
 
 /* ---- reading ---- */
 
-typedef struct rbuf {
-	const uint8_t *p;
-	size_t len, at;
-	bool bad;
-} rbuf;
-
-static void get(rbuf *r, void *v, size_t n)
-{
-	if (r->bad || r->len - r->at < n) {
-		r->bad = true;
-		memset(v, 0, n);
-		return;
-	}
-	memcpy(v, r->p + r->at, n);
-	r->at += n;
-}
-static uint32_t get32(rbuf *r)
-{
-	uint32_t v;
-	get(r, &v, 4);
-	return v;
-}
-static uint64_t get64(rbuf *r)
-{
-	uint64_t v;
-	get(r, &v, 8);
-	return v;
-}
 static void geti64s(rbuf *r, int64_t *v, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -312,7 +255,7 @@ static void *check_range(void *arg)
 }
 
 /* Verifies the weight image's chunks on up to 8 threads. */
-static bool check_chunks(const uint8_t *data, uint64_t size, const uint64_t *sums, uint64_t n)
+bool cg_check_chunks(const uint8_t *data, uint64_t size, const uint64_t *sums, uint64_t n)
 {
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 	(void)data, (void)size, (void)sums, (void)n;
@@ -400,7 +343,7 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 		return "out of memory";
 	for (uint64_t i = 0; i < nchunks; i++)
 		sums[i] = get64(&r);
-	bool weights_ok = check_chunks(data + w_off, w_bytes, sums, nchunks);
+	bool weights_ok = cg_check_chunks(data + w_off, w_bytes, sums, nchunks);
 	free(sums);
 	if (!weights_ok)
 		return "checksum mismatch in the weights";

@@ -14,6 +14,9 @@
  *   CL_ATTN    scaled_dot_product_attention, per (batch, head) two products
  *              and a softmax in between;
  *   CL_POOL    max_pool2d and global_avg_pool, NHWC f32, in the runtime's C;
+ *   CL_GATHER  gather of any dtype by i64/i32 indices (a = the indices, or
+ *              IR_NONE for a 1-D iota: rows 0..n-1), rows copied by the
+ *              runtime, every index checked first;
  *   CL_REF     anything else: the reference interpreter's implementation of
  *              each member of the group, on the plan's buffers.
  * The plan keeps the optimized graph (fallback steps and convolutions read
@@ -22,6 +25,7 @@
 #ifndef SINTER_CL_H
 #define SINTER_CL_H
 
+#include "codegen/cg.h"
 #include "ir/ir.h"
 #include "passes/fuse.h"
 
@@ -38,7 +42,7 @@ typedef struct cl_val {
 	uint32_t index;  /* CL_INPUT: input i; CL_VIEW: the node whose storage it shares */
 } cl_val;
 
-typedef enum cl_kind { CL_KERNEL, CL_GEMM, CL_CONV, CL_ATTN, CL_REF, CL_SKIP, CL_POOL } cl_kind;
+typedef enum cl_kind { CL_KERNEL, CL_GEMM, CL_CONV, CL_ATTN, CL_REF, CL_SKIP, CL_POOL, CL_GATHER } cl_kind;
 
 typedef struct cl_step {
 	cl_kind kind;
@@ -64,14 +68,23 @@ typedef struct cl_plan {
 	cl_step *steps;
 	uint32_t nsteps;
 	uint64_t arena_bytes;
-	void *weights;     /* params and consts, CL_ALIGN-aligned (owned) */
+	void *weights;     /* params and consts, CL_ALIGN-aligned (owned, or in map) */
 	uint64_t weight_bytes;
 	char **fns;        /* function names, nfns (owned) */
 	uint32_t nfns;
 	/* LLVMContextRef and LLVMModuleRef of each module (kernels go to them
 	 * in turn) until the runtime compiles them; NULL after */
 	void *llctx[CL_NMOD], *llmod[CL_NMOD];
-	uint32_t nref, nkernel, ngemm, nconv, nattn, npool; /* steps of each kind */
+	uint32_t nref, nkernel, ngemm, nconv, nattn, npool, ngather; /* steps of each kind */
+	/* the kernel cache keys of module k's object (set by the runtime's
+	 * load, or read from a plan file: the code of a plan without modules) */
+	uint8_t objkey[CL_NMOD][16];
+	bool has_obj[CL_NMOD];
+	/* a plan read from a file: the file mapped read-only (weights point
+	 * into it), unmapped by cl_plan_free */
+	void *map;
+	size_t map_size;
+	bool borrowed; /* weights point into memory the caller keeps (cl_plan_parse) */
 } cl_plan;
 
 /* Lowers g (verified, concrete shapes; taken on success: the plan owns it
@@ -80,6 +93,25 @@ typedef struct cl_plan {
  * Free with cl_plan_free. */
 int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, sn_err *e);
 void cl_plan_free(cl_plan *p);
+
+/* ---- codegen/cl_io.c: cpu plan files (the plan cache's cpu entries) ----
+ * A 64-byte header (magic SINTCPUP, CL_PLAN_FORMAT, total size, XXH3-64
+ * of the tables, their size, the weight image's offset and size), the
+ * tables (info, the graph as .sir text, per-node places, the fusion
+ * partition, the steps, function names, the objects' kernel cache keys,
+ * an XXH3-64 per 16 MiB of the weight image), then the weight image on a
+ * 4 KiB boundary. Writes p (its modules compiled: llmod NULL, has_obj
+ * set) to path through a temp file and a rename. */
+#define CL_PLAN_FORMAT 1
+int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, sn_err *e);
+/* Reads path (no symlink; refused unless sn_cache_trusted), the file
+ * mapped read-only; every table checked, the graph parsed and verified,
+ * the weight image's checksums verified. SN_EINPUT "PATH: why" for a bad
+ * file. The plan has no modules: its code is p->objkey's objects. Free
+ * with cl_plan_free. */
+int cl_plan_read(const char *path, cl_plan **out, cg_plan_info *info, sn_err *e);
+/* The same over bytes in memory (fuzzing): the plan borrows data. */
+int cl_plan_parse(const void *data, size_t size, cl_plan **out, cg_plan_info *info, sn_err *e);
 
 /* The fusion groups cl_lower would make of g, as cg_fusion_groups. */
 int cl_fusion_groups(const ir_graph *g, sn_buf *b, sn_err *e);

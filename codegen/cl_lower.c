@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static bool f32_all(const ir_graph *g, const ir_node *n)
 {
@@ -88,6 +89,18 @@ static bool attn_ok(const ir_graph *g, const ir_node *n)
 	       k->d[2] == v->d[2] && q->d[3] == k->d[3];
 }
 
+/* A gather the runtime copies: its data stored, its indices i64 or i32,
+ * stored or a 1-D iota (0..n-1) computed from nothing. */
+static bool gather_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
+{
+	if (n->op != IR_OP_gather || n->nin != 2 || !fp->stored[n->in[0]])
+		return false;
+	const ir_node *ix = &g->nodes[n->in[1]];
+	if (ix->dtype != IR_I64 && ix->dtype != IR_I32)
+		return false;
+	return fp->stored[n->in[1]] || (ix->op == IR_OP_iota && ix->shape.rank == 1);
+}
+
 static unsigned caps(const ir_graph *g, ir_ref r, void *ctx)
 {
 	(void)ctx;
@@ -123,7 +136,10 @@ void cl_plan_free(cl_plan *p)
 	fu_plan_free(&p->fp);
 	free(p->vals);
 	free(p->steps);
-	free(p->weights);
+	if (p->map)
+		munmap(p->map, p->map_size);
+	else if (!p->borrowed)
+		free(p->weights);
 	for (uint32_t i = 0; p->fns && i < p->nfns; i++)
 		free(p->fns[i]);
 	free(p->fns);
@@ -134,7 +150,7 @@ void cl_plan_free(cl_plan *p)
 
 static const char *kind_name(cl_kind k)
 {
-	static const char *const n[] = {"kernel", "gemm", "conv", "attention", "ref", "view", "pool"};
+	static const char *const n[] = {"kernel", "gemm", "conv", "attention", "ref", "view", "pool", "gather"};
 	return (unsigned)k < SN_COUNT(n) ? n[k] : "?";
 }
 
@@ -155,9 +171,10 @@ void cl_plan_list(const cl_plan *p, sn_buf *b)
 			sn_buf_printf(b, " epilogue=%s", p->fns[s->fn]);
 		sn_buf_puts(b, "\n");
 	}
-	sn_buf_printf(b, "%u steps: %u kernels, %u gemm, %u conv, %u attention, %u pool, %u on the reference interpreter\n",
-		      p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->nref, p->nkernel, p->ngemm, p->nconv,
-		      p->nattn, p->npool, p->nref);
+	sn_buf_printf(b, "%u steps: %u kernels, %u gemm, %u conv, %u attention, %u pool, %u gather, %u on the reference "
+		      "interpreter\n",
+		      p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->ngather + p->nref, p->nkernel, p->ngemm,
+		      p->nconv, p->nattn, p->npool, p->ngather, p->nref);
 }
 
 static uint64_t up(uint64_t x)
@@ -319,6 +336,14 @@ int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, 
 		    (core->op == IR_OP_max_pool2d || core->op == IR_OP_global_avg_pool)) {
 			st->kind = CL_POOL;
 			p->npool++;
+			continue;
+		}
+		if (gr->kind == FU_NODE && gather_ok(g, fp, core)) {
+			st->kind = CL_GATHER;
+			st->b = core->in[0];
+			st->a = g->nodes[core->in[1]].op == IR_OP_iota && !fp->stored[core->in[1]] ? IR_NONE : core->in[1];
+			st->out = gr->root;
+			p->ngather++;
 			continue;
 		}
 		if (gr->kind == FU_NODE && attn_ok(g, core)) {

@@ -7,6 +7,7 @@
 #include "runtime/kcache.h"
 
 #include <llvm-c/Core.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -16,6 +17,7 @@
 
 #include <cblas.h>
 
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -166,6 +168,8 @@ struct rt_cpu {
 	void **addr;      /* per node, this run's */
 	float **scratch;  /* per thread: im2col tiles, attention scores */
 	size_t scratch_n;
+	float **wino;     /* per step: a Winograd convolution's transformed weights (first run) */
+	bool no_wino;     /* SINTER_CPU_WINOGRAD=0: 3x3 convolutions by im2col (measurements) */
 };
 
 const cl_plan *rt_cpu_plan(const rt_cpu *c)
@@ -180,6 +184,9 @@ void rt_cpu_free(rt_cpu *c)
 	for (size_t i = 0; c->scratch && c->pool && i < (size_t)c->pool->n; i++)
 		free(c->scratch[i]);
 	free(c->scratch);
+	for (uint32_t i = 0; c->wino && i < c->p->nsteps; i++)
+		free(c->wino[i]);
+	free(c->wino);
 	pool_free(c->pool);
 	if (c->jit)
 		LLVMOrcDisposeLLJIT(c->jit);
@@ -204,6 +211,27 @@ static int cores(void)
 	return n > 0 ? (int)n : 1;
 }
 
+/* OpenBLAS (the pthreads build) starts its worker threads when it is
+ * loaded, and an idle worker spins on sched_yield for about 2^28 cycles
+ * before it sleeps: a tenth of a second of a core taken from our pool at
+ * every process start, the warm start's first run included. We call
+ * BLAS on one thread only, so those workers are stopped once, through
+ * OpenBLAS's own shutdown (the one it runs before a fork), looked up at
+ * run time so that another BLAS build without it is left alone. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_quiet(void)
+{
+	openblas_set_num_threads(1);
+	void (*shutdown)(void) = (void (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+	if (shutdown)
+		shutdown();
+}
+
+void rt_cpu_blas_quiet(void)
+{
+	pthread_once(&blas_once, blas_quiet);
+}
+
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 static void llvm_init(void)
 {
@@ -211,9 +239,22 @@ static void llvm_init(void)
 	LLVMInitializeNativeAsmPrinter();
 }
 
+void rt_cpu_host(sn_buf *b)
+{
+	char *triple = LLVMGetDefaultTargetTriple();
+	char *cpu = LLVMGetHostCPUName();
+	char *feat = LLVMGetHostCPUFeatures();
+	sn_buf_printf(b, "llvm %d %s %s %s openblas %s", LLVM_VERSION_MAJOR, triple, cpu, feat, openblas_get_config());
+	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(feat);
+}
+
 /* One module's compilation, on a thread of its own. */
 typedef struct objjob {
 	LLVMModuleRef mod;
+	const uint8_t *want; /* no module: the object's key (a plan from a file) */
+	uint8_t key[KC_KEY_SIZE];
 	const char *cache_dir;
 	void (*warn)(void *, const char *);
 	void *wctx;
@@ -224,12 +265,37 @@ typedef struct objjob {
 } objjob;
 
 static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
-		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e);
+		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, uint8_t key[KC_KEY_SIZE], sn_err *e);
+
+/* The object under key want, from the kernel cache (a plan read from a
+ * file carries no module to compile again): SN_EINPUT when it is not
+ * there or not usable. */
+static int object_by_key(const uint8_t *want, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
+			 rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e)
+{
+	if (!cache_dir)
+		return sn_errf(e, SN_EINPUT, "cpu: a plan without modules needs the kernel cache");
+	void *data = NULL;
+	size_t size = 0;
+	kc_status ks;
+	sn_err sub = {0};
+	if (kc_get(cache_dir, want, &data, &size, &ks, &sub) != SN_OK || ks.state != KC_HIT) {
+		free(data);
+		if (ks.state == KC_CORRUPT && warn)
+			warn(wctx, ks.msg);
+		return sn_errf(e, SN_EINPUT, "cpu: the plan's object is not in the kernel cache");
+	}
+	*obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, size, "sinter-cpu.o");
+	free(data);
+	st->obj_hit = true;
+	return SN_OK;
+}
 
 static void *object_thread(void *arg)
 {
 	objjob *j = arg;
-	j->rc = object_of(j->mod, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, &j->e);
+	j->rc = j->mod ? object_of(j->mod, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, j->key, &j->e)
+		       : object_by_key(j->want, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, &j->e);
 	return NULL;
 }
 
@@ -244,7 +310,7 @@ static bool has_code(LLVMModuleRef mod)
 
 /* The module optimized and compiled for the host, or the cached object. */
 static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void *, const char *), void *wctx,
-		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, sn_err *e)
+		     rt_cpu_stats *st, LLVMMemoryBufferRef *obj, uint8_t key[KC_KEY_SIZE], sn_err *e)
 {
 	char *triple = LLVMGetDefaultTargetTriple();
 	char *cpu = LLVMGetHostCPUName();
@@ -278,7 +344,6 @@ static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void
 		goto done;
 	}
 	snprintf(flags, flen, "cpu-object llvm16 O3 %s %s %s", triple, cpu, feat);
-	uint8_t key[KC_KEY_SIZE];
 	kc_key(text, 0, 0, flags, key);
 	free(flags);
 	sn_log(SN_LOG_DEBUG, "cpu: module key in %.3f s (%zu bytes of IR)", sn_now() - tk, strlen(text));
@@ -346,14 +411,18 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 	int rc = SN_OK;
 	int n = threads > 0 ? threads : cores();
 	st->threads = n;
-	/* our pool splits the work; OpenBLAS runs each call on one thread */
-	openblas_set_num_threads(1);
+	/* our pool splits the work; OpenBLAS runs each call on one thread
+	 * (and setting its thread count again would restart its workers) */
+	rt_cpu_blas_quiet();
 	c->pool = pool_new(n);
 	c->fns = calloc(p->nfns ? p->nfns : 1, sizeof *c->fns);
 	c->addr = calloc(p->g->nnodes ? p->g->nnodes : 1, sizeof *c->addr);
 	c->arena = p->arena_bytes ? aligned_alloc(CL_ALIGN, (p->arena_bytes + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN) : NULL;
 	c->scratch = c->pool ? calloc((size_t)c->pool->n, sizeof *c->scratch) : NULL;
-	if (!c->pool || !c->fns || !c->addr || (p->arena_bytes && !c->arena) || !c->scratch) {
+	c->wino = calloc(p->nsteps ? p->nsteps : 1, sizeof *c->wino);
+	const char *wv = getenv("SINTER_CPU_WINOGRAD");
+	c->no_wino = wv && !strcmp(wv, "0");
+	if (!c->pool || !c->fns || !c->addr || (p->arena_bytes && !c->arena) || !c->scratch || !c->wino) {
 		rc = sn_errf(e, SN_EINTERNAL, "out of memory (cpu arena, %llu bytes)", (unsigned long long)p->arena_bytes);
 		goto fail;
 	}
@@ -365,8 +434,9 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 		bool started[CL_NMOD] = {0};
 		memset(jobs, 0, sizeof jobs);
 		for (int k = 0; k < CL_NMOD; k++) {
-			jobs[k] = (objjob){.mod = p->llmod[k], .cache_dir = cache_dir, .warn = warn, .wctx = warn_ctx};
-			if (!jobs[k].mod || !has_code(jobs[k].mod))
+			jobs[k] = (objjob){.mod = p->llmod[k], .want = p->has_obj[k] ? p->objkey[k] : NULL,
+					   .cache_dir = cache_dir, .warn = warn, .wctx = warn_ctx};
+			if (jobs[k].mod ? !has_code(jobs[k].mod) : !jobs[k].want)
 				continue;
 			if (k > 0 && pthread_create(&th[k], NULL, object_thread, &jobs[k]) == 0)
 				started[k] = true;
@@ -386,6 +456,10 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 				st->opt_s = jobs[k].st.opt_s;
 			if (jobs[k].obj && !jobs[k].st.obj_hit)
 				st->obj_hit = false;
+			if (jobs[k].obj && jobs[k].mod) { /* for a plan file */
+				memcpy(p->objkey[k], jobs[k].key, KC_KEY_SIZE);
+				p->has_obj[k] = true;
+			}
 		}
 		double t0 = sn_now();
 		for (int k = 0; k < CL_NMOD; k++) {
@@ -606,6 +680,24 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 				float *row = col + (p - p0) * j->K;
 				for (int64_t kh = 0; kh < j->KH; kh++) {
 					int64_t hi_ = ho * j->sh - j->pt + kh * j->dh;
+					if (j->dw == 1) {
+						/* the row's taps are adjacent pixels: one run of
+						 * KW * C floats in NHWC, zeros where it leaves x */
+						int64_t wi0 = wo * j->sw - j->pl;
+						int64_t k0 = wi0 < 0 ? -wi0 : 0, k1 = j->W - wi0 < j->KW ? j->W - wi0 : j->KW;
+						float *dst = row + kh * j->KW * j->C;
+						if (hi_ < 0 || hi_ >= j->H || k1 <= k0) {
+							memset(dst, 0, (size_t)(j->KW * j->C) * sizeof *dst);
+							continue;
+						}
+						if (k0 > 0)
+							memset(dst, 0, (size_t)(k0 * j->C) * sizeof *dst);
+						memcpy(dst + k0 * j->C, j->x + ((nb * j->H + hi_) * j->W + wi0 + k0) * j->C,
+						       (size_t)((k1 - k0) * j->C) * sizeof *dst);
+						if (k1 < j->KW)
+							memset(dst + k1 * j->C, 0, (size_t)((j->KW - k1) * j->C) * sizeof *dst);
+						continue;
+					}
 					for (int64_t kw = 0; kw < j->KW; kw++) {
 						int64_t wi = wo * j->sw - j->pl + kw * j->dw;
 						float *dst = row + (kh * j->KW + kw) * j->C;
@@ -620,18 +712,215 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 			A = col;
 		}
 		float *C = j->out + p0 * j->O;
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(p1 - p0), (blasint)(o1 - o0), (blasint)j->K,
-			    1.0f, A, (blasint)j->K, j->w + o0 * j->K, (blasint)j->K, 0.0f, C + o0, (blasint)j->O);
-		if (j->bias)
+		/* the bias first and the product added to it (beta 1): one pass
+		 * over the tile instead of OpenBLAS's zeroing and a bias pass */
+		float beta = 0.0f;
+		if (j->bias) {
 			for (int64_t p = p0; p < p1; p++)
-				for (int64_t o = o0; o < o1; o++)
-					C[(p - p0) * j->O + o] += j->bias[o];
+				memcpy(C + (p - p0) * j->O + o0, j->bias + o0, (size_t)(o1 - o0) * sizeof *C);
+			beta = 1.0f;
+		}
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(p1 - p0), (blasint)(o1 - o0), (blasint)j->K,
+			    1.0f, A, (blasint)j->K, j->w + o0 * j->K, (blasint)j->K, beta, C + o0, (blasint)j->O);
 		/* the fused epilogue on the tile while it is in cache: its rows
 		 * are output pixels of O channels (after the whole conv when
 		 * the channels are split) */
 		if (j->epi && j->nct == 1)
 			j->epi(j->ebufs, p0, p1);
 	}
+}
+
+/* ---- Winograd F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for
+ * Convolutional Neural Networks", 2016) for 3x3 stride-1 undilated
+ * convolutions: each 2x2 block of output pixels from a 4x4 input patch,
+ * V = B^T d B per channel, 16 products (tiles x C) by (C x O) on the
+ * transformed weights U = G g G^T, then Y = A^T M A: 16 multiplies per 4
+ * outputs instead of 36, by cblas_sgemm as the im2col path. ---- */
+
+typedef struct wjob {
+	rt_cpu *c;
+	const float *x, *w, *bias;
+	float *u; /* [16][O][C] */
+	float *out;
+	int64_t H, W, C, O, Ho, Wo, pt, pl, th, tw, T;
+	int64_t nt, nco, ocw; /* tiles per task, channel tasks, channels per task */
+} wjob;
+
+/* U = G g G^T for output channels [lo, hi): G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]. */
+static void wino_weight_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	wjob *j = ctx;
+	int64_t C = j->C, O = j->O;
+	for (int64_t o = lo; o < hi; o++)
+		for (int64_t ci = 0; ci < C; ci++) {
+			float g[3][3], t[4][3];
+			for (int r = 0; r < 3; r++)
+				for (int q = 0; q < 3; q++)
+					g[r][q] = j->w[((o * 3 + r) * 3 + q) * C + ci];
+			for (int q = 0; q < 3; q++) {
+				t[0][q] = g[0][q];
+				t[1][q] = 0.5f * (g[0][q] + g[1][q] + g[2][q]);
+				t[2][q] = 0.5f * (g[0][q] - g[1][q] + g[2][q]);
+				t[3][q] = g[2][q];
+			}
+			for (int a = 0; a < 4; a++) {
+				float u[4] = {t[a][0], 0.5f * (t[a][0] + t[a][1] + t[a][2]), 0.5f * (t[a][0] - t[a][1] + t[a][2]),
+					      t[a][2]};
+				for (int b = 0; b < 4; b++)
+					j->u[((int64_t)(a * 4 + b) * O + o) * C + ci] = u[b];
+			}
+		}
+}
+
+/* One B^T step over n channels: (y0..y3) = B^T (x0..x3), vectorized. */
+static void wino_bt(const float *restrict x0, const float *restrict x1, const float *restrict x2,
+		    const float *restrict x3, float *restrict y0, float *restrict y1, float *restrict y2,
+		    float *restrict y3, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float a = x0[i], b = x1[i], c = x2[i], d = x3[i];
+		y0[i] = a - c;
+		y1[i] = b + c;
+		y2[i] = c - b;
+		y3[i] = b - d;
+	}
+}
+
+/* One A^T step over n channels: (y0, y1) = A^T (x0..x3) (+ bias). */
+static void wino_at(const float *restrict x0, const float *restrict x1, const float *restrict x2,
+		    const float *restrict x3, float *restrict y0, float *restrict y1, const float *restrict bias,
+		    int64_t n)
+{
+	if (bias)
+		for (int64_t i = 0; i < n; i++) {
+			y0[i] = x0[i] + x1[i] + x2[i] + bias[i];
+			y1[i] = x1[i] - x2[i] - x3[i] + bias[i];
+		}
+	else
+		for (int64_t i = 0; i < n; i++) {
+			y0[i] = x0[i] + x1[i] + x2[i];
+			y1[i] = x1[i] - x2[i] - x3[i];
+		}
+}
+
+static void wino_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	wjob *j = ctx;
+	int64_t C = j->C, O = j->O, nt = j->nt, ocw = j->ocw;
+	float *V = j->c->scratch[tid];         /* [16][nt][C] */
+	float *Mb = V + 16 * nt * C;          /* [16][nt][ocw] */
+	float *E = Mb + 16 * nt * ocw;        /* [16][max(C, ocw)]: a tile's rows between the two steps */
+	int64_t es = C > ocw ? C : ocw;
+	float *zero = E + 16 * es;            /* C zeros */
+	for (int64_t t = lo; t < hi; t++) {
+		int64_t tc = t / j->nco, oc = t % j->nco;
+		int64_t t0 = tc * nt, t1 = t0 + nt < j->T ? t0 + nt : j->T, n = t1 - t0;
+		int64_t o0 = oc * ocw, o1 = o0 + ocw < O ? o0 + ocw : O, ow = o1 - o0;
+		/* V = B^T d B: rows first (into E), then columns (into V) */
+		for (int64_t ti = 0; ti < n; ti++) {
+			int64_t tt = t0 + ti, tx = tt % j->tw, ty = tt / j->tw % j->th, nb = tt / (j->tw * j->th);
+			const float *d[4][4];
+			for (int r = 0; r < 4; r++)
+				for (int q = 0; q < 4; q++) {
+					int64_t hi_ = ty * 2 - j->pt + r, wi = tx * 2 - j->pl + q;
+					d[r][q] = hi_ < 0 || hi_ >= j->H || wi < 0 || wi >= j->W
+							  ? zero
+							  : j->x + ((nb * j->H + hi_) * j->W + wi) * C;
+				}
+			for (int r = 0; r < 4; r++)
+				wino_bt(d[r][0], d[r][1], d[r][2], d[r][3], E + (r * 4 + 0) * es, E + (r * 4 + 1) * es,
+					E + (r * 4 + 2) * es, E + (r * 4 + 3) * es, C);
+			float *v = V + ti * C;
+			int64_t vs = nt * C;
+			for (int b = 0; b < 4; b++)
+				wino_bt(E + (0 * 4 + b) * es, E + (1 * 4 + b) * es, E + (2 * 4 + b) * es, E + (3 * 4 + b) * es,
+					v + (0 * 4 + b) * vs, v + (1 * 4 + b) * vs, v + (2 * 4 + b) * vs, v + (3 * 4 + b) * vs,
+					C);
+		}
+		for (int xi = 0; xi < 16; xi++)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)ow, (blasint)C, 1.0f,
+				    V + xi * nt * C, (blasint)C, j->u + ((int64_t)xi * O + o0) * C, (blasint)C, 0.0f,
+				    Mb + xi * nt * ow, (blasint)ow);
+		/* Y = A^T M A (+ bias): rows into E (f[a][k]), then columns */
+		for (int64_t ti = 0; ti < n; ti++) {
+			int64_t tt = t0 + ti, tx = tt % j->tw, ty = tt / j->tw % j->th, nb = tt / (j->tw * j->th);
+			int64_t y0 = ty * 2, x0 = tx * 2;
+			const float *m = Mb + ti * ow;
+			int64_t ms = nt * ow;
+			for (int a = 0; a < 4; a++)
+				wino_at(m + (a * 4 + 0) * ms, m + (a * 4 + 1) * ms, m + (a * 4 + 2) * ms, m + (a * 4 + 3) * ms,
+					E + (a * 2 + 0) * es, E + (a * 2 + 1) * es, NULL, ow);
+			for (int k = 0; k < 2; k++) {
+				float *r0 = y0 < j->Ho && x0 + k < j->Wo
+						    ? j->out + ((nb * j->Ho + y0) * j->Wo + x0 + k) * O + o0
+						    : E + 8 * es; /* past the edge: a scratch row */
+				float *r1 = y0 + 1 < j->Ho && x0 + k < j->Wo
+						    ? j->out + ((nb * j->Ho + y0 + 1) * j->Wo + x0 + k) * O + o0
+						    : E + 9 * es;
+				wino_at(E + (0 * 2 + k) * es, E + (1 * 2 + k) * es, E + (2 * 2 + k) * es, E + (3 * 2 + k) * es,
+					r0, r1, j->bias ? j->bias + o0 : NULL, ow);
+			}
+		}
+	}
+}
+
+/* Whether the convolution in j takes the Winograd path. */
+static bool wino_ok(const cjob *j)
+{
+	return j->KH == 3 && j->KW == 3 && j->sh == 1 && j->sw == 1 && j->dh == 1 && j->dw == 1 && j->C >= 16 &&
+	       j->O >= 16 && j->Ho >= 2 && j->Wo >= 2;
+}
+
+static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
+{
+	int n = c->pool->n;
+	wjob j = {.c = c, .x = cj->x, .w = cj->w, .bias = cj->bias, .out = cj->out, .H = cj->H, .W = cj->W,
+		  .C = cj->C, .O = cj->O, .Ho = cj->Ho, .Wo = cj->Wo, .pt = cj->pt, .pl = cj->pl};
+	j.th = (j.Ho + 1) / 2, j.tw = (j.Wo + 1) / 2;
+	j.T = cj->N * j.th * j.tw;
+	size_t si = (size_t)(s - c->p->steps);
+	if (!c->wino[si]) {
+		/* the weights transformed once, on the first run */
+		if (!(c->wino[si] = malloc((size_t)(16 * j.O * j.C) * sizeof(float))))
+			return sn_errf(e, SN_EINTERNAL, "out of memory (Winograd weights)");
+		j.u = c->wino[si];
+		pool_for(c->pool, j.O, 8, wino_weight_task, &j);
+	}
+	j.u = c->wino[si];
+	/* tiles per task: two tasks per thread at least, V within 1 MiB */
+	j.nt = (j.T + 2 * n - 1) / (2 * n);
+	int64_t cap = 16384 / j.C;
+	if (j.nt > cap)
+		j.nt = cap;
+	if (j.nt < 8)
+		j.nt = 8;
+	int64_t tchunks = (j.T + j.nt - 1) / j.nt;
+	j.nco = 1;
+	j.ocw = j.O;
+	if (tchunks < 2 * n && j.O >= 64) {
+		j.nco = (2 * n + tchunks - 1) / tchunks;
+		j.ocw = ((j.O + j.nco - 1) / j.nco + 15) / 16 * 16;
+		j.nco = (j.O + j.ocw - 1) / j.ocw;
+	}
+	int64_t es = j.C > j.ocw ? j.C : j.ocw;
+	size_t need = (size_t)(16 * j.nt * (j.C + j.ocw) + 16 * es + j.C);
+	if (need > c->scratch_n) {
+		for (int i = 0; i < n; i++) {
+			free(c->scratch[i]);
+			if (!(c->scratch[i] = malloc(need * sizeof(float))))
+				return sn_errf(e, SN_EINTERNAL, "out of memory (Winograd tiles)");
+		}
+		c->scratch_n = need;
+	}
+	for (int i = 0; i < n; i++) /* the zero row past the tile rows */
+		memset(c->scratch[i] + 16 * j.nt * (j.C + j.ocw) + 16 * es, 0, (size_t)j.C * sizeof(float));
+	pool_for(c->pool, tchunks * j.nco, 1, wino_task, &j);
+	if (cj->epi) {
+		kjob k = {.fn = cj->epi, .bufs = cj->ebufs};
+		pool_for(c->pool, cj->M, 64, kern_task, &k);
+	}
+	return SN_OK;
 }
 
 static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
@@ -655,6 +944,8 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	j.ebufs = ebufs;
 	if (s->fn >= 0 && s->out != s->args[0])
 		return sn_errf(e, SN_EINTERNAL, "cpu: convolution epilogue writes another buffer");
+	if (wino_ok(&j) && !c->no_wino)
+		return run_wino(c, s, &j, e);
 	/* pixel tiles: two per thread at least, their im2col rows within
 	 * 1 MiB (a core's L2), at least 64 rows for BLAS to work with */
 	j.tile = (j.M + 2 * c->pool->n - 1) / (2 * c->pool->n);
@@ -829,6 +1120,62 @@ static void run_pool(rt_cpu *c, const cl_step *s)
 
 /* ---- fallback: the reference interpreter over a group's members ---- */
 
+/* ---- gather: rows of the data copied by index, over the pool ---- */
+
+typedef struct gjob2 {
+	const char *x;
+	char *out;
+	const void *ix; /* NULL: 0..ni-1 */
+	bool i32;
+	int64_t len, ni;
+	size_t chunk; /* bytes per row */
+} gjob2;
+
+static int64_t gather_index(const gjob2 *j, int64_t t)
+{
+	int64_t v = !j->ix ? t : j->i32 ? ((const int32_t *)j->ix)[t] : ((const int64_t *)j->ix)[t];
+	return v < 0 ? v + j->len : v;
+}
+
+static void gather_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	gjob2 *j = ctx;
+	for (int64_t r = lo; r < hi; r++) { /* r = o * ni + t */
+		int64_t o = r / j->ni, t = r % j->ni;
+		memcpy(j->out + (size_t)r * j->chunk, j->x + (size_t)(o * j->len + gather_index(j, t)) * j->chunk,
+		       j->chunk);
+	}
+}
+
+static int run_gather(rt_cpu *c, const cl_step *s, sn_err *e)
+{
+	const ir_graph *g = c->p->g;
+	const ir_node *n = &g->nodes[s->node];
+	const ir_shape *xs = &g->nodes[n->in[0]].shape;
+	const ir_node *in = &g->nodes[n->in[1]];
+	int a = ir_axis(n->attrs->axis, xs->rank);
+	if (a < 0)
+		return sn_errf(e, SN_EINPUT, "gather: axis %lld out of range", (long long)n->attrs->axis);
+	int64_t outer = 1, inner = 1;
+	for (int d = 0; d < a; d++)
+		outer *= xs->d[d];
+	for (int d = a + 1; d < xs->rank; d++)
+		inner *= xs->d[d];
+	gjob2 j = {.x = addr_of(c, s->b), .out = addr_of(c, s->out), .ix = s->a == IR_NONE ? NULL : addr_of(c, s->a),
+		   .i32 = in->dtype == IR_I32, .len = xs->d[a], .ni = ir_numel(&in->shape),
+		   .chunk = (size_t)inner * ir_dtype_size(n->dtype)};
+	for (int64_t t = 0; t < j.ni; t++) { /* every index checked first, as the reference does */
+		int64_t v = !j.ix ? t : j.i32 ? ((const int32_t *)j.ix)[t] : ((const int64_t *)j.ix)[t];
+		if (v < -j.len || v >= j.len)
+			return sn_errf(e, SN_EINPUT, "gather: index %lld out of range [%lld, %lld)", (long long)v,
+				       (long long)-j.len, (long long)j.len);
+	}
+	if (j.chunk && outer > 0 && j.ni > 0)
+		pool_for(c->pool, outer * j.ni, (int64_t)(65536 / j.chunk) + 1, gather_task, &j);
+	return SN_OK;
+}
+
 static int run_ref(rt_cpu *c, const cl_step *s, sn_err *e)
 {
 	const cl_plan *p = c->p;
@@ -936,13 +1283,14 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 		case CL_CONV: rc = run_conv(c, s, bufs, e); break;
 		case CL_ATTN: rc = run_attn(c, s, e); break;
 		case CL_POOL: run_pool(c, s); break;
+		case CL_GATHER: rc = run_gather(c, s, e); break;
 		case CL_REF: rc = run_ref(c, s, e); break;
 		}
 		if (rc)
 			return rc;
 		if (timed && s->kind != CL_SKIP)
 			sn_log(SN_LOG_DEBUG, "cpu step %u: %s %s %.3f ms", i,
-			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view", "pool"}[s->kind], s->op,
+			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view", "pool", "gather"}[s->kind], s->op,
 			       (sn_now() - t0) * 1e3);
 	}
 	for (uint32_t k = 0; k < g->noutputs; k++) {

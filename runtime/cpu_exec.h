@@ -29,6 +29,13 @@ typedef struct rt_cpu_stats {
 int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(void *, const char *), void *warn_ctx,
 		rt_cpu_stats *st, rt_cpu **out, sn_err *e);
 void rt_cpu_free(rt_cpu *c);
+/* Stops OpenBLAS's idle worker threads (they spin for a tenth of a second
+ * after the library loads; the cpu device calls BLAS on one thread):
+ * first thing in a cpu compile, and in rt_cpu_load. Idempotent. */
+void rt_cpu_blas_quiet(void);
+/* What the host's compiled code depends on, for the plan cache's key:
+ * "llvm 16 TRIPLE CPU FEATURES openblas CONFIG", appended to b. */
+void rt_cpu_host(sn_buf *b);
 const cl_plan *rt_cpu_plan(const rt_cpu *c);
 
 /* Runs the plan: inputs[i] the model's input i (borrowed, never

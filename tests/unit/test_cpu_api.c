@@ -116,6 +116,7 @@ int main(void)
 	o.cache_dir = dir;
 	o.threads = 2;
 	o.warn = on_warn;
+	o.no_plan_cache = true; /* the object cache alone (test_cpu_plan_cache.c: the plan cache) */
 	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 2)
 			CHECK(spoil(dir) > 0);
@@ -146,6 +147,38 @@ int main(void)
 		sinter_compiled_free(c);
 	}
 	CHECK(warnings >= 1);
+	/* a gather runs natively: an index out of range is the input's error
+	 * (exit 1), as on the reference interpreter, never a stray read */
+	{
+		static const char *gm = "sinter 1\n"
+					"func @main(%i: i64[3]) -> (f32[3,4]) {\n"
+					"  %t = param f32[5,4] \"t\"\n"
+					"  %g = gather(%t, %i)\n"
+					"  return %g\n"
+					"}\n";
+		sinter_model *g = NULL;
+		CHECK(sinter_model_parse(gm, strlen(gm), "gather.sir", NULL, &g, &err) == SINTER_OK);
+		CHECK(sinter_model_init_random(g, 3, &err) == SINTER_OK);
+		sinter_compiled *gc = NULL;
+		sinter_compile_stats gs;
+		CHECK(sinter_compile(g, &o, &gc, &gs, &err) == SINTER_OK && gs.ref_steps == 0);
+		int64_t idx[3] = {4, -5, 2};
+		int64_t shape[1] = {3};
+		sinter_tensor in = {.name = "i", .dtype = SINTER_I64, .rank = 1, .data = idx, .nbytes = sizeof idx};
+		memcpy(in.shape, shape, sizeof shape);
+		sinter_tensor *got = NULL, *want = NULL;
+		CHECK(gc && sinter_compiled_run(gc, &in, 1, &got, &err) == SINTER_OK);
+		CHECK(sinter_run_ref(g, &in, 1, &want, &err) == SINTER_OK);
+		CHECK(got && want && !memcmp(got[0].data, want[0].data, 48));
+		sinter_tensors_free(got, 1);
+		sinter_tensors_free(want, 1);
+		idx[1] = 5;
+		got = NULL;
+		CHECK(gc && sinter_compiled_run(gc, &in, 1, &got, &err) == SINTER_E_INPUT && !got);
+		CHECK(strstr(err.message, "out of range") != NULL);
+		sinter_compiled_free(gc);
+		sinter_model_free(g);
+	}
 	/* what the cpu device does not take is a usage error */
 	o.precision = SINTER_PREC_BF16;
 	sinter_compiled *c = NULL;
