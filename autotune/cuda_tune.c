@@ -415,6 +415,21 @@ const cg_config at_space[] = {
 	{.tile_m = 64, .tile_n = 64, .warps = 4, .stages = 3}, {.tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4},
 	{.tile_m = 64, .tile_n = 128, .warps = 4, .stages = 3}, {.tile_m = 256, .tile_n = 64, .warps = 8, .stages = 3},
 	{.tile_m = 128, .tile_n = 128, .warps = 4, .stages = 3}, {.tile_m = 64, .tile_n = 64, .warps = 2, .stages = 4},
+	/* the wgmma convolution on sm_90 (variant 7; tile_k stays its own):
+	 * the default's shapes at other depths, taller and narrower tiles,
+	 * and k groups of warpgroups (split_k) for grids too small for the
+	 * SMs */
+	{.variant = 7, .tile_m = 128, .tile_n = 256, .warps = 8, .stages = 3},
+	{.variant = 7, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
+	{.variant = 7, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 6},
+	{.variant = 7, .tile_m = 256, .tile_n = 128, .warps = 8, .stages = 3},
+	{.variant = 7, .tile_m = 128, .tile_n = 64, .warps = 8, .stages = 4},
+	{.variant = 7, .tile_m = 128, .tile_n = 64, .warps = 4, .stages = 6},
+	{.variant = 7, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6},
+	{.variant = 7, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4},
+	{.variant = 7, .tile_m = 64, .tile_n = 128, .warps = 8, .stages = 5, .split_k = 2},
+	{.variant = 7, .tile_m = 64, .tile_n = 64, .warps = 8, .stages = 6, .split_k = 2},
+	{.variant = 7, .tile_m = 128, .tile_n = 128, .warps = 16, .stages = 4, .split_k = 2},
 	/* attention's wgmma kernels on sm_90 (variant 3; 4 with a producer
 	 * warpgroup), beside the defaults: the best tiles of the kernel
 	 * benchmark's sweep (docs/PERF.md) */

@@ -12,7 +12,8 @@
  * (variant 4 with those fields; 1x1 convs on the generated kernel too),
  * with an optional kG suffix for G k groups (split_k), or vN: variant N
  * with its own defaults (v3 the older mma.sync kernel, v6 the few-channel
- * kernel). --skip STR leaves
+ * kernel), or wgTMxTNwWsS[kG] for the wgmma kernel (variant 7, sm_90),
+ * e.g. wg128x256w8s4. --skip STR leaves
  * out the shapes whose name contains STR ("1x1 ": the stride-1 1x1s). A
  * config the renderer refuses for a shape is reported as such. Each
  * measurement is one plan holding R copies of the conv (same inputs,
@@ -104,6 +105,12 @@ static int rerender(const ir_graph *g, cg_plan *p, const cg_target *t, const cg_
 static int parse_cfg(const char *s, cg_config *c)
 {
 	int tm, tn, tk, w, st, sk = 0, v;
+	if (!strncmp(s, "wg", 2)) { /* the wgmma kernel: wgTMxTNwWsS[kG] */
+		if (sscanf(s + 2, "%dx%dw%ds%dk%d", &tm, &tn, &w, &st, &sk) < 4)
+			return -1;
+		*c = (cg_config){.variant = 7, .tile_m = tm, .tile_n = tn, .warps = w, .stages = st, .split_k = sk};
+		return 0;
+	}
 	if (sscanf(s, "v%d", &v) == 1 && v > 0) { /* a variant with its own defaults */
 		*c = (cg_config){.variant = v};
 		return 0;
@@ -241,7 +248,7 @@ int main(int argc, char **argv)
 		else if (argv[i][0] != '-' && ncfg < 32 && strcmp(argv[i], "default"))
 			cfgs[ncfg++] = argv[i];
 		else {
-			fprintf(stderr, "usage: conv_bench [--tf32] [--batch N] [--reps R] [--iters I] [--skip STR] [kernel | TMxTNxTKwWsS[kG] ...]\n");
+			fprintf(stderr, "usage: conv_bench [--tf32] [--batch N] [--reps R] [--iters I] [--skip STR] [kernel | TMxTNxTKwWsS[kG] | vN | wgTMxTNwWsS[kG] ...]\n");
 			return 2;
 		}
 	}

@@ -12,6 +12,10 @@
  * their bias, unless a config is asked for or a fusion epilogue is set
  * (cuBLASLt's own epilogues come through fusion's gemm groups).
  * Kernels (cg_config.variant; the default is the first that applies):
+ *  7 wgmma (cg_conv_wg.c), on sm_90 (compiled for sm_90a): what variant 4
+ *    takes, with both operands from 128-byte-swizzled shared memory;
+ *    tile_m/n, warps (4 per warpgroup), stages, split_k (k groups of
+ *    warpgroups) from cg_config, default by shape;
  *  4 the tensor-core pipeline (cg_conv_tc.c): NHWC, f16/bf16, or f32 under
  *    --precision tf32 (m16n8k8 on operands rounded to TF32), channels per
  *    group a multiple of 8 (4 for f32); cp.async stages, ldmatrix, tiles
@@ -419,9 +423,9 @@ static void emit_direct(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi)
 }
 
 /* variants (cg_config.variant) */
-enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_STEM, V_COUNT };
+enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_STEM, V_WG, V_COUNT };
 static const char *const vnames[V_COUNT] = {"default", "direct", "SIMT", "mma.sync (register double buffer)",
-					    "tensor-core pipeline", "depthwise", "few input channels (stem)"};
+					    "tensor-core pipeline", "depthwise", "few input channels (stem)", "wgmma"};
 
 /* Why variant v cannot compute cv on tg, or NULL when it can. */
 static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
@@ -446,6 +450,7 @@ static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
 			return "it takes f32, f16 and bf16";
 		return cv->cg == 1 && cv->groups > 1 ? NULL : "it needs one input channel per group";
 	case V_STEM: return cg_conv_stem_cannot(cv, tg);
+	case V_WG: return cg_conv_wg_cannot(cv, tg);
 	default: return "there is no such variant";
 	}
 }
@@ -490,7 +495,8 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		return sn_errf(e, SN_EINTERNAL, "conv2d: an epilogue on an integer conv");
 	/* the default: the pipelined tensor-core kernel wherever it applies,
 	 * depthwise for one channel per group, then the older kernels */
-	int kind = !cannot(V_TC, &cv, tg)		  ? V_TC
+	int kind = !cannot(V_WG, &cv, tg)		  ? V_WG
+		 : !cannot(V_TC, &cv, tg)		  ? V_TC
 		 : !cannot(V_DW, &cv, tg)		  ? V_DW
 		 : !isf || cv.og < 16			  ? V_DIRECT
 		 : cv.c < 8 && !cannot(V_STEM, &cv, tg) ? V_STEM
@@ -513,11 +519,32 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			kind = want->variant;
 		}
 		bool tiles = want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages || want->split_k;
-		if (tiles && kind != V_TC)
-			return sn_errf(e, SN_EUSAGE, "conv2d: %s applies to variant %d (%s) only, not to %s",
+		if (tiles && kind != V_TC && kind != V_WG)
+			return sn_errf(e, SN_EUSAGE, "conv2d: %s applies to variants %d (%s) and %d (%s) only, not to %s",
 				       want->tile_m ? "tile_m" : want->tile_n ? "tile_n" : want->tile_k ? "tile_k"
 				       : want->warps ? "warps" : want->stages ? "stages" : "split_k",
-				       V_TC, vnames[V_TC], vnames[kind]);
+				       V_TC, vnames[V_TC], V_WG, vnames[V_WG], vnames[kind]);
+	}
+	cg_conv_wg wgc = {0};
+	if (kind == V_WG) {
+		wgc = cg_conv_wg_default(&cv, !half);
+		if (want && (want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages || want->split_k)) {
+			int tke = half ? 64 : 32;
+			if (want->tile_k && want->tile_k != tke)
+				return sn_errf(e, SN_EUSAGE, "conv2d (wgmma): tile_k %d: its slices are 128 bytes, tile_k %d for %s",
+					       (int)want->tile_k, tke, half ? "f16/bf16" : "tf32");
+			wgc.kg = want->split_k; /* one k group unless asked */
+			if (want->tile_m)
+				wgc.tm = want->tile_m;
+			if (want->tile_n)
+				wgc.tn = want->tile_n;
+			if (want->warps)
+				wgc.warps = want->warps;
+			if (want->stages)
+				wgc.stages = want->stages;
+			if (cg_conv_wg_check(&cv, &wgc, e) != SN_OK)
+				return e->code;
+		}
 	}
 	if (kind == V_TC) {
 		tc = cg_conv_tc_default(&cv, tg, !half);
@@ -539,14 +566,14 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	}
 	bool vec_a = kind == V_MMA && cv.nhwc && cv.cg % 8 == 0 && cv.c % 8 == 0;
 	bool vec_b = kind == V_MMA && cv.k % 8 == 0;
-	int tm = kind == V_TC ? tc.tm : 64, tn = kind == V_TC ? tc.tn : 64;
+	int tm = kind == V_TC ? tc.tm : kind == V_WG ? wgc.tm : 64, tn = kind == V_TC ? tc.tn : kind == V_WG ? wgc.tn : 64;
 	int dwv = 1; /* depthwise: channels per thread */
 	if (kind == V_DW && cv.nhwc) {
 		int v16 = (int)(16 / ir_dtype_size(cv.t));
 		dwv = cv.og == 1 && cv.c % v16 == 0 ? v16 : 1;
 	}
 	int64_t mt = (cv.m + tm - 1) / tm, nt = (cv.og + tn - 1) / tn;
-	bool tiled = kind == V_SIMT || kind == V_MMA || kind == V_TC;
+	bool tiled = kind == V_SIMT || kind == V_MMA || kind == V_TC || kind == V_WG;
 	if (tiled && (mt > 0x7fffffff || nt > 65535 || cv.groups > 65535))
 		return sn_errf(e, SN_EINPUT, "conv2d: too large for one launch");
 	if (cv.k > 0x7fffffff / 2 || cv.og > 0x7fffffff / 2)
@@ -572,6 +599,14 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			 (long long)cv.m, (long long)cv.og, (long long)cv.k,
 			 tc.tf32 ? "mma.sync m16n8k8 tf32" : "mma.sync m16n8k16", tc.tm, tc.tn, tc.tk, tc.warps, tc.wm, tc.wn,
 			 tc.wk > 1 ? tc.wk : 1, tc.stages);
+		break;
+	case V_WG:
+		snprintf(cfg, sizeof cfg,
+			 "implicit GEMM per group: M=%lld N=%lld K=%lld; wgmma m64n%dk%d %s, %dx%d tiles of 128-byte k slices, "
+			 "%d warpgroups (%d m x %d k, %d m64 each), %d stages, cp.async, 128-byte swizzle",
+			 (long long)cv.m, (long long)cv.og, (long long)cv.k, wgc.tn, half ? 16 : 8,
+			 half ? (cv.t == IR_BF16 ? "bf16" : "f16") : "tf32", wgc.tm, wgc.tn, wgc.warps / 4, wgc.mwg, wgc.kg,
+			 wgc.mi, wgc.stages);
 		break;
 	default:
 		snprintf(cfg, sizeof cfg, "implicit GEMM per group: M=%lld N=%lld K=%lld; %s%s%s",
@@ -618,7 +653,14 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		k->cfg = (cg_config){.variant = kind, .block = 256};
 	} else {
 		cg_conv_index_fns(&b, cv.nhwc);
-		if (kind == V_TC) {
+		if (kind == V_WG) {
+			cg_conv_emit_wg(&b, &cv, epi, &wgc);
+			k->smem = cg_conv_wg_smem(&wgc);
+			k->block[0] = (unsigned)(32 * wgc.warps);
+			k->cfg = (cg_config){.variant = V_WG, .block = 32 * wgc.warps, .tile_m = wgc.tm, .tile_n = wgc.tn,
+					     .tile_k = half ? 64 : 32, .warps = wgc.warps, .stages = wgc.stages,
+					     .split_k = wgc.kg > 1 ? wgc.kg : 0};
+		} else if (kind == V_TC) {
 			cg_conv_emit_tc(&b, &cv, epi, &tc);
 			k->smem = cg_conv_tc_smem(&tc, tc.tf32 ? 4 : 2);
 			k->block[0] = (unsigned)(32 * tc.warps);

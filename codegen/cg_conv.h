@@ -51,6 +51,33 @@ cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32)
 /* tf32(bits) when tf32, and mma(c, a, b): m16n8k8 tf32 or m16n8k16 in t. */
 void cg_conv_emit_mma(sn_buf *b, ir_dtype t, bool tf32);
 void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_tc *c);
+/* The way out of a tile staged in shared memory as fp32 (cs: TM rows of
+ * TN + 4 floats; m0, n0, g, tid in scope): bias, the fusion epilogue, the
+ * cast, 16-byte stores where the channel counts allow; nt threads. Closes
+ * the kernel's body. */
+void cg_conv_emit_staged_out(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int nt);
+
+/* cg_conv_wg.c: the wgmma implicit GEMM (sm_90, compiled for sm_90a).
+ * tm = 64 x mwg x mi rows: mwg m groups of warpgroups, each of mi m64
+ * tiles; kg k groups (cg_config.split_k) split each slice's k-steps;
+ * warps = 4 x mwg x kg; slices of 128 bytes of k (64 f16/bf16, 32
+ * f32 under TF32). */
+typedef struct cg_conv_wg {
+	int tm, tn, warps, stages, kg;
+	int mwg, mi; /* filled by cg_conv_wg_check */
+	bool tf32;
+} cg_conv_wg;
+
+/* Why the wgmma kernel cannot compute cv on tg at all, or NULL. */
+const char *cg_conv_wg_cannot(const cg_conv *cv, const cg_target *tg);
+/* Checks c (filling mwg, mi): SN_EUSAGE naming the field that does not fit. */
+int cg_conv_wg_check(const cg_conv *cv, cg_conv_wg *c, sn_err *e);
+/* Shared memory bytes of config c (the ring or the staged output tile,
+ * whichever is larger, and 1024 for the swizzle's alignment). */
+unsigned cg_conv_wg_smem(const cg_conv_wg *c);
+/* The default config for cv (valid by cg_conv_wg_check). */
+cg_conv_wg cg_conv_wg_default(const cg_conv *cv, bool tf32);
+void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_wg *c);
 /* Depthwise (one input channel per group): threads over output pixels x
  * channel vectors; vec channels per thread (NHWC), 1 for NCHW. */
 void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec);

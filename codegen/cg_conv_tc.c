@@ -138,6 +138,60 @@ cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32)
 	return c;
 }
 
+/* The staged tile's way out (cg_conv.h): rows of TN + 4 floats at cs. */
+void cg_conv_emit_staged_out(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int nt)
+{
+	const char *tn = ir_dtype_name(cv->t);
+	int vo = 16 / (int)ir_dtype_size(cv->t);
+	/* an epilogue storing the conv's own dtype applies to each staged
+	 * element before the 16-byte store */
+	bool v16 = (!epi || epi->dtype == cv->t) && cv->og % vo == 0 && cv->o % vo == 0;
+	if (v16) {
+		sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * (TN / %d); q += %d) {\n"
+				 "\t\tint row = q / (TN / %d), col = q %% (TN / %d) * %d;\n"
+				 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
+				 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
+				 "\t\to += g * OG;\n"
+				 "\t\tfloat4 f[%d];\n"
+				 "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n"
+				 "\t\t\tf[e] = *(const float4 *)&cs[row * (TN + 4) + col + 4 * e];\n"
+				 "\t\tfloat *v = (float *)f;\n",
+			      vo, nt, vo, vo, vo, vo / 4, vo / 4);
+		if (cv->bias)
+			sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n\t\t\tv[e] += ld_%s(bias, o + e);\n",
+				      vo, tn);
+		if (epi)
+			sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n"
+					 "\t\t\tv[e] = sn_epi(v[e], (long)y_off(m, o) + e%s);\n",
+				      vo, epi->args);
+		if (cv->t == IR_F32)
+			sn_buf_puts(b, "\t\t*(float4 *)(y + y_off(m, o)) = f[0];\n");
+		else
+			sn_buf_printf(b, "\t\tunsigned u[4];\n"
+					 "#pragma unroll\n\t\tfor (int e = 0; e < 4; e++) {\n"
+					 "\t\t\tunsigned short h0, h1;\n"
+					 "\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h0) : \"f\"(v[2 * e]));\n"
+					 "\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h1) : \"f\"(v[2 * e + 1]));\n"
+					 "\t\t\tu[e] = (unsigned)h0 | (unsigned)h1 << 16;\n"
+					 "\t\t}\n"
+					 "\t\t*(uint4 *)(y + y_off(m, o)) = make_uint4(u[0], u[1], u[2], u[3]);\n",
+				      cv->t == IR_BF16 ? "bf16" : "f16", cv->t == IR_BF16 ? "bf16" : "f16");
+		sn_buf_puts(b, "\t}\n}\n");
+	} else {
+		sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * TN; q += %d) {\n"
+				 "\t\tint row = q / TN, col = q %% TN;\n"
+				 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
+				 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
+				 "\t\to += g * OG;\n"
+				 "\t\tfloat v = cs[row * (TN + 4) + col];\n",
+			      nt);
+		if (cv->bias)
+			sn_buf_printf(b, "\t\tv += ld_%s(bias, o);\n", tn);
+		cg_conv_store(b, cv, epi, "\t\t", "y_off(m, o)", "v");
+		sn_buf_puts(b, "\t}\n}\n");
+	}
+}
+
 /* The epilogue of the tensor-core kernel. Accumulator fragments: c0,c1 at
  * (row gid, channels 2*tig, 2*tig + 1), c2,c3 at row gid + 8. Staged
  * (when TM x (TN + 4) floats fit the pipeline's shared memory): the tile
@@ -152,10 +206,6 @@ static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, 
 	const char *tn = ir_dtype_name(cv->t);
 	int es = c->tf32 ? 4 : 2;
 	if ((unsigned)(c->tm * (c->tn + 4) * 4) <= cg_conv_tc_smem(c, es)) {
-		int vo = 16 / (int)ir_dtype_size(cv->t);
-		/* an epilogue storing the conv's own dtype applies to each
-		 * staged element before the 16-byte store */
-		bool v16 = (!epi || epi->dtype == cv->t) && cv->og % vo == 0 && cv->o % vo == 0;
 		sn_buf_puts(b, "\tasm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
 			       "\t__syncthreads();\n"
 			       "\tfloat *cs = (float *)smem;\n");
@@ -175,50 +225,7 @@ static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, 
 					       "\t\t\t\t*p_ = make_float2(o_.x + acc[i][j][h * 2], o_.y + acc[i][j][h * 2 + 1]);\n\t\t\t}\n");
 			sn_buf_puts(b, "\t__syncthreads();\n");
 		}
-		if (v16) {
-			sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * (TN / %d); q += %d) {\n"
-					 "\t\tint row = q / (TN / %d), col = q %% (TN / %d) * %d;\n"
-					 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
-					 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
-					 "\t\to += g * OG;\n"
-					 "\t\tfloat4 f[%d];\n"
-					 "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n"
-					 "\t\t\tf[e] = *(const float4 *)&cs[row * (TN + 4) + col + 4 * e];\n"
-					 "\t\tfloat *v = (float *)f;\n",
-				      vo, nt, vo, vo, vo, vo / 4, vo / 4);
-			if (cv->bias)
-				sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n\t\t\tv[e] += ld_%s(bias, o + e);\n",
-					      vo, tn);
-			if (epi)
-				sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n"
-						 "\t\t\tv[e] = sn_epi(v[e], (long)y_off(m, o) + e%s);\n",
-					      vo, epi->args);
-			if (cv->t == IR_F32)
-				sn_buf_puts(b, "\t\t*(float4 *)(y + y_off(m, o)) = f[0];\n");
-			else
-				sn_buf_printf(b, "\t\tunsigned u[4];\n"
-						 "#pragma unroll\n\t\tfor (int e = 0; e < 4; e++) {\n"
-						 "\t\t\tunsigned short h0, h1;\n"
-						 "\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h0) : \"f\"(v[2 * e]));\n"
-						 "\t\t\tasm(\"cvt.rn.%s.f32 %%0, %%1;\" : \"=h\"(h1) : \"f\"(v[2 * e + 1]));\n"
-						 "\t\t\tu[e] = (unsigned)h0 | (unsigned)h1 << 16;\n"
-						 "\t\t}\n"
-						 "\t\t*(uint4 *)(y + y_off(m, o)) = make_uint4(u[0], u[1], u[2], u[3]);\n",
-					      cv->t == IR_BF16 ? "bf16" : "f16", cv->t == IR_BF16 ? "bf16" : "f16");
-			sn_buf_puts(b, "\t}\n}\n");
-		} else {
-			sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * TN; q += %d) {\n"
-					 "\t\tint row = q / TN, col = q %% TN;\n"
-					 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
-					 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
-					 "\t\to += g * OG;\n"
-					 "\t\tfloat v = cs[row * (TN + 4) + col];\n",
-				      nt);
-			if (cv->bias)
-				sn_buf_printf(b, "\t\tv += ld_%s(bias, o);\n", tn);
-			cg_conv_store(b, cv, epi, "\t\t", "y_off(m, o)", "v");
-			sn_buf_puts(b, "\t}\n}\n");
-		}
+		cg_conv_emit_staged_out(b, cv, epi, nt);
 		return;
 	}
 	bool pair = !epi && cv->og % 2 == 0 && cv->o % 2 == 0 && (cv->t == IR_BF16 || cv->t == IR_F16 || cv->t == IR_F32);

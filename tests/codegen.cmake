@@ -37,6 +37,20 @@ foreach(sir ${NVRTC_SIRS})
     endforeach()
   endif()
 endforeach()
+# ResNet-50 at batch 32 in bf16 and under TF32 for sm_90: its convolutions
+# take the wgmma kernel (cg_conv_wg.c, sm_90a) in the tiles of a full grid
+# (batch 2 above takes the small ones); and that kernel alone over the GPU
+# test's grid of shapes, configs, dtypes and epilogues (compile-only mode).
+if(CUDAToolkit_FOUND)
+  foreach(prec bf16 tf32)
+    add_test(NAME codegen.nvrtc.resnet50_bs32_${prec}.sm_90
+      COMMAND sinter_cli compile ${CMAKE_SOURCE_DIR}/samples/resnet50.sir --shape N=32 --target sm_90
+              --precision ${prec} --no-cache)
+    set_tests_properties(codegen.nvrtc.resnet50_bs32_${prec}.sm_90 PROPERTIES TIMEOUT 600)
+  endforeach()
+  add_test(NAME codegen.nvrtc.conv_wg.sm_90 COMMAND gpu_test_cuda_conv_wg compile)
+  set_tests_properties(codegen.nvrtc.conv_wg.sm_90 PROPERTIES TIMEOUT 600)
+endif()
 # Fused kernels of seeded random graphs (tests/gpu/test_cuda_fuse.c in its
 # compile-only mode): lowered and compiled with NVRTC, no GPU needed; the
 # GPU machine runs the same graphs against the reference interpreter.

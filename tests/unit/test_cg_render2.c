@@ -769,12 +769,33 @@ static void test_conv(void)
 	 * (64 + 64) rows x (128 + 16) bytes */
 	fresh();
 	ir_ref r = conv_node(&cases[2], IR_F16, IR_NHWC);
-	if (render(cg_render_conv, r, &st, "conv tc")) {
+	const cg_config v4 = {.variant = 4};
+	if (render_with(cg_render_conv, r, &h90, &v4, NULL, &st, "conv tc")) {
 		CHECK(st.k.grid[0] == 13 && st.k.grid[1] == 2 && st.k.grid[2] == 1 && st.k.block[0] == 128);
 		CHECK(st.k.smem == 3 * 128 * 144 && st.k.cfg.variant == 4 && st.k.cfg.tile_k == 64);
 		CHECK(strstr(st.k.src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL);
 		CHECK(strstr(st.k.src, "#define KK 1152") != NULL); /* K = 128 * 3 * 3 */
 		CHECK(st.k.nbufs == 3 && st.k.bufs[2] == r);
+	}
+	step_free(&st);
+	/* sm_90's default for it: the wgmma kernel; M = 784 fills few SMs
+	 * with any tile, so the most blocks: 13 x 2 tiles of 64x64 (one
+	 * warpgroup of m64n64), 6 stages of 128 rows x 128 bytes in the
+	 * 128-byte swizzle, 1024 bytes for its alignment */
+	if (render(cg_render_conv, r, &st, "conv wg")) {
+		CHECK(st.k.cfg.variant == 7 && st.k.cfg.tile_m == 64 && st.k.cfg.tile_n == 64 && st.k.cfg.tile_k == 64);
+		CHECK(st.k.grid[0] == 13 && st.k.grid[1] == 2 && st.k.block[0] == 128 && st.k.smem == 6 * 128 * 128 + 1024);
+		CHECK(strstr(st.k.src, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != NULL);
+		CHECK(strstr(st.k.src, "#define DESC_K ((1ull << 62) | (64ull << 32) | (1ull << 16))") != NULL);
+		CHECK(strstr(st.k.src, "fence.proxy.async.shared::cta") && strstr(st.k.src, "__shfl_sync(0xffffffffu, tid >> 7, 0)"));
+		CHECK(!strstr(st.k.src, "mma.sync") && !strstr(st.k.src, "float2 o_ = *p_;"));
+	}
+	step_free(&st);
+	/* k groups of warpgroups add their sums in shared memory */
+	const cg_config wk = {.variant = 7, .tile_m = 64, .tile_n = 128, .warps = 8, .stages = 4, .split_k = 2};
+	if (render_with(cg_render_conv, r, &h90, &wk, NULL, &st, "conv wg k groups")) {
+		CHECK(st.k.cfg.split_k == 2 && st.k.cfg.tile_m == 64 && st.k.block[0] == 256 && st.k.grid[0] == 13);
+		CHECK(strstr(st.k.src, "float2 o_ = *p_;") && strstr(st.k.src, "#define KPG 2"));
 	}
 	step_free(&st);
 	/* ResNet-50's 3x3 convs at batch 32 by default (the sweep in
@@ -797,10 +818,36 @@ static void test_conv(void)
 			fresh();
 			r = conv_node(&dflt[i].c, IR_BF16, IR_NHWC);
 			snprintf(label, sizeof label, "conv tc default %zu", i);
-			if (render_with(cg_render_conv, r, dflt[i].t, NULL, NULL, &st, label))
+			if (render_with(cg_render_conv, r, dflt[i].t, &v4, NULL, &st, label))
 				CHECK(st.k.cfg.tile_m == dflt[i].tm && st.k.cfg.tile_n == dflt[i].tn &&
 				      st.k.cfg.warps == dflt[i].warps && st.k.cfg.stages == dflt[i].stages &&
 				      st.k.cfg.split_k == dflt[i].wk);
+			step_free(&st);
+		}
+		fresh();
+	}
+	/* ResNet-50's convs at batch 32 on sm_90 by default (the sweep in
+	 * PERF.md, 2026-11-23 session 2): layer 2's 3x3 (M = 25088) 256x128
+	 * in two m64n128 per warpgroup; layer 3's (M = 6272) 128x128; layer
+	 * 4's (M = 1568) 64x128 of one warpgroup (100 blocks); layer 1's 64
+	 * channels 64x64 */
+	{
+		const struct {
+			cspec c;
+			int tm, tn, warps, stages;
+		} dflt[] = {
+			{{32, 128, 28, 28, 128, 3, 1, 1, 1, 1, true}, 256, 128, 8, 3},
+			{{32, 256, 14, 14, 256, 3, 1, 1, 1, 1, true}, 128, 128, 8, 5},
+			{{32, 512, 7, 7, 512, 3, 1, 1, 1, 1, true}, 64, 128, 4, 4},
+			{{32, 64, 56, 56, 64, 3, 1, 1, 1, 1, true}, 64, 64, 4, 6},
+		};
+		for (size_t i = 0; i < SN_COUNT(dflt); i++) {
+			fresh();
+			r = conv_node(&dflt[i].c, IR_BF16, IR_NHWC);
+			snprintf(label, sizeof label, "conv wg default %zu", i);
+			if (render_with(cg_render_conv, r, &h90, NULL, NULL, &st, label))
+				CHECK(st.k.cfg.variant == 7 && st.k.cfg.tile_m == dflt[i].tm && st.k.cfg.tile_n == dflt[i].tn &&
+				      st.k.cfg.warps == dflt[i].warps && st.k.cfg.stages == dflt[i].stages && !st.k.cfg.split_k);
 			step_free(&st);
 		}
 		fresh();
@@ -821,7 +868,6 @@ static void test_conv(void)
 	step_free(&st);
 	/* as the tensor-core kernel (a config asked for): 784 x 2 tiles of
 	 * 128x128, 8 warps; a 1x1 conv: 4 stages of 256 rows x (64 + 16) bytes */
-	cg_config v4 = {.variant = 4};
 	if (render_with(cg_render_conv, r, &h90, &v4, NULL, &st, "conv tc big"))
 		CHECK(st.k.grid[0] == 784 && st.k.grid[1] == 2 && st.k.block[0] == 256 && st.k.smem == 4 * 256 * 80);
 	step_free(&st);
@@ -851,8 +897,13 @@ static void test_conv(void)
 	}
 	step_free(&st);
 	r = conv_node(&cases[2], IR_F32, IR_NHWC);
-	if (render_with(cg_render_conv, r, &t90, NULL, NULL, &st, "conv tf32"))
+	if (render_with(cg_render_conv, r, &t90, &v4, NULL, &st, "conv tf32"))
 		CHECK(strstr(st.k.src, "cvt.rna.tf32.f32") && strstr(st.k.src, "m16n8k8") && st.k.cfg.tile_k == 32);
+	step_free(&st);
+	/* sm_90's default under TF32: wgmma's tf32 form, operands rounded in shared memory */
+	if (render_with(cg_render_conv, r, &t90, NULL, NULL, &st, "conv wg tf32"))
+		CHECK(strstr(st.k.src, "cvt.rna.tf32.f32") && strstr(st.k.src, "k8.f32.tf32.tf32") && st.k.cfg.tile_k == 32 &&
+		      st.k.cfg.variant == 7);
 	step_free(&st);
 	if (render(cg_render_conv, r, &st, "conv f32 no tf32"))
 		CHECK(!strstr(st.k.src, "mma.sync"));
@@ -890,19 +941,34 @@ static void test_conv(void)
 	/* configs that cannot be honoured are refused, naming the field */
 	fresh();
 	r = conv_node(&cases[2], IR_BF16, IR_NHWC);
-	refused(r, &h90, (cg_config){.variant = 4, .tile_k = 48}, "tile_k");
-	refused(r, &h90, (cg_config){.tile_m = 96}, "tile_m");
-	refused(r, &h90, (cg_config){.tile_n = 512}, "tile_n");
-	refused(r, &h90, (cg_config){.warps = 3}, "warps");
-	refused(r, &h90, (cg_config){.tile_m = 32, .tile_n = 32, .warps = 16}, "warps");
-	refused(r, &h90, (cg_config){.stages = 9}, "stages");
-	refused(r, &h90, (cg_config){.tile_m = 256, .tile_n = 256, .tile_k = 64, .warps = 16, .stages = 8}, "stages");
+	refused(r, &h80, (cg_config){.variant = 4, .tile_k = 48}, "tile_k");
+	refused(r, &h80, (cg_config){.tile_m = 96}, "tile_m");
+	refused(r, &h80, (cg_config){.tile_n = 512}, "tile_n");
+	refused(r, &h80, (cg_config){.warps = 3}, "warps");
+	refused(r, &h80, (cg_config){.tile_m = 32, .tile_n = 32, .warps = 16}, "warps");
+	refused(r, &h80, (cg_config){.stages = 9}, "stages");
+	refused(r, &h80, (cg_config){.tile_m = 256, .tile_n = 256, .tile_k = 64, .warps = 16, .stages = 8}, "stages");
 	refused(r, &h80, (cg_config){.tile_m = 256, .tile_n = 128, .tile_k = 64, .warps = 8, .stages = 4}, "stages");
-	refused(r, &h90, (cg_config){.block = 256}, "block");
-	refused(r, &h90, (cg_config){.split_k = 3}, "split_k");
-	refused(r, &h90, (cg_config){.warps = 2, .split_k = 4}, "split_k");
-	refused(r, &h90, (cg_config){.tile_k = 32, .split_k = 4}, "split_k");
-	refused(r, &h90, (cg_config){.tile_m = 32, .tile_n = 32, .warps = 16, .split_k = 2}, "warps");
+	refused(r, &h80, (cg_config){.block = 256}, "block");
+	refused(r, &h80, (cg_config){.split_k = 3}, "split_k");
+	refused(r, &h80, (cg_config){.warps = 2, .split_k = 4}, "split_k");
+	refused(r, &h80, (cg_config){.tile_k = 32, .split_k = 4}, "split_k");
+	refused(r, &h80, (cg_config){.tile_m = 32, .tile_n = 32, .warps = 16, .split_k = 2}, "warps");
+	/* the wgmma kernel's (sm_90's default for these convs) */
+	refused(r, &h90, (cg_config){.tile_k = 32}, "tile_k");
+	refused(r, &h90, (cg_config){.warps = 2}, "warps");
+	refused(r, &h90, (cg_config){.tile_m = 96}, "tile_m");
+	refused(r, &h90, (cg_config){.tile_m = 128, .warps = 16}, "tile_m");
+	refused(r, &h90, (cg_config){.tile_n = 40}, "tile_n");
+	refused(r, &h90, (cg_config){.tile_n = 512}, "tile_n");
+	refused(r, &h90, (cg_config){.tile_m = 256, .tile_n = 256, .warps = 8}, "accumulators");
+	refused(r, &h90, (cg_config){.stages = 2}, "stages");
+	refused(r, &h90, (cg_config){.tile_m = 128, .tile_n = 256, .warps = 8, .stages = 6}, "shared memory");
+	refused(r, &h90, (cg_config){.warps = 8, .split_k = 3}, "split_k");
+	refused(r, &h90, (cg_config){.warps = 4, .split_k = 2}, "split_k");
+	refused(r, &h80, (cg_config){.variant = 7}, "sm_90");
+	refused(conv_node(&cases[2], IR_BF16, IR_NCHW), &h90, (cg_config){.variant = 7}, "NHWC");
+	refused(conv_node(&cases[2], IR_F32, IR_NHWC), &h90, (cg_config){.variant = 7}, "tf32");
 	refused(r, &h90, (cg_config){.variant = 5}, "variant 5");
 	refused(r, &h90, (cg_config){.variant = 9}, "variant 9");
 	refused(r, &h90, (cg_config){.variant = 1, .tile_m = 64}, "tile_m");

@@ -6,7 +6,9 @@
  * in its cg_config, keep its spec key, and every distinct variant is
  * NVRTC-compiled, for sm_80 and sm_90 each lowered for its own arch (the
  * attention wgmma configs exist on sm_90 only; GPT-2 in bf16 takes them;
- * the MLP's linear + erf GELU is a GEMM template kernel and takes its tiles).
+ * the MLP's linear + erf GELU is a GEMM template kernel and takes its tiles;
+ * the wgmma convolution's too: resblock's convs take it in bf16 and, as a
+ * last sample on sm_90, under TF32).
  * Skipped (exit 0) without NVRTC. */
 #include "api/model.h"
 #include "autotune/at_tune.h"
@@ -39,8 +41,9 @@ static void space_for(rt_nvrtc *nv, int sm)
 {
 	sn_err e = {0};
 	/* GPT-2 (bf16) for its attention's wgmma configs, which exist on sm_90 only */
-	static const char *const samples[][2] = {{"resblock", "2"}, {"mlp", "2"}, {"gpt2", "1"}};
-	size_t nsamples = sm == 90 ? 3 : 2;
+	static const char *const samples[][3] = {
+		{"resblock", "2", "bf16"}, {"mlp", "2", "bf16"}, {"gpt2", "1", "bf16"}, {"resblock", "2", "tf32"}};
+	size_t nsamples = sm == 90 ? 4 : 2;
 	variant *vs = NULL;
 	size_t nv_ = 0, cap = 0, taken = 0, convs = 0, gemms = 0;
 	for (size_t si = 0; si < nsamples; si++) {
@@ -53,13 +56,15 @@ static void space_for(rt_nvrtc *nv, int sm)
 		CHECK(!sinter_model_load(path, &o, &m, &err));
 		if (!m)
 			continue;
-		CHECK(!sinter_model_optimize(m, "max-autotune", NULL, SINTER_PREC_BF16, sm, NULL, &err));
-		cg_target t0 = {.sm = sm};
+		bool tf32 = !strcmp(samples[si][2], "tf32");
+		CHECK(!sinter_model_optimize(m, "max-autotune", NULL, tf32 ? SINTER_PREC_TF32 : SINTER_PREC_BF16, sm, NULL,
+					     &err));
+		cg_target t0 = {.sm = sm, .tf32 = tf32};
 		cg_plan *def = NULL;
 		CHECK(cg_lower(m->g, NULL, &t0, &def, &e) == SN_OK);
 		for (size_t k = 0; def && k < at_space_n; k++) {
 			asked = &at_space[k];
-			cg_target t = {.sm = sm, .pick = pick_all};
+			cg_target t = {.sm = sm, .tf32 = tf32, .pick = pick_all};
 			cg_plan *p = NULL;
 			sn_err le = {0};
 			CHECK(cg_lower(m->g, NULL, &t, &p, &le) == SN_OK);

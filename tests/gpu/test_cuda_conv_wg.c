@@ -1,0 +1,259 @@
+/* test_cuda_conv_wg.c: the wgmma implicit-GEMM conv2d (variant 7, sm_90
+ * compiled for sm_90a) on CUDA against the reference interpreter, with
+ * fresh random inputs and the arena poisoned (gpu_check.c):
+ *  - a grid of shapes (odd sizes, channels that are no multiple of the
+ *    tile, batch 1, strides 1 and 2, 1x1 / 3x3 / 5x5 / 7x7, asymmetric
+ *    padding, dilation, groups, a single partial tile) in bf16 with the
+ *    default config and seven asked-for ones (tiles 64 to 256 rows and 48
+ *    to 256 channels, 1 to 4 warpgroups, 1 or 2 m64 tiles per warpgroup,
+ *    3 to 6 stages, 1, 2 or 4 k groups), every shape through about half
+ *    of them; f16 and f32 under TF32 (wgmma's tf32 form on operands
+ *    rounded to TF32; tolerance 2e-3) with the default and one other;
+ *  - the fusion epilogue relu(v + residual) on several configs and
+ *    dtypes (the add and relu steps dropped, as in test_cuda_conv_tc.c),
+ *    with staged 16-byte stores and with the scalar way out (odd channel
+ *    counts).
+ * On a GPU other than sm_90 it prints "skipped". With the argument
+ * "compile" it needs no GPU: every case is rendered for sm_90 and
+ * NVRTC-compiled (for sm_90a) in one batch, strictly in CI
+ * (codegen.nvrtc.conv_wg.sm_90: no spills, no serialized wgmma). */
+#include "gpu_check.h"
+
+#include "codegen/cg_render.h"
+#include "runtime/cuda_nvrtc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sn_err err;
+static int build_failures;
+
+typedef struct cspec {
+	int64_t n, c, h, w, o, kh, kw, sh, sw, pad[4], dil, groups;
+	bool bias;
+} cspec;
+
+/* compile mode: the rendered sources, compiled at the end */
+static bool compile_only;
+static rt_job jobs[512];
+static size_t njobs;
+
+/* Renders g's conv with want (NULL: the default) for sm, with the epilogue
+ * relu(v + e0[i]) into the relu's buffer when fuse. */
+static int render(const ir_graph *g, int sm, bool tf32, const cg_config *want, bool fuse, cg_step *st,
+		  ir_ref *relu_out, sn_err *e)
+{
+	ir_ref conv = IR_NONE, relu = IR_NONE, res = IR_NONE;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		if (n->op == IR_OP_conv2d)
+			conv = i;
+		else if (n->op == IR_OP_add)
+			res = n->in[1];
+		else if (n->op == IR_OP_relu)
+			relu = i;
+	}
+	if (conv == IR_NONE || (fuse && (relu == IR_NONE || res == IR_NONE)))
+		return sn_errf(e, SN_EINTERNAL, "test: no conv (and add, relu) in the graph");
+	ir_dtype t = g->nodes[conv].dtype;
+	sn_buf fn = {0};
+	cg_epilogue epi = {0};
+	*st = (cg_step){.node = conv};
+	char params[128];
+	if (fuse) {
+		cg_emit_dtype_helpers(&fn, t);
+		sn_buf_printf(&fn, "__device__ __forceinline__ float sn_epi(float v, long i, const %s *__restrict__ e0)\n"
+				   "{\n\treturn fmaxf(v + ld_%s(e0, i), 0.0f);\n}\n",
+			      cg_ctype(t), ir_dtype_name(t));
+		snprintf(params, sizeof params, ", const %s *__restrict__ e0", cg_ctype(t));
+		epi = (cg_epilogue){.fn = fn.s, .params = params, .args = ", e0", .nex = 1, .out = relu, .dtype = t};
+		epi.ex[0] = res;
+		st->epi = &epi;
+	}
+	cg_target tg = {.sm = sm, .tf32 = tf32, .conv_kernels = true};
+	int rc = cg_render_conv(g, conv, &tg, want, st, e);
+	st->epi = NULL;
+	sn_buf_free(&fn);
+	if (!rc && st->k.cfg.variant != 7)
+		rc = sn_errf(e, SN_EINTERNAL, "test: the conv was rendered with variant %d, not the wgmma kernel",
+			     (int)st->k.cfg.variant);
+	if (relu_out)
+		*relu_out = relu;
+	return rc;
+}
+
+static struct {
+	const cg_config *want;
+	bool fuse;
+} hook;
+
+/* The plan hook: the conv step (the first) rendered again (always: the
+ * test names the kernel it checks), add and relu dropped when fused. */
+static int rerender(const ir_graph *g, cg_plan *p, sn_err *e)
+{
+	if (p->nsteps < 1 || p->steps[0].kind != CG_LAUNCH)
+		return sn_errf(e, SN_EINTERNAL, "test: the plan's first step is not the conv");
+	cg_step st;
+	int rc = render(g, p->sm, gpu_tf32, hook.want, hook.fuse, &st, NULL, e);
+	if (rc)
+		return rc;
+	cg_pstep *ps = &p->steps[0];
+	cg_kern *k = &p->kerns[ps->kern];
+	free(k->src);
+	k->src = st.k.src;
+	memcpy(k->name, st.k.name, sizeof k->name);
+	k->cfg = st.k.cfg;
+	memcpy(ps->grid, st.k.grid, sizeof ps->grid);
+	memcpy(ps->block, st.k.block, sizeof ps->block);
+	ps->smem = st.k.smem;
+	ps->nargs = st.k.nbufs;
+	for (uint32_t a = 0; a < st.k.nbufs; a++)
+		ps->args[a] = st.k.bufs[a]; /* buffer i is node i's */
+	if (hook.fuse)
+		p->nsteps = 1; /* the add and the relu are in the conv's store */
+	return SN_OK;
+}
+
+static void conv(const cspec *c, ir_dtype t, bool tf32, const cg_config *want, bool fuse)
+{
+	ir_graph *g = ir_graph_new();
+	int64_t cg = c->c / c->groups;
+	ir_shape xs = {4, {c->n, c->h, c->w, c->c}}, ws = {4, {c->o, c->kh, c->kw, cg}}, bs = {1, {c->o}};
+	ir_ref ins[3] = {ir_add_input(g, "x", t, &xs, &err), ir_add_input(g, "w", t, &ws, &err),
+			 ir_add_input(g, "b", t, &bs, &err)};
+	ir_attrs a;
+	ir_attrs_init(IR_OP_conv2d, &a);
+	a.layout = IR_NHWC;
+	a.stride = (ir_ints){2, {c->sh, c->sw}};
+	a.pad = (ir_ints){4, {c->pad[0], c->pad[1], c->pad[2], c->pad[3]}};
+	a.dilation = (ir_ints){2, {c->dil, c->dil}};
+	a.groups = c->groups;
+	ir_ref r = ir_add(g, IR_OP_conv2d, ins, c->bias ? 3 : 2, &a, &err);
+	if (fuse && r != IR_NONE) {
+		ir_ref res = ir_add_input(g, "res", t, &g->nodes[r].shape, &err);
+		ir_ref s = ir_add(g, IR_OP_add, (ir_ref[]){r, res}, 2, NULL, &err);
+		r = s == IR_NONE ? IR_NONE : ir_add(g, IR_OP_relu, &s, 1, NULL, &err);
+	}
+	char label[192], cfg[96] = "default";
+	if (want)
+		cg_config_str(want, cfg, sizeof cfg);
+	snprintf(label, sizeof label, "wg%s %s n%lld c%lld %lldx%lld o%lld k%lldx%lld s%lld d%lld g%lld%s [%s]",
+		 fuse ? " fused" : "", tf32 ? "f32-tf32" : ir_dtype_name(t), (long long)c->n, (long long)c->c,
+		 (long long)c->h, (long long)c->w, (long long)c->o, (long long)c->kh, (long long)c->kw, (long long)c->sh,
+		 (long long)c->dil, (long long)c->groups, c->bias ? " bias" : "", cfg);
+	if (r == IR_NONE || err.code) {
+		printf("%-80s FAIL: builder: %s\n", label, err.msg);
+		err = (sn_err){0};
+		ir_graph_free(g);
+		build_failures++;
+		return;
+	}
+	ir_add_output(g, r);
+	if (compile_only) {
+		cg_step st;
+		sn_err e = {0};
+		if (render(g, 90, tf32, want, fuse, &st, NULL, &e)) {
+			printf("%-80s FAIL: %s\n", label, e.msg);
+			build_failures++;
+		} else if (njobs < SN_COUNT(jobs)) {
+			char *name = malloc(sizeof st.k.name);
+			memcpy(name, st.k.name, sizeof st.k.name);
+			jobs[njobs++] = (rt_job){.name = name, .src = st.k.src};
+		} else {
+			free(st.k.src);
+		}
+		ir_graph_free(g);
+		return;
+	}
+	hook.want = want;
+	hook.fuse = fuse;
+	gpu_tf32 = tf32;
+	gpu_plan_hook = rerender;
+	gpu_plain_plan = true; /* node i's buffer is i; a 1x1 conv is a kernel step */
+	gpu_compare(g, tf32 ? 2e-3 : gpu_tol(t), label);
+	gpu_plan_hook = NULL;
+	gpu_plain_plan = false;
+	gpu_tf32 = false;
+}
+
+#define P4(p) {p, p, p, p}
+static const cspec grid[] = {
+	{1, 64, 14, 14, 64, 3, 3, 1, 1, P4(1), 1, 1, true},         /* batch 1, 3x3 */
+	{3, 24, 13, 11, 40, 5, 5, 1, 1, P4(2), 1, 1, true},         /* C = 24: k slices straddle taps, odd sizes */
+	{2, 32, 17, 15, 72, 1, 1, 2, 2, P4(0), 1, 1, false},        /* 1x1 stride 2, N not a tile multiple */
+	{1, 16, 23, 23, 200, 7, 7, 2, 2, P4(3), 1, 1, true},        /* 7x7 stride 2 */
+	{2, 64, 9, 9, 96, 3, 3, 1, 1, P4(2), 2, 1, true},           /* dilation 2 */
+	{2, 128, 7, 9, 204, 3, 3, 2, 2, P4(1), 1, 4, true},         /* 4 groups of 32 -> 51: scalar stores */
+	{1, 8, 5, 5, 8, 3, 3, 1, 1, P4(1), 1, 1, false},            /* C = 8, a single partial tile */
+	{1, 256, 14, 14, 512, 1, 1, 1, 1, P4(0), 1, 1, true},       /* ResNet-50 layer3 1x1 at batch 1 */
+	{2, 40, 15, 15, 100, 3, 3, 2, 2, {1, 0, 2, 1}, 1, 1, true}, /* asymmetric padding */
+	{4, 64, 28, 28, 128, 3, 3, 1, 1, P4(1), 1, 1, true},        /* several tiles and many slices */
+	{2, 256, 10, 10, 264, 3, 3, 1, 1, P4(1), 1, 1, true},       /* 264 channels: a partial 256-wide tile */
+};
+
+/* variant 7 configs (tile_k stays the kernel's) */
+static const cg_config cfgs[] = {
+	{.variant = 7, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
+	{.variant = 7, .tile_m = 128, .tile_n = 256, .warps = 8, .stages = 4},
+	{.variant = 7, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 3},
+	{.variant = 7, .tile_m = 256, .tile_n = 128, .warps = 8, .stages = 3},
+	{.variant = 7, .tile_m = 64, .tile_n = 128, .warps = 8, .stages = 5, .split_k = 2},
+	{.variant = 7, .tile_m = 64, .tile_n = 48, .warps = 16, .stages = 3, .split_k = 4},
+	{.variant = 7, .tile_m = 192, .tile_n = 80, .warps = 12, .stages = 6},
+};
+
+int main(int argc, char **argv)
+{
+	compile_only = argc > 1 && !strcmp(argv[1], "compile");
+	if (!compile_only) {
+		if (!gpu_available())
+			return gpu_done();
+		if (gpu_device_sm() != 90) {
+			printf("skipped: the wgmma kernel needs sm_90 (this device is sm_%d)\n", gpu_device_sm());
+			return gpu_done();
+		}
+	}
+	size_t nc = SN_COUNT(cfgs);
+	for (size_t i = 0; i < SN_COUNT(grid); i++) {
+		conv(&grid[i], IR_BF16, false, NULL, false);
+		for (size_t k = 0; k < nc; k++)
+			if ((i + k) % 2 == 0 || compile_only)
+				conv(&grid[i], IR_BF16, false, &cfgs[k], false);
+		conv(&grid[i], IR_F16, false, NULL, false);
+		conv(&grid[i], IR_F16, false, &cfgs[i % nc], false);
+		conv(&grid[i], IR_F32, true, NULL, false);
+		conv(&grid[i], IR_F32, true, &cfgs[(i + 3) % nc], false);
+	}
+	/* the fusion epilogue: staged 16-byte stores, k groups, scalar stores */
+	conv(&grid[0], IR_BF16, false, NULL, true);
+	conv(&grid[5], IR_BF16, false, &cfgs[0], true);
+	conv(&grid[1], IR_F16, false, &cfgs[4], true);
+	conv(&grid[3], IR_F32, true, NULL, true);
+	conv(&grid[9], IR_BF16, false, &cfgs[5], true);
+	conv(&grid[10], IR_BF16, false, &cfgs[3], true);
+	if (compile_only) {
+		rt_nvrtc *nv = NULL;
+		sn_err e = {0};
+		if (rt_nvrtc_open(&nv, &e) != SN_OK) {
+			printf("skipped: %s\n", e.msg);
+			return 0;
+		}
+		rt_compile_stats cs = {0};
+		int rc = rt_compile_all(nv, jobs, njobs, 90, NULL, 0, NULL, NULL, NULL, &cs, &e);
+		if (rc)
+			printf("FAIL: %s\n", e.msg);
+		printf("conv_wg: %zu kernels rendered, %zu compiled for sm_90a in %.1f s\n", njobs, cs.compiled,
+		       cs.seconds);
+		rt_jobs_free(jobs, njobs);
+		for (size_t i = 0; i < njobs; i++) {
+			free((char *)jobs[i].name);
+			free((char *)jobs[i].src);
+		}
+		rt_nvrtc_close(nv);
+		return rc || build_failures ? 1 : 0;
+	}
+	if (build_failures)
+		printf("%d graphs could not be built\n", build_failures);
+	return build_failures ? 1 : gpu_done();
+}
