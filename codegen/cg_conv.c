@@ -528,6 +528,7 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	cg_conv_wg wgc = {0};
 	if (kind == V_WG) {
 		wgc = cg_conv_wg_default(&cv, !half);
+		wgc.b_rounded = !half && cg_tf32_weight(g, nd->in[1], tg);
 		if (want && (want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages || want->split_k)) {
 			int tke = half ? 64 : 32;
 			if (want->tile_k && want->tile_k != tke)

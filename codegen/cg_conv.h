@@ -66,6 +66,7 @@ typedef struct cg_conv_wg {
 	int tm, tn, warps, stages, kg;
 	int mwg, mi; /* filled by cg_conv_wg_check */
 	bool tf32;
+	bool b_rounded; /* tf32: the weights are stored rounded (cg_tf32_weight): B is taken as it lands */
 } cg_conv_wg;
 
 /* Why the wgmma kernel cannot compute cv on tg at all, or NULL. */

@@ -16,7 +16,9 @@
  * be a multiple of it); padding, rows past M, channels past N and k past K
  * are zero-filled by cp.async's source size 0. Under TF32 each thread
  * rounds the chunks it copied (cvt.rna, as the mma.sync kernel does)
- * before the slice is handed over: the tensor cores would truncate, which
+ * before the slice is handed over, A's only when the weights are stored
+ * rounded (cg_tf32_weight: the weight image holds them so under TF32,
+ * and rounding again is the identity): the tensor cores would truncate, which
  * ran 1.2x faster but put ResNet-50 at 7.4e-3 from fp32 against 6.8e-4
  * (PERF.md, 2026-11-23 session 2); rounding slice t + 1 while slice t's
  * products run gained nothing (bound by shared memory bandwidth, not
@@ -218,15 +220,18 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "\t\t} \\\n"
 			 "\t} while (0)\n",
 		      ai, bi, bguard);
-	if (c->tf32)
+	if (c->tf32) {
 		sn_buf_printf(b, "#define ROUND(slot) do { \\\n"
-				 "\t\tunsigned sa_ = sbase + (slot) * SLOT, sb_ = sa_ + TM * 128; \\\n"
+				 "\t\tunsigned sa_ = sbase + (slot) * SLOT; \\\n"
 				 "\t\t_Pragma(\"unroll\") for (int i = 0; i < %d; i++) \\\n"
-				 "\t\t\ttf32_round(sa_ + (r0 + i * RA) * 128 + sw); \\\n"
-				 "\t\t_Pragma(\"unroll\") for (int j = 0; j < %d; j++) \\\n"
-				 "\t\t\t%stf32_round(sb_ + (r0 + j * RA) * 128 + sw); \\\n"
-				 "\t} while (0)\n",
-			      ai, bi, bguard);
+				 "\t\t\ttf32_round(sa_ + (r0 + i * RA) * 128 + sw); \\\n",
+			      ai);
+		if (!c->b_rounded) /* B too, unless the weight image holds it rounded */
+			sn_buf_printf(b, "\t\t_Pragma(\"unroll\") for (int j = 0; j < %d; j++) \\\n"
+					 "\t\t\t%stf32_round(sa_ + TM * 128 + (r0 + j * RA) * 128 + sw); \\\n",
+				      bi, bguard);
+		sn_buf_puts(b, "\t} while (0)\n");
+	}
 	sn_buf_printf(b, "\tfloat acc[MI][TN / 2];\n"
 			 "#pragma unroll\n\tfor (int i = 0; i < MI; i++)\n"
 			 "#pragma unroll\n\t\tfor (int x_ = 0; x_ < TN / 2; x_++)\n\t\t\tacc[i][x_] = 0.0f;\n"

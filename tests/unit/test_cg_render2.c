@@ -905,6 +905,28 @@ static void test_conv(void)
 		CHECK(strstr(st.k.src, "cvt.rna.tf32.f32") && strstr(st.k.src, "k8.f32.tf32.tf32") && st.k.cfg.tile_k == 32 &&
 		      st.k.cfg.variant == 7);
 	step_free(&st);
+	/* B (the weights) is rounded in the kernel unless the weight image
+	 * holds it rounded: an f32 param whose every use is a conv's weight */
+	for (int p = 0; p < 2; p++) {
+		ir_graph *g2 = ir_graph_new();
+		sn_err e2 = {0};
+		ir_shape xs = {4, {2, 9, 9, 16}}, ws = {4, {32, 3, 3, 16}};
+		ir_ref x2 = ir_add_input(g2, "x", IR_F32, &xs, &e2);
+		ir_ref w2 = p ? ir_add_param(g2, "w", IR_F32, &ws, &e2) : ir_add_input(g2, "w", IR_F32, &ws, &e2);
+		ir_attrs a2 = attrs(IR_OP_conv2d);
+		a2.layout = IR_NHWC;
+		a2.stride = INTS(1, 1);
+		a2.pad = INTS(1, 1, 1, 1);
+		a2.dilation = INTS(1, 1);
+		a2.groups = 1;
+		ir_ref y2 = ir_add(g2, IR_OP_conv2d, (ir_ref[]){x2, w2}, 2, &a2, &e2);
+		cg_step s2 = {.node = y2};
+		CHECK(y2 != IR_NONE && cg_render_conv(g2, y2, &t90, NULL, &s2, &e2) == SN_OK && s2.k.cfg.variant == 7);
+		CHECK(s2.k.src && strstr(s2.k.src, "tf32_round(sa_ + (r0") &&
+		      !strstr(s2.k.src, "tf32_round(sa_ + TM * 128") == (p == 1));
+		free(s2.k.src);
+		ir_graph_free(g2);
+	}
 	if (render(cg_render_conv, r, &st, "conv f32 no tf32"))
 		CHECK(!strstr(st.k.src, "mma.sync"));
 	step_free(&st);
