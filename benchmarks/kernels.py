@@ -273,6 +273,7 @@ def main():
     dev = torch.cuda.get_device_name(0)
     rows = []
     warm_gpu()
+    os.makedirs(args.out, exist_ok=True)
     if args.family == "gemm":
         return gemm_main(args, dev)
     with tempfile.TemporaryDirectory() as work:
