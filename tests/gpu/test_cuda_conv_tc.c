@@ -20,21 +20,13 @@
  *    the reference runs them); on the GPU the conv's kernel alone, rendered
  *    with a hand-written epilogue relu(v + e0[i]) storing into the relu's
  *    buffer, the add and relu steps dropped. */
-#include "gpu_check.h"
-
-#include "codegen/cg_render.h"
+#include "gpu_conv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static sn_err err;
-static int build_failures;
-
-typedef struct cspec {
-	int64_t n, c, h, w, o, kh, kw, sh, sw, pad[4], dil, groups;
-	bool bias;
-} cspec;
+typedef gpu_conv_spec cspec;
 
 /* What the plan hook re-renders the graph's conv with. */
 static struct {
@@ -46,56 +38,10 @@ static struct {
  * hook.fuse, the epilogue relu(v + e0[i]) into the relu's buffer. */
 static int rerender(const ir_graph *g, cg_plan *p, sn_err *e)
 {
-	ir_ref conv = IR_NONE, add = IR_NONE, relu = IR_NONE, res = IR_NONE;
-	for (uint32_t i = 0; i < g->nnodes; i++) {
-		const ir_node *n = &g->nodes[i];
-		if (n->op == IR_OP_conv2d)
-			conv = i;
-		else if (n->op == IR_OP_add) {
-			add = i;
-			res = n->in[1];
-		} else if (n->op == IR_OP_relu)
-			relu = i;
-	}
-	if (conv == IR_NONE || p->nsteps < 1 || p->steps[0].kind != CG_LAUNCH)
-		return sn_errf(e, SN_EINTERNAL, "test: the plan's first step is not the conv");
-	ir_dtype t = g->nodes[conv].dtype;
-	sn_buf fn = {0};
-	cg_epilogue epi = {0};
-	cg_step st = {.node = conv};
-	char params[128];
-	if (hook.fuse) {
-		if (add == IR_NONE || relu == IR_NONE)
-			return sn_errf(e, SN_EINTERNAL, "test: no add and relu to fuse");
-		cg_emit_dtype_helpers(&fn, t);
-		sn_buf_printf(&fn, "__device__ __forceinline__ float sn_epi(float v, long i, const %s *__restrict__ e0)\n"
-				   "{\n\treturn fmaxf(v + ld_%s(e0, i), 0.0f);\n}\n",
-			      cg_ctype(t), ir_dtype_name(t));
-		snprintf(params, sizeof params, ", const %s *__restrict__ e0", cg_ctype(t));
-		epi = (cg_epilogue){.fn = fn.s, .params = params, .args = ", e0", .nex = 1, .out = relu, .dtype = t};
-		epi.ex[0] = res;
-		st.epi = &epi;
-	}
 	cg_target tg = {.sm = p->sm, .tf32 = gpu_tf32};
-	int rc = cg_render_conv(g, conv, &tg, hook.want, &st, e);
-	sn_buf_free(&fn);
-	if (rc)
-		return rc;
-	cg_pstep *ps = &p->steps[0];
-	cg_kern *k = &p->kerns[ps->kern];
-	free(k->src);
-	k->src = st.k.src;
-	memcpy(k->name, st.k.name, sizeof k->name);
-	k->cfg = st.k.cfg;
-	memcpy(ps->grid, st.k.grid, sizeof ps->grid);
-	memcpy(ps->block, st.k.block, sizeof ps->block);
-	ps->smem = st.k.smem;
-	ps->nargs = st.k.nbufs;
-	for (uint32_t a = 0; a < st.k.nbufs; a++)
-		ps->args[a] = st.k.bufs[a]; /* buffer i is node i's */
-	if (hook.fuse)
-		p->nsteps = 1; /* the add and the relu are in the conv's store */
-	return SN_OK;
+	cg_step st;
+	int rc = gpu_conv_render(g, &tg, hook.want, hook.fuse, &st, e);
+	return rc ? rc : gpu_conv_patch(p, &st, hook.fuse, e);
 }
 
 /* conv2d(x, w[, b]) of c in dtype t and layout lay (then + residual, relu
@@ -103,27 +49,8 @@ static int rerender(const ir_graph *g, cg_plan *p, sn_err *e)
 static void conv(const cspec *c, ir_dtype t, ir_layout lay, bool tf32, const cg_config *want, bool fuse,
 		 const char *what)
 {
-	bool nhwc = lay == IR_NHWC;
 	ir_graph *g = ir_graph_new();
-	int64_t cg = c->c / c->groups;
-	ir_shape xs = nhwc ? (ir_shape){4, {c->n, c->h, c->w, c->c}} : (ir_shape){4, {c->n, c->c, c->h, c->w}};
-	ir_shape ws = nhwc ? (ir_shape){4, {c->o, c->kh, c->kw, cg}} : (ir_shape){4, {c->o, cg, c->kh, c->kw}};
-	ir_shape bs = {1, {c->o}};
-	ir_ref ins[3] = {ir_add_input(g, "x", t, &xs, &err), ir_add_input(g, "w", t, &ws, &err),
-			 ir_add_input(g, "b", t, &bs, &err)};
-	ir_attrs a;
-	ir_attrs_init(IR_OP_conv2d, &a);
-	a.layout = lay;
-	a.stride = (ir_ints){2, {c->sh, c->sw}};
-	a.pad = (ir_ints){4, {c->pad[0], c->pad[1], c->pad[2], c->pad[3]}};
-	a.dilation = (ir_ints){2, {c->dil, c->dil}};
-	a.groups = c->groups;
-	ir_ref r = ir_add(g, IR_OP_conv2d, ins, c->bias ? 3 : 2, &a, &err);
-	if (fuse && r != IR_NONE) {
-		ir_ref res = ir_add_input(g, "res", t, &g->nodes[r].shape, &err);
-		ir_ref s = ir_add(g, IR_OP_add, (ir_ref[]){r, res}, 2, NULL, &err);
-		r = s == IR_NONE ? IR_NONE : ir_add(g, IR_OP_relu, &s, 1, NULL, &err);
-	}
+	ir_ref r = gpu_conv_graph(g, c, t, lay, fuse);
 	char label[192], cfg[64] = "default";
 	if (want)
 		cg_config_str(want, cfg, sizeof cfg);
@@ -131,13 +58,8 @@ static void conv(const cspec *c, ir_dtype t, ir_layout lay, bool tf32, const cg_
 		 tf32 ? "f32-tf32" : ir_dtype_name(t), ir_layout_name(lay), (long long)c->n, (long long)c->c,
 		 (long long)c->h, (long long)c->w, (long long)c->o, (long long)c->kh, (long long)c->kw, (long long)c->sh,
 		 (long long)c->dil, (long long)c->groups, c->bias ? " bias" : "", cfg);
-	if (r == IR_NONE || err.code) {
-		printf("%-72s FAIL: builder: %s\n", label, err.msg);
-		err = (sn_err){0};
-		ir_graph_free(g);
-		build_failures++;
+	if (!gpu_built(g, r, label))
 		return;
-	}
 	ir_add_output(g, r);
 	hook.want = want;
 	hook.fuse = fuse;
@@ -231,7 +153,5 @@ int main(void)
 	conv(&grid[6], IR_F16, IR_NHWC, false, &v1, true, "fused");
 	conv(&depthwise[2], IR_BF16, IR_NHWC, false, NULL, true, "fused");
 	conv(&depthwise[1], IR_F32, IR_NCHW, false, NULL, true, "fused");
-	if (build_failures)
-		printf("%d graphs could not be built\n", build_failures);
-	return build_failures ? 1 : gpu_done();
+	return gpu_done();
 }

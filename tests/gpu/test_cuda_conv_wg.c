@@ -17,69 +17,33 @@
  * "compile" it needs no GPU: every case is rendered for sm_90 and
  * NVRTC-compiled (for sm_90a) in one batch, strictly in CI
  * (codegen.nvrtc.conv_wg.sm_90: no spills, no serialized wgmma). */
-#include "gpu_check.h"
+#include "gpu_conv.h"
 
-#include "codegen/cg_render.h"
 #include "runtime/cuda_nvrtc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static sn_err err;
-static int build_failures;
-
-typedef struct cspec {
-	int64_t n, c, h, w, o, kh, kw, sh, sw, pad[4], dil, groups;
-	bool bias;
-} cspec;
+typedef gpu_conv_spec cspec;
 
 /* compile mode: the rendered sources, compiled at the end */
 static bool compile_only;
 static rt_job jobs[512];
 static size_t njobs;
+static int compile_failures; /* compile mode: graphs not built or not rendered */
 
-/* Renders g's conv with want (NULL: the default) for sm, with the epilogue
- * relu(v + e0[i]) into the relu's buffer when fuse. */
-static int render(const ir_graph *g, int sm, bool tf32, const cg_config *want, bool fuse, cg_step *st,
-		  ir_ref *relu_out, sn_err *e)
+/* Renders g's conv with want (NULL: the default) for sm (gpu_conv.h), and
+ * checks that it is the wgmma kernel. */
+static int render(const ir_graph *g, int sm, bool tf32, const cg_config *want, bool fuse, cg_step *st, sn_err *e)
 {
-	ir_ref conv = IR_NONE, relu = IR_NONE, res = IR_NONE;
-	for (uint32_t i = 0; i < g->nnodes; i++) {
-		const ir_node *n = &g->nodes[i];
-		if (n->op == IR_OP_conv2d)
-			conv = i;
-		else if (n->op == IR_OP_add)
-			res = n->in[1];
-		else if (n->op == IR_OP_relu)
-			relu = i;
-	}
-	if (conv == IR_NONE || (fuse && (relu == IR_NONE || res == IR_NONE)))
-		return sn_errf(e, SN_EINTERNAL, "test: no conv (and add, relu) in the graph");
-	ir_dtype t = g->nodes[conv].dtype;
-	sn_buf fn = {0};
-	cg_epilogue epi = {0};
-	*st = (cg_step){.node = conv};
-	char params[128];
-	if (fuse) {
-		cg_emit_dtype_helpers(&fn, t);
-		sn_buf_printf(&fn, "__device__ __forceinline__ float sn_epi(float v, long i, const %s *__restrict__ e0)\n"
-				   "{\n\treturn fmaxf(v + ld_%s(e0, i), 0.0f);\n}\n",
-			      cg_ctype(t), ir_dtype_name(t));
-		snprintf(params, sizeof params, ", const %s *__restrict__ e0", cg_ctype(t));
-		epi = (cg_epilogue){.fn = fn.s, .params = params, .args = ", e0", .nex = 1, .out = relu, .dtype = t};
-		epi.ex[0] = res;
-		st->epi = &epi;
-	}
 	cg_target tg = {.sm = sm, .tf32 = tf32, .conv_kernels = true};
-	int rc = cg_render_conv(g, conv, &tg, want, st, e);
-	st->epi = NULL;
-	sn_buf_free(&fn);
-	if (!rc && st->k.cfg.variant != 7)
+	int rc = gpu_conv_render(g, &tg, want, fuse, st, e);
+	if (!rc && st->k.cfg.variant != 7) {
 		rc = sn_errf(e, SN_EINTERNAL, "test: the conv was rendered with variant %d, not the wgmma kernel",
 			     (int)st->k.cfg.variant);
-	if (relu_out)
-		*relu_out = relu;
+		free(st->k.src);
+	}
 	return rc;
 }
 
@@ -92,49 +56,15 @@ static struct {
  * test names the kernel it checks), add and relu dropped when fused. */
 static int rerender(const ir_graph *g, cg_plan *p, sn_err *e)
 {
-	if (p->nsteps < 1 || p->steps[0].kind != CG_LAUNCH)
-		return sn_errf(e, SN_EINTERNAL, "test: the plan's first step is not the conv");
 	cg_step st;
-	int rc = render(g, p->sm, gpu_tf32, hook.want, hook.fuse, &st, NULL, e);
-	if (rc)
-		return rc;
-	cg_pstep *ps = &p->steps[0];
-	cg_kern *k = &p->kerns[ps->kern];
-	free(k->src);
-	k->src = st.k.src;
-	memcpy(k->name, st.k.name, sizeof k->name);
-	k->cfg = st.k.cfg;
-	memcpy(ps->grid, st.k.grid, sizeof ps->grid);
-	memcpy(ps->block, st.k.block, sizeof ps->block);
-	ps->smem = st.k.smem;
-	ps->nargs = st.k.nbufs;
-	for (uint32_t a = 0; a < st.k.nbufs; a++)
-		ps->args[a] = st.k.bufs[a]; /* buffer i is node i's */
-	if (hook.fuse)
-		p->nsteps = 1; /* the add and the relu are in the conv's store */
-	return SN_OK;
+	int rc = render(g, p->sm, gpu_tf32, hook.want, hook.fuse, &st, e);
+	return rc ? rc : gpu_conv_patch(p, &st, hook.fuse, e);
 }
 
 static void conv(const cspec *c, ir_dtype t, bool tf32, const cg_config *want, bool fuse)
 {
 	ir_graph *g = ir_graph_new();
-	int64_t cg = c->c / c->groups;
-	ir_shape xs = {4, {c->n, c->h, c->w, c->c}}, ws = {4, {c->o, c->kh, c->kw, cg}}, bs = {1, {c->o}};
-	ir_ref ins[3] = {ir_add_input(g, "x", t, &xs, &err), ir_add_input(g, "w", t, &ws, &err),
-			 ir_add_input(g, "b", t, &bs, &err)};
-	ir_attrs a;
-	ir_attrs_init(IR_OP_conv2d, &a);
-	a.layout = IR_NHWC;
-	a.stride = (ir_ints){2, {c->sh, c->sw}};
-	a.pad = (ir_ints){4, {c->pad[0], c->pad[1], c->pad[2], c->pad[3]}};
-	a.dilation = (ir_ints){2, {c->dil, c->dil}};
-	a.groups = c->groups;
-	ir_ref r = ir_add(g, IR_OP_conv2d, ins, c->bias ? 3 : 2, &a, &err);
-	if (fuse && r != IR_NONE) {
-		ir_ref res = ir_add_input(g, "res", t, &g->nodes[r].shape, &err);
-		ir_ref s = ir_add(g, IR_OP_add, (ir_ref[]){r, res}, 2, NULL, &err);
-		r = s == IR_NONE ? IR_NONE : ir_add(g, IR_OP_relu, &s, 1, NULL, &err);
-	}
+	ir_ref r = gpu_conv_graph(g, c, t, IR_NHWC, fuse);
 	char label[192], cfg[96] = "default";
 	if (want)
 		cg_config_str(want, cfg, sizeof cfg);
@@ -142,20 +72,17 @@ static void conv(const cspec *c, ir_dtype t, bool tf32, const cg_config *want, b
 		 fuse ? " fused" : "", tf32 ? "f32-tf32" : ir_dtype_name(t), (long long)c->n, (long long)c->c,
 		 (long long)c->h, (long long)c->w, (long long)c->o, (long long)c->kh, (long long)c->kw, (long long)c->sh,
 		 (long long)c->dil, (long long)c->groups, c->bias ? " bias" : "", cfg);
-	if (r == IR_NONE || err.code) {
-		printf("%-80s FAIL: builder: %s\n", label, err.msg);
-		err = (sn_err){0};
-		ir_graph_free(g);
-		build_failures++;
+	if (!gpu_built(g, r, label)) {
+		compile_failures += compile_only;
 		return;
 	}
 	ir_add_output(g, r);
 	if (compile_only) {
 		cg_step st;
 		sn_err e = {0};
-		if (render(g, 90, tf32, want, fuse, &st, NULL, &e)) {
+		if (render(g, 90, tf32, want, fuse, &st, &e)) {
 			printf("%-80s FAIL: %s\n", label, e.msg);
-			build_failures++;
+			compile_failures++;
 		} else if (njobs < SN_COUNT(jobs)) {
 			char *name = malloc(sizeof st.k.name);
 			memcpy(name, st.k.name, sizeof st.k.name);
@@ -251,9 +178,7 @@ int main(int argc, char **argv)
 			free((char *)jobs[i].src);
 		}
 		rt_nvrtc_close(nv);
-		return rc || build_failures ? 1 : 0;
+		return rc || compile_failures ? 1 : 0;
 	}
-	if (build_failures)
-		printf("%d graphs could not be built\n", build_failures);
-	return build_failures ? 1 : gpu_done();
+	return gpu_done();
 }
