@@ -196,12 +196,6 @@ char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
 	return b.s;
 }
 
-static void warn_stderr(void *ctx, const char *msg)
-{
-	(void)ctx;
-	fprintf(stderr, "sinter: warning: %s\n", msg);
-}
-
 /* ---- the plan cache (docs/CACHE.md): cpu entries beside the CUDA ones,
  * keyed by XXH3-128 of the text "sinter cpu plan FORMAT VERSION", the
  * mode, pass pipeline, precision and fusion, the host (LLVM, target
@@ -326,7 +320,7 @@ again:;
 	s.weight_bytes = p->weight_bytes;
 	rt_cpu_stats rs;
 	t0 = sn_now();
-	if (rt_cpu_load(p, dir, o ? o->threads : 0, o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &rs,
+	if (rt_cpu_load(p, dir, o ? o->threads : 0, o && o->warn ? o->warn : api_warn_stderr, o ? o->warn_ctx : NULL, &rs,
 			&c->rt, &e) != SN_OK) {
 		api_cpu_free((sinter_compiled *)c);
 		if (s.plan_hit && e.code == SN_EINPUT) {

@@ -20,7 +20,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,22 +87,6 @@ typedef struct tune_ctx {
 	at_tune_stats s;
 } tune_ctx;
 
-static void warn_stderr(void *ctx, const char *msg)
-{
-	(void)ctx;
-	fprintf(stderr, "sinter: warning: %s\n", msg);
-}
-
-static void warn(const sinter_compile_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(const sinter_compile_options *o, const char *fmt, ...)
-{
-	char msg[4608];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	(o && o->warn ? o->warn : warn_stderr)(o ? o->warn_ctx : NULL, msg);
-}
 
 void sinter_compile_options_init(sinter_compile_options *o)
 {
@@ -258,7 +241,7 @@ static sinter_status compile_kernels(cg_plan *p, int sm, const sinter_compile_op
 	double t0 = sn_now();
 	if (nj && rt_nvrtc_open(&nv, &e) == SN_OK)
 		rt_compile_all(nv, jobs, nj, sm, cache_dir_of(o, cbuf, sizeof cbuf), 0, o ? o->dump_dir : NULL,
-			       o && o->warn ? o->warn : warn_stderr, o ? o->warn_ctx : NULL, &cs, &e);
+			       o && o->warn ? o->warn : api_warn_stderr, o ? o->warn_ctx : NULL, &cs, &e);
 	rt_nvrtc_close(nv);
 	s->nvrtc_s = sn_now() - t0;
 	sn_stage("nvrtc", t0, "sm_%d, %zu unique kernels: %zu from the kernel cache, %zu compiled, %u by the tuner", sm,
@@ -342,7 +325,7 @@ static cg_plan *cache_lookup(const char *path, const sinter_model *m, const cg_p
 	if (cg_plan_read(path, true, &p, &have, &e) != SN_OK) {
 		/* a bad entry goes; one the system could not read (I/O, memory) stays */
 		bool bad = e.code == SN_EINPUT;
-		warn(o, "plan cache: %s entry (%s)%s, rebuilding", bad ? "corrupt" : "unreadable", e.msg,
+		api_pc_warn(o, "plan cache: %s entry (%s)%s, rebuilding", bad ? "corrupt" : "unreadable", e.msg,
 		     bad ? ": deleted" : "");
 		if (bad)
 			unlink(path);
@@ -350,7 +333,7 @@ static cg_plan *cache_lookup(const char *path, const sinter_model *m, const cg_p
 	}
 	const char *changed = api_pc_stale(m, want, &have);
 	if (changed) {
-		warn(o, "plan cache: stale entry %s (%s changed): rebuilding", path, changed);
+		api_pc_warn(o, "plan cache: stale entry %s (%s changed): rebuilding", path, changed);
 		cg_plan_free(p);
 		unlink(path);
 		return NULL;
@@ -591,7 +574,7 @@ static void tune_list_write(const char *plan_path, const at_tune_stats *ts, cons
 	}
 	sn_err e = {0};
 	if (b.oom || sn_write_file(path, b.s, b.len, 0600, &e) != SN_OK)
-		warn(o, "plan cache: tuning list not stored: %s", b.oom ? "out of memory" : e.msg);
+		api_pc_warn(o, "plan cache: tuning list not stored: %s", b.oom ? "out of memory" : e.msg);
 	sn_buf_free(&b);
 }
 
@@ -642,7 +625,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 			return api_fail(err, &e);
 		tc.o = (at_tune_opts){.budget_s = c->o.tune_budget_s, .kernel_cap_s = c->o.tune_kernel_s,
 				      .progress = c->o.tune_progress, .cache_dir = kdir,
-				      .warn = c->o.warn ? c->o.warn : warn_stderr, .ctx = c->o.warn_ctx};
+				      .warn = c->o.warn ? c->o.warn : api_warn_stderr, .ctx = c->o.warn_ctx};
 	}
 	bool existed = false;
 	if (dir) {
@@ -717,7 +700,7 @@ static sinter_status compile_bound(sinter_compiled *c, const sinter_model *m, co
 		plan_key(m, &r, c->dev, wid, key);
 		if ((!r.tune && kc_plan_path(dir, key, true, path, sizeof path, &e) != SN_OK) ||
 		    cg_plan_write(path, (*out)->plan, &info, &e) != SN_OK) {
-			warn(&c->o, "plan cache: not stored: %s", e.msg);
+			api_pc_warn(&c->o, "plan cache: not stored: %s", e.msg);
 		} else {
 			/* what the key was made of, for sinter cache explain */
 			char kpath[4300];

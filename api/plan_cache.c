@@ -96,7 +96,7 @@ void api_pc_sidecar(const char *plan_path, const char *ext, char *out, size_t ca
 		memcpy(out + n - 5, ext, 5);
 }
 
-static void warn_stderr(void *ctx, const char *msg)
+void api_warn_stderr(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, "sinter: warning: %s\n", msg);
@@ -109,5 +109,5 @@ void api_pc_warn(const sinter_compile_options *o, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	(o && o->warn ? o->warn : warn_stderr)(o ? o->warn_ctx : NULL, msg);
+	(o && o->warn ? o->warn : api_warn_stderr)(o ? o->warn_ctx : NULL, msg);
 }

@@ -25,6 +25,8 @@ void api_pc_info_for_write(const sinter_model *m, cg_plan_info *info);
 const char *api_pc_stale(const sinter_model *m, const cg_plan_info *want, const cg_plan_info *have);
 /* path with ".plan" replaced by ext (".key", ".tune") into out[cap]. */
 void api_pc_sidecar(const char *plan_path, const char *ext, char *out, size_t cap);
+/* The warning sink when o->warn is unset: "sinter: warning: msg" on stderr. */
+void api_warn_stderr(void *ctx, const char *msg);
 /* o->warn (stderr when unset) with a formatted message. */
 void api_pc_warn(const sinter_compile_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
