@@ -55,6 +55,8 @@ typedef struct cand {
 	unsigned grid[3], block[3], smem;
 	uint32_t nargs;
 	uint32_t args[CG_MAX_ARGS]; /* plan buffer ids */
+	uint32_t ntmaps;            /* tensor maps over args (cg_kern's) */
+	cg_tmap tmaps[CG_MAX_TMAPS];
 	void *cubin;
 	size_t cubin_size;
 	double ms;
@@ -350,6 +352,8 @@ static int cand_of(const cg_plan *p, uint32_t kk, cand *c)
 	c->smem = ps->smem;
 	c->nargs = ps->nargs;
 	memcpy(c->args, ps->args, sizeof c->args);
+	c->ntmaps = p->kerns[kk].ntmaps;
+	memcpy(c->tmaps, p->kerns[kk].tmaps, sizeof c->tmaps);
 	return SN_OK;
 }
 
@@ -654,6 +658,7 @@ static bool bufs_match(tuner *tu, bufs *b, double rtol, bool scale, sn_err *e)
 }
 
 typedef struct klaunch {
+	CUtensorMap tm[CG_MAX_TMAPS]; /* first: CUtensorMap is 128-byte aligned */
 	rt_kfn *k;
 	const cand *c;
 	CUdeviceptr args[CG_MAX_ARGS];
@@ -662,7 +667,7 @@ typedef struct klaunch {
 static int launch_kernel(void *ctx, sn_err *e)
 {
 	klaunch *l = ctx;
-	return rt_kfn_launch(l->k, l->c->grid, l->c->block, l->c->smem, l->args, l->c->nargs, e);
+	return rt_kfn_launch_tm(l->k, l->c->grid, l->c->block, l->c->smem, l->args, l->c->nargs, l->tm, l->c->ntmaps, e);
 }
 
 typedef struct blaunch {
@@ -751,12 +756,26 @@ static int measure_kernel(tuner *tu, item *x, sn_err *e)
 		}
 		/* the same buffer in two places is one allocation */
 		klaunch l = {.k = k, .c = c};
+		size_t lbytes[CG_MAX_ARGS] = {0};
 		for (unsigned a = 0; a < c->nargs; a++)
 			for (unsigned j = 0; j < b.n; j++)
 				if (c->args[a] == d->args[j]) {
 					l.args[a] = b.d[j];
+					lbytes[a] = b.bytes[j];
 					break;
 				}
+		bool tm_ok = true;
+		for (unsigned t = 0; tm_ok && t < c->ntmaps; t++)
+			tm_ok = c->tmaps[t].arg < c->nargs &&
+				rt_tmap_encode(tu->c, &c->tmaps[t], l.args[c->tmaps[t].arg], lbytes[c->tmaps[t].arg],
+					       &l.tm[t], &le) == SN_OK;
+		if (!tm_ok) {
+			rt_kfn_free(k);
+			tu->s->failed += i > 0;
+			if (i == 0)
+				break;
+			continue;
+		}
 		rc = try_cand(tu, x, i, &b, launch_kernel, &l, rtol_of(b.t[b.n - 1], false), false, e);
 		rt_kfn_free(k);
 		if (i == 0 && !c->ok)
@@ -1038,6 +1057,8 @@ static int patch(tuner *tu, item *x, sn_err *e)
 	k->src = src;
 	memcpy(k->name, c->name, sizeof k->name);
 	k->cfg = c->cfg;
+	k->ntmaps = c->ntmaps;
+	memcpy(k->tmaps, c->tmaps, sizeof k->tmaps);
 	if (!p->map && !p->borrowed)
 		free(k->cubin);
 	k->cubin = c->cubin; /* moved: compile_kernels skips it */

@@ -54,6 +54,25 @@ typedef struct cg_buf {
 	uint32_t index;
 } cg_buf;
 
+/* A TMA tensor map a kernel takes by value (a `const __grid_constant__`
+ * parameter of 128 bytes after its buffers, in order): what
+ * cuTensorMapEncodeTiled needs besides the address, which is that of the
+ * kernel's buffer parameter `arg` at launch. The runtime encodes it once
+ * per step (runtime/cuda_exec.c) and per timed candidate (autotune), and
+ * refuses a map that would reach past its buffer. Sizes are elements,
+ * innermost dimension first; strides are bytes (strides[0] unused). */
+#define CG_MAX_TMAPS 2
+#define CG_TMAP_RANK 5
+typedef struct cg_tmap {
+	uint32_t arg;
+	uint32_t dtype;   /* CUtensorMapDataType */
+	uint32_t rank;    /* 1 .. CG_TMAP_RANK */
+	uint32_t swizzle; /* CUtensorMapSwizzle */
+	uint64_t dims[CG_TMAP_RANK];
+	uint64_t strides[CG_TMAP_RANK];
+	uint32_t box[CG_TMAP_RANK];
+} cg_tmap;
+
 /* A unique kernel of the plan. The spec key hashes what it computes (op,
  * dtypes, shapes, attributes, renderer version) without its config; the
  * name (a content hash of the source) and the kernel-cache key add it. */
@@ -64,6 +83,8 @@ typedef struct cg_kern {
 	cg_config cfg;
 	void *cubin;            /* malloc'ed, or pointing into a mapped plan file */
 	uint64_t cubin_size;
+	uint32_t ntmaps;        /* tensor maps after its buffers (sm_90 TMA kernels) */
+	cg_tmap tmaps[CG_MAX_TMAPS];
 } cg_kern;
 
 typedef enum cg_act { CG_ACT_NONE, CG_ACT_RELU, CG_ACT_GELU } cg_act;
@@ -182,7 +203,7 @@ void cg_plan_list(const cg_plan *p, sn_buf *b);
  * and renamed into place; read with checked preads into private memory (a
  * file truncated meanwhile is an error, never a SIGBUS), every count, index,
  * offset and size checked before use. */
-#define CG_PLAN_FORMAT 2 /* 2: matrix products carry C */
+#define CG_PLAN_FORMAT 3 /* 2: matrix products carry C; 3: kernels carry tensor maps */
 
 /* What a plan file says about where it came from. */
 typedef struct cg_plan_info {

@@ -39,11 +39,12 @@
 #include "codegen/cg_gemm_tc.h"
 #include "codegen/cg_wgmma.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 typedef struct tc_cfg {
-	int variant; /* 1 mma.sync, 2 wgmma */
+	int variant; /* 1 mma.sync, 2 wgmma, 3 wgmma fed by TMA */
 	int tm, tn, tk, warps, stages, wk;
 	int wm, wn; /* variant 1: the warp grid of a k group */
 } tc_cfg;
@@ -217,13 +218,77 @@ static int check2(const cg_gemm_tc_spec *s, const cg_target *tg, tc_cfg *c, sn_e
 	return SN_OK;
 }
 
-/* The default: wgmma on sm_90 where it fits, else mma.sync; the first
+/* variant 3: the ring, then the full and empty mbarriers */
+static unsigned smem3(const tc_cfg *c)
+{
+	return (unsigned)c->stages * (unsigned)(c->tm + c->tn) * 128 + 1024 + 16 * (unsigned)c->stages;
+}
+
+/* TMA's strides are multiples of 16 bytes below 2^40, its coordinates
+ * int32. */
+static bool fits3(const cg_gemm_tc_spec *s, const cg_target *tg, char *why, size_t cap)
+{
+	if (!fits2(s, tg, why, cap))
+		return false;
+	int es = esize(s->t);
+	if (s->batch > 1 && ((s->sa * es) % 16 || (s->sb * es) % 16)) {
+		snprintf(why, cap, "its batch strides are not multiples of 16 bytes (TMA)");
+		return false;
+	}
+	if (s->m > INT32_MAX || s->n > INT32_MAX || s->k > INT32_MAX || s->batch > INT32_MAX ||
+	    s->sa * es >= (INT64_C(1) << 40) || s->sb * es >= (INT64_C(1) << 40)) {
+		snprintf(why, cap, "it is too large for TMA's coordinates");
+		return false;
+	}
+	return true;
+}
+
+static int check3(const cg_gemm_tc_spec *s, const cg_target *tg, tc_cfg *c, sn_err *e)
+{
+	char why[160];
+	if (!fits3(s, tg, why, sizeof why))
+		return sn_errf(e, SN_EUSAGE, "gemm (wgmma, TMA): %s", why);
+	c->tk = 128 / esize(s->t);
+	if (c->tm != 64 && c->tm != 128)
+		return sn_errf(e, SN_EUSAGE, "gemm (wgmma, TMA): tile_m %d is not 64 or 128 (one or two consumer "
+			       "warpgroups)", c->tm);
+	if (c->warps != c->tm / 16 + 4)
+		return sn_errf(e, SN_EUSAGE, "gemm (wgmma, TMA): warps %d: tile_m %d takes %d (its consumers and a "
+			       "producer warpgroup)", c->warps, c->tm, c->tm / 16 + 4);
+	if (c->tn < 16 || c->tn > 256 || c->tn % 16 || (!s->trans_b && c->tn % 64))
+		return sn_errf(e, SN_EUSAGE, "gemm (wgmma, TMA): tile_n %d must be a multiple of 16 in [16, 256]%s", c->tn,
+			       s->trans_b ? "" : " (of 64 for an untransposed B)");
+	if (c->wk > 1)
+		return sn_errf(e, SN_EUSAGE, "gemm (wgmma, TMA): split_k is not built for the TMA variant");
+	if (c->stages < 2 || c->stages > 8)
+		return sn_errf(e, SN_EUSAGE, "gemm (wgmma, TMA): stages %d is not in [2, 8]", c->stages);
+	if (smem3(c) > 227 * 1024)
+		return sn_errf(e, SN_EUSAGE, "gemm (wgmma, TMA): %dx%d in %d stages needs %u bytes of shared memory, over "
+			       "sm_90's %u", c->tm, c->tn, c->stages, smem3(c), 227 * 1024);
+	return SN_OK;
+}
+
+/* The default: wgmma fed by TMA on sm_90 where it fits, else wgmma, else mma.sync; the first
  * tile whose grid gives every SM a block (about), else the smallest. */
 static tc_cfg default_cfg(const cg_gemm_tc_spec *s, const cg_target *tg)
 {
 	int es = esize(s->t), sms = tg->sm >= 90 ? 132 : 108;
 	char why[160];
 	tc_cfg c;
+	if (fits3(s, tg, why, sizeof why)) {
+		/* tile_m, tile_n, stages: two consumer warpgroups where the grid fills the GPU */
+		static const int cand[][3] = {{128, 256, 4}, {128, 128, 6}, {128, 64, 8}, {64, 128, 8}, {64, 64, 8}};
+		for (size_t i = 0; i < SN_COUNT(cand); i++) {
+			if (!s->trans_b && cand[i][1] % 64)
+				continue;
+			c = (tc_cfg){.variant = 3, .tm = cand[i][0], .tn = cand[i][1], .warps = cand[i][0] / 16 + 4,
+				     .stages = cand[i][2], .tk = 128 / es, .wk = 1};
+			int64_t blocks = (s->m + c.tm - 1) / c.tm * ((s->n + c.tn - 1) / c.tn) * s->batch;
+			if (blocks >= sms)
+				break;
+		}
+		return c;
+	}
 	if (fits2(s, tg, why, sizeof why)) {
 		static const int cand[][4] = {{128, 256, 8, 3}, {128, 128, 8, 5}, {128, 64, 8, 6}, {64, 64, 4, 8}, {64, 32, 4, 8}};
 		for (size_t i = 0; i < SN_COUNT(cand); i++) {
@@ -280,7 +345,8 @@ static void emit_chunk(sn_buf *b, bool aligned)
 		sn_buf_puts(b, "#define CHUNK(dst, p, off, nv) gather16((dst), (p), (off), (nv))\n");
 }
 
-static void emit_head(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *epi, int threads, bool one_block)
+static void emit_head(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *epi, int threads, bool one_block,
+		      const char *tail)
 {
 	const char *ct = cg_ctype(s->t);
 	sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d%s)\n"
@@ -290,7 +356,7 @@ static void emit_head(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *ep
 		sn_buf_printf(b, "const %s *__restrict__ bias, ", ct);
 	if (epi)
 		sn_buf_printf(b, "%s%s", epi->params[0] == ',' ? epi->params + 1 : epi->params, epi->params[0] ? ", " : "");
-	sn_buf_printf(b, "%s *__restrict__ Y)\n{\n", cg_ctype(epi ? epi->dtype : s->t));
+	sn_buf_printf(b, "%s *__restrict__ Y%s)\n{\n", cg_ctype(epi ? epi->dtype : s->t), tail);
 }
 
 /* The store, from ACC(i, j, q) (fragment i of 16 rows, j of 8 columns),
@@ -377,7 +443,7 @@ static void emit_mma_sync(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue
 			 "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
 			 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
 		      mk, ty, ty);
-	emit_head(b, s, epi, nt, false);
+	emit_head(b, s, epi, nt, false, "");
 	sn_buf_printf(b, "\textern __shared__ __align__(128) unsigned char smem[];\n"
 			 "\tconst unsigned sbase = smem_u32(smem);\n"
 			 "\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, z = blockIdx.z;\n"
@@ -537,7 +603,7 @@ static void emit_wgmma(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *e
 			 "#define DESC_B ((1ull << 62) | (64ull << 32) | ((unsigned long long)(TK * 8) << 16))\n\n",
 		      c->tm, c->tn, c->tk, c->stages, 16 / es, nwg, nt, (c->tm + c->tn) * 128);
 	cg_wgmma_emit_mma_tb(b, "wg_mma", c->tn, ty, !s->trans_b);
-	emit_head(b, s, epi, nt, true);
+	emit_head(b, s, epi, nt, true, "");
 	sn_buf_printf(b, "\textern __shared__ __align__(1024) unsigned char smem[];\n"
 			 "\tconst unsigned sbase = (smem_u32(smem) + 1023u) & ~1023u;\n"
 			 "\tconst int tid = threadIdx.x, lane = tid & 31, z = blockIdx.z;\n"
@@ -606,6 +672,112 @@ static void emit_wgmma(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *e
 	emit_store(b, s, epi, 1, c->tn / 8);
 }
 
+/* ---- variant 3: wgmma fed by TMA, a producer warpgroup ----
+ *
+ * Warpgroups 0 .. NC-1 (NC = TM / 64) consume, warpgroup NC produces:
+ * one of its threads waits for a slot's `empty` barrier, arms its `full`
+ * barrier with the slot's bytes and issues the slot's TMA boxes (A: TK x
+ * TM, B: TK x TN transposed or TN / 64 boxes of 64 x TK in k-rows), which
+ * land in the same 128-byte swizzle as variant 2's copies, zero-filled
+ * past the edges. A consumer waits for `full`, issues its 64 rows'
+ * products, keeps one group in flight and releases the slot before it
+ * (every consumer thread arrives on `empty`). With two consumers the
+ * producer gives its registers to them (setmaxnreg 40 / 232). */
+
+/* The tensor map of one operand: rank 2 (inner, outer), or 3 with the
+ * batch when the operand has a batch stride. */
+static void tmap_of(cg_tmap *m, uint32_t arg, ir_dtype t, int64_t inner, int64_t outer, int64_t batch, int64_t stride,
+		    uint32_t box0, uint32_t box1)
+{
+	int es = esize(t);
+	*m = (cg_tmap){.arg = arg, .swizzle = 3 /* CU_TENSOR_MAP_SWIZZLE_128B */};
+	/* CUtensorMapDataType: 9 BFLOAT16, 6 FLOAT16, 7 FLOAT32 (read as TF32 by wgmma), 0 UINT8 (e4m3's bytes) */
+	m->dtype = t == IR_BF16 ? 9 : t == IR_F16 ? 6 : t == IR_F32 ? 7 : 0;
+	m->rank = batch > 1 && stride ? 3 : 2;
+	m->dims[0] = (uint64_t)inner;
+	m->dims[1] = (uint64_t)outer;
+	m->strides[1] = (uint64_t)(inner * es);
+	m->box[0] = box0;
+	m->box[1] = box1;
+	if (m->rank == 3) {
+		m->dims[2] = (uint64_t)batch;
+		m->strides[2] = (uint64_t)(stride * es);
+		m->box[2] = 1;
+	}
+}
+
+static void emit_tma(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *epi, const tc_cfg *c, const cg_tmap *ta,
+		     const cg_tmap *tb)
+{
+	int nc = c->tm / 64, nt = 128 * (nc + 1);
+	const char *ty = cg_wgmma_type(s->t, true);
+	sn_buf_printf(b, "#define TM %d\n#define TN %d\n#define TK %d\n#define ST %d\n#define NC %d\n#define SLOT %d\n"
+			 "/* tensor maps: A rank %u, box %ux%u; B rank %u, box %ux%u; 128-byte swizzle */\n"
+			 "#define DESC_K ((1ull << 62) | (64ull << 32) | (1ull << 16))\n"
+			 "#define DESC_B ((1ull << 62) | (64ull << 32) | ((unsigned long long)(TK * 8) << 16))\n\n",
+		      c->tm, c->tn, c->tk, c->stages, nc, (c->tm + c->tn) * 128, ta->rank, ta->box[0], ta->box[1], tb->rank,
+		      tb->box[0], tb->box[1]);
+	cg_wgmma_emit_mma_tb(b, "wg_mma", c->tn, ty, !s->trans_b);
+	emit_head(b, s, epi, nt, true, ", const __grid_constant__ sn_tmap ta, const __grid_constant__ sn_tmap tb");
+	sn_buf_puts(b, "\textern __shared__ __align__(1024) unsigned char smem[];\n"
+		       "\tconst unsigned sbase = (smem_u32(smem) + 1023u) & ~1023u;\n"
+		       "\tconst unsigned full = sbase + ST * SLOT, empty = full + 8 * ST;\n"
+		       "\tconst int tid = threadIdx.x, lane = tid & 31, z = blockIdx.z;\n"
+		       "\tconst int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); /* provably warp-uniform for ptxas */\n"
+		       "\tconst long m0 = (long)blockIdx.y * TM;\n\tconst int n0 = blockIdx.x * TN;\n"
+		       "\tconst int tiles = (int)((K + TK - 1) / TK);\n"
+		       "\tif (tid == 0) {\n"
+		       "\t\ttma_prefetch(&ta);\n\t\ttma_prefetch(&tb);\n"
+		       "#pragma unroll\n\t\tfor (int s = 0; s < ST; s++) {\n"
+		       "\t\t\tmbar_init(full + 8 * s, 1);\n\t\t\tmbar_init(empty + 8 * s, NC * 128);\n\t\t}\n"
+		       "\t\tmbar_fence_init();\n\t}\n"
+		       "\t__syncthreads();\n"
+		       "\tif (wg == NC) {\n");
+	if (nc == 2)
+		sn_buf_puts(b, "\t\tregs_dec<40>();\n");
+	sn_buf_puts(b, "\t\tif (tid == NC * 128) {\n"
+		       "\t\t\tfor (int t = 0; t < tiles; t++) {\n"
+		       "\t\t\t\tconst int s = t % ST;\n"
+		       "\t\t\t\tmbar_wait(empty + 8 * s, ((t / ST) & 1) ^ 1); /* the first round passes */\n"
+		       "\t\t\t\tconst unsigned sa = sbase + s * SLOT, sb = sa + TM * 128, bar = full + 8 * s;\n"
+		       "\t\t\t\tmbar_expect_tx(bar, SLOT);\n");
+	if (ta->rank == 3)
+		sn_buf_puts(b, "\t\t\t\ttma_load3(sa, &ta, t * TK, (int)m0, z, bar);\n");
+	else
+		sn_buf_puts(b, "\t\t\t\ttma_load2(sa, &ta, t * TK, (int)m0, bar);\n");
+	const char *zc = tb->rank == 3 ? ", z" : "";
+	const char *ld = tb->rank == 3 ? "tma_load3" : "tma_load2";
+	if (s->trans_b)
+		sn_buf_printf(b, "\t\t\t\t%s(sb, &tb, t * TK, n0%s, bar);\n", ld, zc);
+	else
+		sn_buf_printf(b, "#pragma unroll\n\t\t\t\tfor (int j = 0; j < TN / 64; j++)\n"
+				 "\t\t\t\t\t%s(sb + j * (TK * 128), &tb, n0 + 64 * j, t * TK%s, bar);\n",
+			      ld, zc);
+	sn_buf_puts(b, "\t\t\t}\n\t\t}\n\t\treturn;\n\t}\n");
+	if (nc == 2)
+		sn_buf_puts(b, "\tregs_inc<232>();\n");
+	sn_buf_printf(b, "\tfloat acc[TN / 2];\n"
+			 "#pragma unroll\n\tfor (int x = 0; x < TN / 2; x++)\n\t\tacc[x] = 0.0f;\n"
+			 "\tfor (int t = 0; t < tiles; t++) {\n"
+			 "\t\tconst int s = t %% ST;\n"
+			 "\t\tmbar_wait(full + 8 * s, (t / ST) & 1);\n"
+			 "\t\tconst unsigned sa = sbase + s * SLOT, sb = sa + TM * 128;\n"
+			 "\t\twg_fence();\n"
+			 "#pragma unroll\n\t\tfor (int kk = 0; kk < 4; kk++)\n"
+			 "\t\t\twg_mma(acc, desc(DESC_K, sa + wg * 64 * 128 + kk * 32), %s, 1);\n"
+			 "\t\twg_commit();\n"
+			 "\t\twg_wait<1>();\n"
+			 "\t\thold(acc);\n"
+			 "\t\tif (t > 0) /* slice t - 1's products are done: its slot may refill */\n"
+			 "\t\t\tmbar_arrive(empty + 8 * ((t - 1) %% ST));\n"
+			 "\t}\n"
+			 "\twg_wait<0>();\n"
+			 "\thold(acc);\n",
+		      s->trans_b ? "desc(DESC_K, sb + kk * 32)" : "desc(DESC_B, sb + kk * 2048)");
+	sn_buf_puts(b, "#define WR (wg * 64 + ((tid >> 5) & 3) * 16)\n#define WC 0\n#define ACC(i, j, q) acc[(j) * 4 + (q)]\n");
+	emit_store(b, s, epi, 1, c->tn / 8);
+}
+
 /* ---- rendering ---- */
 
 int cg_gemm_tc_render(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *s, const cg_target *tg,
@@ -621,17 +793,23 @@ int cg_gemm_tc_render(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *s, con
 			return sn_errf(e, SN_EUSAGE, "gemm: %s is not a config field of the GEMM template (variant, tile_m, "
 				       "tile_n, tile_k, warps, stages, split_k)",
 				       want->block ? "block" : want->vec ? "vec" : "rows");
-		if (want->variant && want->variant != 1 && want->variant != 2)
-			return sn_errf(e, SN_EUSAGE, "gemm: variant %d is not 1 (mma.sync) or 2 (wgmma)", (int)want->variant);
+		if (want->variant && (want->variant < 1 || want->variant > 3))
+			return sn_errf(e, SN_EUSAGE, "gemm: variant %d is not 1 (mma.sync), 2 (wgmma) or 3 (wgmma, TMA)",
+				       (int)want->variant);
 		if (want->variant == 2 && c.variant != 2 && !fits2(s, tg, why, sizeof why))
 			return sn_errf(e, SN_EUSAGE, "gemm: variant 2 (wgmma) cannot run this product: %s", why);
+		if (want->variant == 3 && c.variant != 3 && !fits3(s, tg, why, sizeof why))
+			return sn_errf(e, SN_EUSAGE, "gemm: variant 3 (wgmma, TMA) cannot run this product: %s", why);
 		if (want->variant && want->variant != c.variant) {
 			int es = esize(s->t);
-			c = want->variant == 2 ? (tc_cfg){.variant = 2, .tm = 128, .tn = 128, .warps = 8, .stages = 4, .tk = 128 / es}
-					       : (tc_cfg){.variant = 1, .tm = 128, .tn = 128, .warps = 8, .stages = 3, .tk = 64 / es};
+			c = want->variant == 3	 ? (tc_cfg){.variant = 3, .tm = 128, .tn = 128, .warps = 12, .stages = 5, .tk = 128 / es}
+			    : want->variant == 2 ? (tc_cfg){.variant = 2, .tm = 128, .tn = 128, .warps = 8, .stages = 4, .tk = 128 / es}
+						 : (tc_cfg){.variant = 1, .tm = 128, .tn = 128, .warps = 8, .stages = 3, .tk = 64 / es};
 		}
 		if (want->tile_m)
 			c.tm = want->tile_m;
+		if (c.variant == 3 && want->tile_m && !want->warps)
+			c.warps = c.tm / 16 + 4; /* the consumers and the producer */
 		if (want->tile_n)
 			c.tn = want->tile_n;
 		if (want->warps)
@@ -643,13 +821,13 @@ int cg_gemm_tc_render(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *s, con
 		else if (want->warps || want->tile_m || want->tile_n)
 			c.wk = 1; /* one k group unless asked */
 		if (want->tile_k) {
-			if (c.variant == 2 && want->tile_k != 128 / esize(s->t))
+			if (c.variant >= 2 && want->tile_k != 128 / esize(s->t))
 				return sn_errf(e, SN_EUSAGE, "gemm (wgmma): tile_k is 128 bytes of k (%d for %s)",
 					       128 / esize(s->t), ir_dtype_name(s->t));
 			c.tk = want->tile_k;
 		}
 	}
-	int rc = c.variant == 2 ? check2(s, tg, &c, e) : check1(s, tg, &c, e);
+	int rc = c.variant == 3 ? check3(s, tg, &c, e) : c.variant == 2 ? check2(s, tg, &c, e) : check1(s, tg, &c, e);
 	if (rc)
 		return rc;
 	int64_t gx = (s->n + c.tn - 1) / c.tn, gy = (s->m + c.tm - 1) / c.tm;
@@ -659,7 +837,9 @@ int cg_gemm_tc_render(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *s, con
 	char cfg[240];
 	snprintf(cfg, sizeof cfg, "GEMM template (%s): %lld batches of %lldx%lld @ %lldx%lld%s%s; %dx%dx%d tiles, "
 		 "%d warps, %d stages%s%s",
-		 c.variant == 2 ? "wgmma, 128-byte swizzle, cp.async ring" : "mma.sync, ldmatrix, cp.async ring",
+		 c.variant == 3	  ? "wgmma, 128-byte swizzle, TMA ring, producer warpgroup"
+		 : c.variant == 2 ? "wgmma, 128-byte swizzle, cp.async ring"
+				  : "mma.sync, ldmatrix, cp.async ring",
 		 (long long)s->batch, (long long)s->m, (long long)s->k, (long long)s->k, (long long)s->n,
 		 s->trans_b ? " (B transposed)" : "", s->t == IR_F32 ? " as tf32" : "", c.tm, c.tn, c.tk, c.warps,
 		 c.stages, c.wk > 1 ? ", k groups " : "", c.wk > 1 ? (c.wk == 2 ? "2" : "4") : "");
@@ -672,14 +852,25 @@ int cg_gemm_tc_render(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *s, con
 		sn_buf_puts(&b, epi->fn);
 		sn_buf_puts(&b, "\n");
 	}
-	if (c.variant == 2)
+	if (c.variant >= 2)
 		cg_wgmma_emit_prims(&b); /* before M, N, K: its templates name a parameter N */
+	if (c.variant == 3)
+		cg_wgmma_emit_tma(&b);
 	sn_buf_printf(&b, "#define M %lldL\n#define N %lldL\n#define K %lldL\n", (long long)s->m, (long long)s->n,
 		      (long long)s->k);
-	if (c.variant == 2)
+	cg_tmap tmaps[2];
+	if (c.variant == 3) {
+		tmap_of(&tmaps[0], 0, s->t, s->k, s->m, s->batch, s->sa, (uint32_t)c.tk, (uint32_t)c.tm);
+		if (s->trans_b)
+			tmap_of(&tmaps[1], 1, s->t, s->k, s->n, s->batch, s->sb, (uint32_t)c.tk, (uint32_t)c.tn);
+		else
+			tmap_of(&tmaps[1], 1, s->t, s->n, s->k, s->batch, s->sb, 64, (uint32_t)c.tk);
+		emit_tma(&b, s, epi, &c, &tmaps[0], &tmaps[1]);
+	} else if (c.variant == 2) {
 		emit_wgmma(&b, s, epi, &c);
-	else
+	} else {
 		emit_mma_sync(&b, s, epi, &c);
+	}
 
 	st->kind = CG_STEP_KERNEL;
 	cg_kernel *kk = &st->k;
@@ -688,7 +879,10 @@ int cg_gemm_tc_render(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *s, con
 	kk->grid[2] = (unsigned)s->batch;
 	kk->block[0] = (unsigned)(32 * c.warps);
 	kk->block[1] = kk->block[2] = 1;
-	kk->smem = c.variant == 2 ? smem2(&c) : smem1(s, &c);
+	kk->smem = c.variant == 3 ? smem3(&c) : c.variant == 2 ? smem2(&c) : smem1(s, &c);
+	kk->ntmaps = c.variant == 3 ? 2 : 0;
+	if (kk->ntmaps)
+		memcpy(kk->tmaps, tmaps, sizeof tmaps);
 	kk->nbufs = 0;
 	kk->bufs[kk->nbufs++] = n->in[0];
 	kk->bufs[kk->nbufs++] = n->in[1];

@@ -79,6 +79,19 @@ static void put_meta(wbuf *b, const cg_plan *p, const cg_plan_info *info, uint64
 		put64(b, off);
 		put64(b, k->cubin_size);
 		off += k->cubin_size;
+		put32(b, k->ntmaps);
+		for (uint32_t t = 0; t < k->ntmaps; t++) {
+			const cg_tmap *m = &k->tmaps[t];
+			put32(b, m->arg);
+			put32(b, m->dtype);
+			put32(b, m->rank);
+			put32(b, m->swizzle);
+			for (int d = 0; d < CG_TMAP_RANK; d++) {
+				put64(b, m->dims[d]);
+				put64(b, m->strides[d]);
+				put32(b, m->box[d]);
+			}
+		}
 	}
 	*cubin_off = off; /* total cubin bytes */
 	put32(b, p->nsteps);
@@ -407,6 +420,24 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 			if (!(*c == '_' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
 				return "bad kernel name";
 		k->cubin = (void *)(data + cubin_off + off);
+		k->ntmaps = get32(&r);
+		if (r.bad || k->ntmaps > CG_MAX_TMAPS)
+			return "bad tensor map count";
+		for (uint32_t t = 0; t < k->ntmaps; t++) {
+			cg_tmap *m = &k->tmaps[t];
+			m->arg = get32(&r);
+			m->dtype = get32(&r);
+			m->rank = get32(&r);
+			m->swizzle = get32(&r);
+			for (int d = 0; d < CG_TMAP_RANK; d++) {
+				m->dims[d] = get64(&r);
+				m->strides[d] = get64(&r);
+				m->box[d] = get32(&r);
+			}
+			/* the runtime checks the map against its buffer at load */
+			if (r.bad || m->arg >= CG_MAX_ARGS || m->rank < 1 || m->rank > CG_TMAP_RANK)
+				return "bad tensor map";
+		}
 	}
 	p->nsteps = get32(&r);
 	if (r.bad || p->nsteps > MAX_COUNT || (size_t)p->nsteps * 16 > meta_len)
@@ -437,6 +468,9 @@ static const char *parse(const uint8_t *data, size_t size, cg_plan *p, cg_plan_i
 			for (uint32_t a = 0; a < s->nargs; a++)
 				if ((s->args[a] = get32(&r)) >= p->nbufs)
 					return "a launch names a missing buffer";
+			for (uint32_t t = 0; t < p->kerns[s->kern].ntmaps; t++)
+				if (p->kerns[s->kern].tmaps[t].arg >= s->nargs)
+					return "a tensor map names a missing argument";
 		} else if (s->kind == CG_MATMUL) {
 			cg_mm *m = &s->mm;
 			m->a = get32(&r);

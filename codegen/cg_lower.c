@@ -772,6 +772,8 @@ static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target 
 			k->src = NULL; /* moved */
 			cg_spec_key(ck->src, ck->spec);
 			ck->cfg = k->cfg;
+			ck->ntmaps = k->ntmaps;
+			memcpy(ck->tmaps, k->tmaps, sizeof ck->tmaps);
 			if (!ck->cfg.block)
 				ck->cfg.block = (int32_t)k->block[0];
 		}

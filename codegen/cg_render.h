@@ -28,6 +28,9 @@ typedef struct cg_kernel {
 	ir_ref bufs[CG_MAX_BUFS];
 	cg_config cfg; /* the config it was rendered with (set by the renderer;
 			* cg_lower fills block[0] when it left it zero) */
+	uint32_t ntmaps; /* TMA tensor maps over bufs[tmaps[i].arg], passed after
+			  * the buffers (cg.h, cg_tmap); the source states them */
+	cg_tmap tmaps[CG_MAX_TMAPS];
 } cg_kernel;
 
 /* A matrix product for cuBLASLt, in row-major terms:

@@ -116,3 +116,30 @@ void cg_wgmma_emit_prims(sn_buf *b)
 {
 	sn_buf_puts(b, prims);
 }
+
+static const char tma[] =
+	"/* a CUtensorMap, passed by value as a __grid_constant__ parameter */\n"
+	"struct __align__(64) sn_tmap { unsigned long long v[16]; };\n\n"
+	"static __device__ __forceinline__ void mbar_expect_tx(unsigned a, unsigned bytes)\n{\n"
+	"\tasm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(a), \"r\"(bytes) : \"memory\");\n}\n\n"
+	"static __device__ __forceinline__ void mbar_fence_init(void)\n{\n"
+	"\tasm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n}\n\n"
+	"static __device__ __forceinline__ void tma_prefetch(const sn_tmap *m)\n{\n"
+	"\tasm volatile(\"prefetch.tensormap [%0];\" :: \"l\"(m) : \"memory\");\n}\n\n"
+	"static __device__ __forceinline__ void tma_load2(unsigned dst, const sn_tmap *m, int c0, int c1, unsigned bar)\n{\n"
+	"\tasm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n"
+	"\t\t     :: \"r\"(dst), \"l\"(m), \"r\"(c0), \"r\"(c1), \"r\"(bar) : \"memory\");\n}\n\n"
+	"static __device__ __forceinline__ void tma_load3(unsigned dst, const sn_tmap *m, int c0, int c1, int c2, unsigned bar)\n{\n"
+	"\tasm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\"\n"
+	"\t\t     :: \"r\"(dst), \"l\"(m), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n}\n\n"
+	"template <int R>\n"
+	"static __device__ __forceinline__ void regs_dec(void)\n{\n"
+	"\tasm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(R));\n}\n\n"
+	"template <int R>\n"
+	"static __device__ __forceinline__ void regs_inc(void)\n{\n"
+	"\tasm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(R));\n}\n\n";
+
+void cg_wgmma_emit_tma(sn_buf *b)
+{
+	sn_buf_puts(b, tma);
+}

@@ -35,4 +35,11 @@ void cg_wgmma_emit_mma_tb(sn_buf *b, const char *fn, int n, const char *ty, bool
  * zero-filled when !ok), cp_commit and cp_wait<N>. */
 void cg_wgmma_emit_prims(sn_buf *b);
 
+/* Emits the TMA helpers (after the prims): struct sn_tmap (a CUtensorMap
+ * taken as `const __grid_constant__ sn_tmap`), mbar_expect_tx,
+ * mbar_fence_init, tma_prefetch, tma_load2/tma_load3 (a box of the map at
+ * the given coordinates, innermost first, into shared memory, completing
+ * on an mbarrier) and regs_dec<R>/regs_inc<R> (setmaxnreg). */
+void cg_wgmma_emit_tma(sn_buf *b);
+
 #endif

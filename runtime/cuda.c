@@ -1,5 +1,6 @@
 /* cuda.c: dlopen'ed CUDA driver, device and context. */
 #include "runtime/cuda.h"
+#include "codegen/cg.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -199,6 +200,10 @@ int rt_cuda_open(int ordinal, rt_cuda **out, sn_err *e)
 		}
 		memcpy((char *)&c->d + entries[i].off, &f, sizeof f);
 	}
+	c->d.TensorMapEncodeTiled = (CUresult(*)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+						  const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+						  CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+						  CUtensorMapFloatOOBfill))(uintptr_t)dlsym(c->lib, "cuTensorMapEncodeTiled");
 #ifdef SINTER_FAULT
 	fault_wrap(&c->d);
 #endif
@@ -247,4 +252,54 @@ void rt_cuda_close(rt_cuda *c)
 	if (c->lib)
 		dlclose(c->lib);
 	free(c);
+}
+
+/* Bytes of an element of each CUtensorMapDataType sinter writes. */
+static unsigned tmap_esize(uint32_t t)
+{
+	switch (t) {
+	case CU_TENSOR_MAP_DATA_TYPE_UINT8: return 1;
+	case CU_TENSOR_MAP_DATA_TYPE_UINT16:
+	case CU_TENSOR_MAP_DATA_TYPE_FLOAT16:
+	case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: return 2;
+	case CU_TENSOR_MAP_DATA_TYPE_FLOAT32:
+	case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32: return 4;
+	default: return 0;
+	}
+}
+
+int rt_tmap_encode(const rt_cuda *c, const cg_tmap *t, CUdeviceptr base, uint64_t bytes, CUtensorMap *out, sn_err *e)
+{
+	if (!c->d.TensorMapEncodeTiled)
+		return sn_errf(e, SN_EENV, "the CUDA driver is too old for TMA kernels: libcuda.so.1 lacks "
+			       "cuTensorMapEncodeTiled (CUDA 12 or later)");
+	unsigned es = tmap_esize(t->dtype);
+	if (!es || t->rank < 1 || t->rank > CG_TMAP_RANK || t->swizzle > CU_TENSOR_MAP_SWIZZLE_128B)
+		return sn_errf(e, SN_EINPUT, "plan: a tensor map of a kind sinter does not write");
+	/* the last byte the map can reach, with every dim at its extent */
+	uint64_t last = 0;
+	for (uint32_t d = 0; d < t->rank; d++) {
+		uint64_t stride = d ? t->strides[d] : es;
+		if (!t->dims[d] || t->dims[d] > (UINT64_C(1) << 32) || !t->box[d] || t->box[d] > 256 ||
+		    (d && (stride % 16 || stride >= (UINT64_C(1) << 40))))
+			return sn_errf(e, SN_EINPUT, "plan: a malformed tensor map (dim %u)", d);
+		last += (t->dims[d] - 1) * stride;
+	}
+	if (last + es > bytes || base % 16)
+		return sn_errf(e, SN_EINPUT, "plan: a tensor map reaches past its buffer (%llu of %llu bytes)",
+			       (unsigned long long)(last + es), (unsigned long long)bytes);
+	cuuint64_t dims[CG_TMAP_RANK], strides[CG_TMAP_RANK];
+	cuuint32_t box[CG_TMAP_RANK], one[CG_TMAP_RANK];
+	for (uint32_t d = 0; d < t->rank; d++) {
+		dims[d] = t->dims[d];
+		strides[d] = d + 1 < t->rank ? t->strides[d + 1] : 0;
+		box[d] = t->box[d];
+		one[d] = 1;
+	}
+	return rt_check(c,
+			c->d.TensorMapEncodeTiled(out, (CUtensorMapDataType)t->dtype, t->rank, (void *)(uintptr_t)base, dims,
+						  strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE,
+						  (CUtensorMapSwizzle)t->swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+						  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+			"cuTensorMapEncodeTiled", e);
 }

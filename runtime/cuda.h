@@ -53,6 +53,10 @@ typedef struct rt_driver {
 	CUresult (*GraphDestroy)(CUgraph);
 	CUresult (*GetErrorName)(CUresult, const char **);
 	CUresult (*GetErrorString)(CUresult, const char **);
+	/* optional (CUDA 12+): NULL when the driver lacks it */
+	CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+					 const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+					 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 } rt_driver;
 
 /* An open device: driver table, primary context, one stream. */
@@ -78,5 +82,13 @@ void rt_cuda_close(rt_cuda *c);
 /* Turns a failed driver call into an error: "what: CUDA_ERROR_X (text)".
  * Returns SN_OK when r is CUDA_SUCCESS. */
 int rt_check(const rt_cuda *c, CUresult r, const char *what, sn_err *e);
+
+/* Encodes tensor map t (codegen/cg.h, cg_tmap) over the buffer at base,
+ * of `bytes` bytes, into out. SN_EINPUT when the map would reach past the
+ * buffer or is not one sinter writes (a plan from a hostile file), SN_EENV
+ * when the driver has no cuTensorMapEncodeTiled. */
+struct cg_tmap;
+int rt_tmap_encode(const rt_cuda *c, const struct cg_tmap *t, CUdeviceptr base, uint64_t bytes, CUtensorMap *out,
+		   sn_err *e);
 
 #endif

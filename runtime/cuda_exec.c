@@ -23,6 +23,7 @@ struct rt_model {
 	bool own_weights;  /* weights were uploaded by this model (not shared) */
 	CUdeviceptr *in;   /* per input */
 	CUdeviceptr *ptr;  /* per buffer */
+	CUtensorMap (*tmap)[CG_MAX_TMAPS]; /* per step: its kernel's tensor maps, encoded (NULL: none in the plan) */
 	bool poison;
 	CUevent ev[2];
 	CUgraph graph;     /* the plan captured once (reduce-overhead) */
@@ -44,6 +45,7 @@ void rt_model_free(rt_model *m)
 		d->ModuleUnload(m->mods[i]);
 	free(m->mods);
 	free(m->fn);
+	free(m->tmap);
 	if (m->in) {
 		for (uint32_t i = 0; i < m->plan->ninputs; i++)
 			if (m->in[i])
@@ -204,6 +206,35 @@ static int place_buffers(rt_model *m, CUdeviceptr shared, sn_err *e)
 	return SN_OK;
 }
 
+/* Encodes every launch's tensor maps over the buffers it was given: the
+ * addresses are fixed from here on. */
+static int encode_tmaps(rt_model *m, sn_err *e)
+{
+	const cg_plan *p = m->plan;
+	bool any = false;
+	for (uint32_t k = 0; k < p->nkerns; k++)
+		any |= p->kerns[k].ntmaps > 0;
+	if (!any)
+		return SN_OK;
+	/* CUtensorMap is 128-byte aligned: aligned_alloc keeps that */
+	size_t bytes = (p->nsteps ? p->nsteps : 1) * sizeof *m->tmap;
+	if (!(m->tmap = aligned_alloc(128, bytes)))
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	memset(m->tmap, 0, bytes);
+	for (uint32_t i = 0; i < p->nsteps; i++) {
+		const cg_pstep *st = &p->steps[i];
+		if (st->kind != CG_LAUNCH)
+			continue;
+		const cg_kern *k = &p->kerns[st->kern];
+		for (uint32_t t = 0; t < k->ntmaps; t++) {
+			uint32_t b = st->args[k->tmaps[t].arg]; /* arg < nargs: the plan reader checks */
+			if (rt_tmap_encode(m->c, &k->tmaps[t], m->ptr[b], p->bufs[b].bytes, &m->tmap[i][t], e))
+				return e->code;
+		}
+	}
+	return SN_OK;
+}
+
 static int capture(rt_model *m, sn_err *e);
 
 int rt_model_load(rt_cuda *c, cg_plan *p, const rt_load_opts *o, rt_model **out, rt_times *times, sn_err *e)
@@ -236,6 +267,8 @@ int rt_model_load(rt_cuda *c, cg_plan *p, const rt_load_opts *o, rt_model **out,
 	t0 = sn_now();
 	if (!rc)
 		rc = place_buffers(m, o ? o->weights : 0, e);
+	if (!rc)
+		rc = encode_tmaps(m, e);
 	tm.upload = sn_now() - t0;
 	t0 = sn_now();
 	for (uint32_t i = 0; !rc && i < p->nsteps; i++) {
@@ -280,11 +313,13 @@ static int launch_range(rt_model *m, uint32_t from, uint32_t to, sn_err *e)
 		const cg_pstep *st = &p->steps[i];
 		if (st->kind == CG_LAUNCH) {
 			CUdeviceptr args[CG_MAX_ARGS];
-			void *argp[CG_MAX_ARGS];
+			void *argp[CG_MAX_ARGS + CG_MAX_TMAPS];
 			for (uint32_t a = 0; a < st->nargs; a++) {
 				args[a] = m->ptr[st->args[a]];
 				argp[a] = &args[a];
 			}
+			for (uint32_t t = 0; t < p->kerns[st->kern].ntmaps; t++)
+				argp[st->nargs + t] = &m->tmap[i][t];
 			CUresult r = c->d.LaunchKernel(m->fn[st->kern], st->grid[0], st->grid[1], st->grid[2],
 						       st->block[0], st->block[1], st->block[2], st->smem, c->stream,
 						       argp, NULL);

@@ -82,21 +82,29 @@ void rt_kfn_free(rt_kfn *k)
 	free(k);
 }
 
-int rt_kfn_launch(rt_kfn *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
-		  const CUdeviceptr *args, unsigned nargs, sn_err *e)
+int rt_kfn_launch_tm(rt_kfn *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
+		     const CUdeviceptr *args, unsigned nargs, const CUtensorMap *tm, unsigned ntm, sn_err *e)
 {
 	void *params[16];
 	CUdeviceptr copy[16];
-	if (nargs > 16)
-		return sn_errf(e, SN_EINTERNAL, "a kernel with %u parameters", nargs);
+	if (nargs + ntm > 16)
+		return sn_errf(e, SN_EINTERNAL, "a kernel with %u parameters", nargs + ntm);
 	for (unsigned i = 0; i < nargs; i++) {
 		copy[i] = args[i];
 		params[i] = &copy[i];
 	}
+	for (unsigned i = 0; i < ntm; i++)
+		params[nargs + i] = (void *)&tm[i];
 	return rt_check(k->c,
 			k->c->d.LaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
 					     k->c->stream, params, NULL),
 			"cuLaunchKernel", e);
+}
+
+int rt_kfn_launch(rt_kfn *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
+		  const CUdeviceptr *args, unsigned nargs, sn_err *e)
+{
+	return rt_kfn_launch_tm(k, grid, block, smem, args, nargs, NULL, 0, e);
 }
 
 struct rt_timer {

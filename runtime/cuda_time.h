@@ -31,6 +31,9 @@ void rt_kfn_free(rt_kfn *k);
  * parameters. */
 int rt_kfn_launch(rt_kfn *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
 		  const CUdeviceptr *args, unsigned nargs, sn_err *e);
+/* The same with the tensor maps tm[0..ntm) after the pointers. */
+int rt_kfn_launch_tm(rt_kfn *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
+		     const CUdeviceptr *args, unsigned nargs, const CUtensorMap *tm, unsigned ntm, sn_err *e);
 
 /* The timer: events and an L2-flush buffer (twice the L2 cache). Free
  * with rt_timer_close. */

@@ -9,7 +9,8 @@
  * into M), an A shared (stride 0), B transposed (linear) and not (matmul).
  * Dtypes: bf16, f16, f32 as TF32, f8e4m3 (sm_89+). Each case runs with its
  * default config and (bf16; the others with three) every config of `cfgs` (mma.sync tiles, stages,
- * both slice depths, k groups; wgmma tiles on sm_90): the plan hook checks
+ * both slice depths, k groups; wgmma tiles on sm_90, fed by cp.async and by
+ * TMA with a producer warpgroup): the plan hook checks
  * that a template kernel ran with the config asked for (a config the
  * renderer refuses for a product leaves its default, and is counted). */
 #include "gpu_check.h"
@@ -32,6 +33,9 @@ static const cg_config cfgs[] = {
 	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
 	{.variant = 2, .tile_m = 64, .tile_n = 256, .warps = 4, .stages = 3},
 	{.variant = 2, .tile_m = 128, .tile_n = 64, .warps = 8, .stages = 6},
+	{.variant = 3, .tile_m = 128, .tile_n = 128, .warps = 12, .stages = 5},
+	{.variant = 3, .tile_m = 64, .tile_n = 256, .warps = 8, .stages = 4},
+	{.variant = 3, .tile_m = 128, .tile_n = 64, .warps = 12, .stages = 2},
 };
 
 static const cg_config *asked;
@@ -124,13 +128,13 @@ static bool all_cfgs;
 static void product(ir_dtype t, bool lin, ir_shape as, ir_shape bs, bool bias, epi ep)
 {
 	for (size_t ci = 0; ci < SN_COUNT(cfgs); ci++) {
-		if (!all_cfgs && ci != 0 && ci != 2 && ci != 6)
-			continue; /* the default, k groups, wgmma */
+		if (!all_cfgs && ci != 0 && ci != 2 && ci != 6 && ci != 9)
+			continue; /* the default, k groups, wgmma, wgmma with TMA */
 		cg_config want = cfgs[ci];
 		bool is_cfg = want.variant != 0;
 		if (want.tile_k < 0) /* 128-byte slices of this dtype */
 			want.tile_k = t == IR_F32 ? 32 : t == IR_F8E4M3 ? 128 : 64;
-		if (want.variant == 2 && gpu_device_sm() != 90)
+		if (want.variant >= 2 && gpu_device_sm() != 90)
 			continue;
 		ir_graph *g = ir_graph_new();
 		ir_ref a = gpu_in(g, "a", t, as), b = gpu_in(g, "b", t, bs), r;

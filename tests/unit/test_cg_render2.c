@@ -596,7 +596,17 @@ static void test_gemm_tc(void)
 	for (int sm = 80; sm <= 90; sm += 10) {
 		cg_target t = {.sm = sm};
 		if (render_with(cg_render_gemm, r, &t, NULL, &epi, &st, "gemm_tc epilogue")) {
-			CHECK(st.kind == CG_STEP_KERNEL && st.k.cfg.variant == (sm == 90 ? 2 : 1));
+			CHECK(st.kind == CG_STEP_KERNEL && st.k.cfg.variant == (sm == 90 ? 3 : 1));
+			/* sm_90: TMA tensor maps over A (bufs[0]) and B (bufs[1]), after the buffers */
+			CHECK(st.k.ntmaps == (sm == 90 ? 2u : 0u));
+			if (sm == 90) {
+				CHECK(st.k.tmaps[0].arg == 0 && st.k.tmaps[0].rank == 2 && st.k.tmaps[0].dims[0] == 96 &&
+				      st.k.tmaps[0].dims[1] == 64 && st.k.tmaps[0].strides[1] == 192 &&
+				      st.k.tmaps[0].box[0] == 64 && st.k.tmaps[0].dtype == 9 && st.k.tmaps[0].swizzle == 3);
+				CHECK(st.k.tmaps[1].arg == 1 && st.k.tmaps[1].dims[0] == 96 && st.k.tmaps[1].dims[1] == 192);
+				CHECK(st.k.src && strstr(st.k.src, "const __grid_constant__ sn_tmap tb)") != NULL);
+				CHECK(st.k.src && strstr(st.k.src, "cp.async.bulk.tensor.2d") != NULL);
+			}
 			CHECK(st.k.nbufs == 5 && st.k.bufs[2] == li[2] && st.k.bufs[3] == ex && st.k.bufs[4] == ex + 1);
 			CHECK(st.k.src && strstr(st.k.src, "sn_epi(v0, o, e0)") != NULL);
 			CHECK(st.k.src && strstr(st.k.src, sm == 90 ? "wgmma.mma_async" : "mma.sync.aligned.m16n8k16") != NULL);
@@ -616,7 +626,11 @@ static void test_gemm_tc(void)
 		int sm;
 		const char *what;
 	} bad[] = {
-		{{.variant = 3}, 90, "variant 3 is not 1"},
+		{{.variant = 4}, 90, "variant 4 is not 1"},
+		{{.variant = 3}, 80, "wgmma needs sm_90"},
+		{{.variant = 3, .tile_m = 256}, 90, "tile_m 256 is not 64 or 128"},
+		{{.variant = 3, .tile_m = 128, .warps = 8}, 90, "warps 8: tile_m 128 takes 12"},
+		{{.variant = 3, .stages = 9}, 90, "stages 9 is not in [2, 8]"},
 		{{.variant = 2}, 80, "wgmma needs sm_90"},
 		{{.variant = 2, .split_k = 2}, 90, "split_k is not built for the wgmma variant"},
 		{{.variant = 2, .tile_m = 128, .warps = 4}, 90, "tile_m 128 must be 64 rows per warpgroup"},

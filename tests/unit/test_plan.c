@@ -174,6 +174,10 @@ static void test_files(void)
 		memset(p->kerns[i].cubin, 0x40 + (int)i, p->kerns[i].cubin_size);
 	}
 	p->steps[0].mm.algo = (cg_blas_algo){.valid = 1, .id = 21, .tile = 18, .stages = 3, .splitk = 1};
+	/* a tensor map on the first kernel: carried as written */
+	p->kerns[0].ntmaps = 1;
+	p->kerns[0].tmaps[0] = (cg_tmap){.arg = 0, .dtype = 9, .rank = 3, .swizzle = 3, .dims = {96, 64, 5},
+					 .strides = {0, 192, 12288}, .box = {64, 128, 1}};
 	char path[] = "/tmp/sinter-test-plan-XXXXXX";
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
@@ -199,7 +203,9 @@ static void test_files(void)
 		for (uint32_t i = 0; i < p->nkerns; i++)
 			CHECK(q->kerns[i].cubin_size == p->kerns[i].cubin_size &&
 			      !memcmp(q->kerns[i].cubin, p->kerns[i].cubin, p->kerns[i].cubin_size) &&
-			      !memcmp(q->kerns[i].spec, p->kerns[i].spec, 16) && !q->kerns[i].src);
+			      !memcmp(q->kerns[i].spec, p->kerns[i].spec, 16) && !q->kerns[i].src &&
+			      q->kerns[i].ntmaps == p->kerns[i].ntmaps &&
+			      !memcmp(q->kerns[i].tmaps, p->kerns[i].tmaps, sizeof q->kerns[i].tmaps));
 		CHECK(q->steps[0].mm.algo.valid && q->steps[0].mm.algo.id == 21 && q->steps[0].mm.algo.tile == 18);
 		CHECK_STR(q->inputs[0].name, "x");
 		CHECK_STR(got.source, "mlp.sir");
