@@ -439,9 +439,13 @@ const cg_config at_space[] = {
 	 * benchmark's sweep (docs/PERF.md) */
 	{.variant = 3, .tile_m = 192, .tile_n = 80}, {.variant = 3, .tile_m = 128, .tile_n = 128},
 	{.variant = 4, .tile_m = 128, .tile_n = 96}, {.variant = 3, .tile_m = 128, .tile_n = 64},
-	/* the GEMM template (cg_gemm_tc.c): wgmma tiles on sm_90 (variant 2),
+	/* the GEMM template (cg_gemm_tc.c): wgmma fed by TMA on sm_90
+	 * (variant 3, its default there), wgmma fed by cp.async (variant 2),
 	 * mma.sync in two k groups (variant 1); the tiles above without a
 	 * variant apply to its default variant */
+	{.variant = 3, .tile_m = 128, .tile_n = 256, .warps = 12, .stages = 4},
+	{.variant = 3, .tile_m = 128, .tile_n = 128, .warps = 12, .stages = 6},
+	{.variant = 3, .tile_m = 64, .tile_n = 128, .warps = 8, .stages = 8},
 	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
 	{.variant = 2, .tile_m = 128, .tile_n = 256, .warps = 8, .stages = 3},
 	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8},
