@@ -285,9 +285,11 @@ int rt_tmap_encode(const rt_cuda *c, const cg_tmap *t, CUdeviceptr base, uint64_
 			return sn_errf(e, SN_EINPUT, "plan: a malformed tensor map (dim %u)", d);
 		last += (t->dims[d] - 1) * stride;
 	}
-	if (last + es > bytes || base % 16)
+	if (last + es > bytes)
 		return sn_errf(e, SN_EINPUT, "plan: a tensor map reaches past its buffer (%llu of %llu bytes)",
 			       (unsigned long long)(last + es), (unsigned long long)bytes);
+	if (base % 16)
+		return sn_errf(e, SN_EINPUT, "plan: a tensor map over a buffer that is not 16-byte aligned");
 	cuuint64_t dims[CG_TMAP_RANK], strides[CG_TMAP_RANK];
 	cuuint32_t box[CG_TMAP_RANK], one[CG_TMAP_RANK];
 	for (uint32_t d = 0; d < t->rank; d++) {
