@@ -268,11 +268,8 @@ static unsigned tmap_esize(uint32_t t)
 	}
 }
 
-int rt_tmap_encode(const rt_cuda *c, const cg_tmap *t, CUdeviceptr base, uint64_t bytes, CUtensorMap *out, sn_err *e)
+int rt_tmap_check(const cg_tmap *t, CUdeviceptr base, uint64_t bytes, sn_err *e)
 {
-	if (!c->d.TensorMapEncodeTiled)
-		return sn_errf(e, SN_EENV, "the CUDA driver is too old for TMA kernels: libcuda.so.1 lacks "
-			       "cuTensorMapEncodeTiled (CUDA 12 or later)");
 	unsigned es = tmap_esize(t->dtype);
 	if (!es || t->rank < 1 || t->rank > CG_TMAP_RANK || t->swizzle > CU_TENSOR_MAP_SWIZZLE_128B)
 		return sn_errf(e, SN_EINPUT, "plan: a tensor map of a kind sinter does not write");
@@ -283,13 +280,25 @@ int rt_tmap_encode(const rt_cuda *c, const cg_tmap *t, CUdeviceptr base, uint64_
 		if (!t->dims[d] || t->dims[d] > (UINT64_C(1) << 32) || !t->box[d] || t->box[d] > 256 ||
 		    (d && (stride % 16 || stride >= (UINT64_C(1) << 40))))
 			return sn_errf(e, SN_EINPUT, "plan: a malformed tensor map (dim %u)", d);
-		last += (t->dims[d] - 1) * stride;
+		uint64_t span;
+		if (__builtin_mul_overflow(t->dims[d] - 1, stride, &span) || __builtin_add_overflow(last, span, &last))
+			return sn_errf(e, SN_EINPUT, "plan: a malformed tensor map (dim %u)", d);
 	}
-	if (last + es > bytes)
+	if (last > bytes || bytes - last < es)
 		return sn_errf(e, SN_EINPUT, "plan: a tensor map reaches past its buffer (%llu of %llu bytes)",
 			       (unsigned long long)(last + es), (unsigned long long)bytes);
 	if (base % 16)
 		return sn_errf(e, SN_EINPUT, "plan: a tensor map over a buffer that is not 16-byte aligned");
+	return SN_OK;
+}
+
+int rt_tmap_encode(const rt_cuda *c, const cg_tmap *t, CUdeviceptr base, uint64_t bytes, CUtensorMap *out, sn_err *e)
+{
+	if (rt_tmap_check(t, base, bytes, e))
+		return e->code;
+	if (!c->d.TensorMapEncodeTiled)
+		return sn_errf(e, SN_EENV, "the CUDA driver is too old for TMA kernels: libcuda.so.1 lacks "
+			       "cuTensorMapEncodeTiled (CUDA 12 or later)");
 	cuuint64_t dims[CG_TMAP_RANK], strides[CG_TMAP_RANK];
 	cuuint32_t box[CG_TMAP_RANK], one[CG_TMAP_RANK];
 	for (uint32_t d = 0; d < t->rank; d++) {

@@ -88,6 +88,8 @@ int rt_check(const rt_cuda *c, CUresult r, const char *what, sn_err *e);
  * buffer or is not one sinter writes (a plan from a hostile file), SN_EENV
  * when the driver has no cuTensorMapEncodeTiled. */
 struct cg_tmap;
+/* The checks alone (no driver needed): SN_EINPUT as above. */
+int rt_tmap_check(const struct cg_tmap *t, CUdeviceptr base, uint64_t bytes, sn_err *e);
 int rt_tmap_encode(const rt_cuda *c, const struct cg_tmap *t, CUdeviceptr base, uint64_t bytes, CUtensorMap *out,
 		   sn_err *e);
 
