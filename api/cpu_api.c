@@ -8,6 +8,7 @@
 #include "api/observe.h"
 #include "api/plan_cache.h"
 
+#include "frontend/sir.h"
 #include "ir/file.h"
 #include "ir/log.h"
 #include "passes/pass.h"
@@ -116,8 +117,10 @@ static sinter_status check_options(const sinter_compile_options *o, sinter_error
 				 "mode '%s' on cpu: the cpu device takes default (reduce-overhead is the same there: "
 				 "its steps have no launch overhead to capture; max-autotune has no cpu search spaces)",
 				 mode);
-	if (o && o->precision != SINTER_PREC_FP32)
-		return api_failf(err, SINTER_E_USAGE, "the cpu device computes fp32 only: precision %s is not built for it",
+	if (o && o->precision != SINTER_PREC_FP32 && o->precision != SINTER_PREC_BF16)
+		return api_failf(err, SINTER_E_USAGE,
+				 "the cpu device takes fp32 and bf16 (bf16 storage, fp32 arithmetic): precision %s is "
+				 "not built for it",
 				 (unsigned)o->precision <= SINTER_PREC_FP8
 					 ? (const char *[]){"fp32", "tf32", "bf16", "fp16", "fp8"}[o->precision]
 					 : "?");
@@ -147,11 +150,28 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
 	const char *pipeline = o && o->passes ? o->passes : pass_pipeline(mode);
-	pass_ctx ctx = {.ws = ws, .precision = PASS_FP32, .sm = 0};
+	pass_ctx ctx = {.ws = ws, .precision = o && o->precision == SINTER_PREC_BF16 ? PASS_BF16 : PASS_FP32, .sm = 0};
 	if (pipeline[0] && pass_run_list(&g, pipeline, &ctx, &e) != SN_OK) {
 		ir_graph_free(g);
 		ir_ws_free(ws);
 		return api_fail(err, &e);
+	}
+	/* the nodes in the order the plan file's text reads back (the
+	 * precision pass puts each input's cast right after it, the parser
+	 * numbers inputs first): the plan cache stores what cl_lower makes */
+	{
+		sn_buf text = {0};
+		ir_print(g, &text);
+		ir_graph *h = NULL;
+		if (text.oom || sir_parse(text.s ? text.s : "", text.len, "<cpu graph>", NULL, 0, &h, &e) != SN_OK) {
+			sn_buf_free(&text);
+			ir_graph_free(g);
+			ir_ws_free(ws);
+			return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		}
+		sn_buf_free(&text);
+		ir_graph_free(g);
+		g = h;
 	}
 	s->passes_s = sn_now() - t0;
 	sn_stage("passes", t0, "%s, %u nodes after", pipeline[0] ? pipeline : "none", g->nnodes);

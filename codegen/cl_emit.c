@@ -12,8 +12,10 @@
  * members rewrite the index (transpose, expand, slice, split, reshape and
  * friends), free nodes (iota, scalar consts) are computed where used,
  * stored values outside the group are loaded. Values are f32, or i64 for
- * integers and bools (0/1); members of other dtypes make the group fall
- * back to the reference interpreter. A convolution's epilogue is the same
+ * integers and bools (0/1); bf16 values are f32 rounded to bf16 (as the
+ * unfused kernel would store them, and cg_fuse.c does), loads widen them
+ * and stores keep their 16 top bits, rounded to nearest even; members of
+ * other dtypes make the group fall back to the reference interpreter. A convolution's epilogue is the same
  * kernel with the convolution's value read from the root buffer in place.
  *
  * Row kernels (softmax, log_softmax, layer_norm, rms_norm, reductions over
@@ -243,10 +245,60 @@ static void storef(cl_emitter *m, LLVMValueRef v, LLVMValueRef p)
 								  ? LLVMGetIntTypeWidth(t) / 8 : 4));
 }
 
-/* A dtype the emitter computes in, and its value type. */
+/* A dtype the emitter computes in (bf16: stored as bf16, computed in
+ * f32), and its value type. */
 static bool ok_dtype(ir_dtype t)
 {
-	return t == IR_F32 || t == IR_I64 || t == IR_BOOL;
+	return t == IR_F32 || t == IR_BF16 || t == IR_I64 || t == IR_BOOL;
+}
+
+static bool is_f(ir_dtype t)
+{
+	return t == IR_F32 || t == IR_BF16;
+}
+
+/* bf16 is the top half of an f32: widening is exact. v: i16 or <8 x i16>. */
+static LLVMValueRef bf16_widen(cl_emitter *m, LLVMValueRef v)
+{
+	bool vec = LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind;
+	LLVMTypeRef it = vec ? LLVMVectorType(m->i32, VW) : m->i32;
+	LLVMValueRef sh = LLVMConstInt(m->i32, 16, 0);
+	if (vec) {
+		LLVMValueRef e[VW];
+		for (int i = 0; i < VW; i++)
+			e[i] = sh;
+		sh = LLVMConstVector(e, VW);
+	}
+	LLVMValueRef w = LLVMBuildShl(m->b, LLVMBuildZExt(m->b, v, it, ""), sh, "");
+	return LLVMBuildBitCast(m->b, w, vec ? m->v8 : m->f32, "");
+}
+
+/* f32 f to bf16 bits (i16), rounded to nearest, ties to even, on the
+ * bits: adding 0x7fff plus the kept part's lowest bit carries into the
+ * kept half exactly when the dropped half is above the tie, or at the tie
+ * with the kept half odd; overflow carries into the exponent and gives
+ * infinity, as it should. Subnormals round the same way (bf16 has f32's
+ * exponent range). A NaN keeps its sign and top payload bits and is made
+ * quiet (rounding could carry a NaN into an infinity). As the weights'
+ * conversion (ir/wstore.c) and ir_store. */
+static LLVMValueRef bf16_bits(cl_emitter *m, LLVMValueRef f)
+{
+	LLVMBuilderRef b = m->b;
+	LLVMValueRef u = LLVMBuildBitCast(b, f, m->i32, "");
+	LLVMValueRef hi = LLVMBuildLShr(b, u, LLVMConstInt(m->i32, 16, 0), "");
+	LLVMValueRef lsb = LLVMBuildAnd(b, hi, LLVMConstInt(m->i32, 1, 0), "");
+	LLVMValueRef r = LLVMBuildAdd(b, u, LLVMBuildAdd(b, lsb, LLVMConstInt(m->i32, 0x7fff, 0), ""), "");
+	r = LLVMBuildLShr(b, r, LLVMConstInt(m->i32, 16, 0), "");
+	LLVMValueRef q = LLVMBuildOr(b, hi, LLVMConstInt(m->i32, 0x40, 0), "");
+	r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, f, f, ""), q, r, "");
+	return LLVMBuildTrunc(b, r, LLVMInt16TypeInContext(m->ctx), "");
+}
+
+/* f rounded to bf16 and widened back: a bf16 value as the unfused kernel
+ * would store and the next load it (every bf16 node's value). */
+static LLVMValueRef bf16_round(cl_emitter *m, LLVMValueRef f)
+{
+	return bf16_widen(m, bf16_bits(m, f));
 }
 
 static bool ok_load(ir_dtype t)
@@ -273,10 +325,7 @@ static LLVMValueRef load_val(cl_emitter *m, ir_dtype t, LLVMValueRef base, LLVMV
 	switch (t) {
 	case IR_F32:
 	case IR_I64: return v;
-	case IR_BF16: {
-		LLVMValueRef w = LLVMBuildShl(m->b, LLVMBuildZExt(m->b, v, m->i32, ""), LLVMConstInt(m->i32, 16, 0), "");
-		return LLVMBuildBitCast(m->b, w, m->f32, "");
-	}
+	case IR_BF16: return bf16_widen(m, v);
 	case IR_U8:
 	case IR_BOOL: return LLVMBuildZExt(m->b, v, m->i64, "");
 	default: return LLVMBuildSExt(m->b, v, m->i64, "");
@@ -288,6 +337,8 @@ static void store_val(cl_emitter *m, ir_dtype t, LLVMValueRef v, LLVMValueRef ba
 	LLVMTypeRef mt = mem_type(m, t);
 	if (t == IR_BOOL)
 		v = LLVMBuildTrunc(m->b, v, m->i8, "");
+	if (t == IR_BF16)
+		v = bf16_bits(m, v);
 	storef(m, v, gep(m, mt, base, i));
 }
 
@@ -573,8 +624,10 @@ static LLVMValueRef compute(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int 
 		return sel(m, LLVMBuildICmp(m->b, LLVMIntNE, a[0], ci(m, 0), ""), a[1], a[2]);
 	if (n->op == IR_OP_cast) {
 		ir_dtype ot = n->dtype;
-		if (ot == IR_F32)
-			return fdom ? a[0] : LLVMBuildSIToFP(m->b, a[0], m->f32, "");
+		if (is_f(ot)) {
+			LLVMValueRef v = fdom ? a[0] : LLVMBuildSIToFP(m->b, a[0], m->f32, "");
+			return ot == IR_BF16 ? bf16_round(m, v) : v;
+		}
 		if (ot == IR_BOOL)
 			return fbool(m, fdom ? LLVMBuildFCmp(m->b, LLVMRealUNE, a[0], cf(m, 0), "")
 					     : LLVMBuildICmp(m->b, LLVMIntNE, a[0], ci(m, 0), ""));
@@ -582,7 +635,8 @@ static LLVMValueRef compute(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int 
 			return a[0];
 		return NULL;
 	}
-	return fdom ? float_op(m, n, a[0], a[1]) : int_op(m, n, a[0], a[1]);
+	LLVMValueRef v = fdom ? float_op(m, n, a[0], a[1]) : int_op(m, n, a[0], a[1]);
+	return v && n->dtype == IR_BF16 ? bf16_round(m, v) : v;
 }
 
 static LLVMValueRef value(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int rank)
@@ -591,7 +645,7 @@ static LLVMValueRef value(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int ra
 		return NULL;
 	const ir_graph *g = m->g;
 	const ir_node *n = &g->nodes[r];
-	if (!ok_dtype(n->dtype) && !(n->dtype == IR_BF16 && m->fp->group_of[r] != m->gid && !m->fp->free_[r])) {
+	if (!ok_dtype(n->dtype)) {
 		m->fail = true;
 		return NULL;
 	}
@@ -599,7 +653,7 @@ static LLVMValueRef value(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int ra
 		return load_val(m, n->dtype, m->bufs[0], m->rootlin);
 	if (is_scalar_const(n)) {
 		double v = ir_load(n->dtype, n->data, 0);
-		return n->dtype == IR_F32 ? cf(m, v) : ci(m, (int64_t)v);
+		return is_f(n->dtype) ? cf(m, v) : ci(m, (int64_t)v);
 	}
 	LLVMValueRef hit = memo_get(m, r, x, rank);
 	if (hit)
@@ -618,7 +672,9 @@ static LLVMValueRef value(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int ra
 	if (n->op == IR_OP_iota) {
 		int ax = ir_axis(n->attrs->axis, n->shape.rank);
 		if (ax >= 0)
-			v = n->dtype == IR_F32 ? LLVMBuildSIToFP(m->b, x[ax], m->f32, "") : x[ax];
+			v = is_f(n->dtype) ? LLVMBuildSIToFP(m->b, x[ax], m->f32, "") : x[ax];
+		if (v && n->dtype == IR_BF16)
+			v = bf16_round(m, v);
 		goto done;
 	}
 	{
@@ -807,6 +863,10 @@ static bool emit_pointwise(cl_emitter *m, const ir_graph *g, const fu_plan *fp, 
 	const ir_node *rn = &g->nodes[gr->root];
 	if (!ok_dtype(rn->dtype))
 		return false;
+	/* the core is read in place from the root's buffer: same element size
+	 * (a bf16 convolution whose epilogue ends in a cast to f32 falls back) */
+	if (core != IR_NONE && g->nodes[core].dtype != rn->dtype)
+		return false;
 	if (core != IR_NONE && (g->nodes[core].shape.rank != rn->shape.rank ||
 				memcmp(g->nodes[core].shape.d, rn->shape.d, sizeof rn->shape.d[0] * (size_t)rn->shape.rank)))
 		return false;
@@ -876,9 +936,31 @@ static LLVMValueRef hreduce(cl_emitter *m, LLVMValueRef v, bool max)
 
 typedef enum rkind { R_SUM, R_MAX, R_MIN } rkind;
 
+/* Element i of p (dtype t: f32 or bf16), as f32 or, vec, the <8 x float>
+ * from i on. */
+static LLVMValueRef ld(cl_emitter *m, ir_dtype t, LLVMValueRef p, LLVMValueRef i, bool vec)
+{
+	if (t != IR_BF16)
+		return loadf(m, vec ? m->v8 : m->f32, gep(m, m->f32, p, i));
+	LLVMTypeRef et = LLVMInt16TypeInContext(m->ctx);
+	LLVMValueRef v = LLVMBuildLoad2(m->b, vec ? LLVMVectorType(et, VW) : et, gep(m, et, p, i), "");
+	LLVMSetAlignment(v, 2);
+	return bf16_widen(m, v);
+}
+
+/* f32 x stored as element i of p (dtype t), rounded when t is bf16. */
+static void st_f(cl_emitter *m, ir_dtype t, LLVMValueRef x, LLVMValueRef p, LLVMValueRef i)
+{
+	if (t == IR_BF16)
+		storef(m, bf16_bits(m, x), gep(m, LLVMInt16TypeInContext(m->ctx), p, i));
+	else
+		storef(m, x, gep(m, m->f32, p, i));
+}
+
 /* A reduction over row p[0..cols) of f(x): vectors of 8 then a scalar
  * tail. fx: 0 x, 1 (x - c)^2, 2 exp(x - c), 3 x^2. */
-static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, LLVMValueRef p, int64_t cols, rkind k, int fx, LLVMValueRef c)
+static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, ir_dtype t, LLVMValueRef p, int64_t cols, rkind k, int fx,
+			       LLVMValueRef c)
 {
 	double init = k == R_SUM ? 0.0 : k == R_MAX ? -INFINITY : INFINITY;
 	const char *mm = k == R_MAX ? "llvm.maxnum" : "llvm.minnum";
@@ -898,7 +980,7 @@ static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, LLVMValueRef p, in
 	loop l;
 	loop_begin(m, f, ci(m, 0), ci(m, nv), &l);
 	LLVMValueRef acc = carried(m, &l, vinit, pre);
-	LLVMValueRef x = loadf(m, m->v8, gep(m, m->f32, p, l.iv));
+	LLVMValueRef x = ld(m, t, p, l.iv, true);
 	if (fx == 1 || fx == 2)
 		x = LLVMBuildFSub(m->b, x, vc, "");
 	if (fx == 1 || fx == 3)
@@ -918,10 +1000,10 @@ static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, LLVMValueRef p, in
 			s = callf(m, sname, m->f32, s, LLVMBuildExtractElement(m->b, acc, LLVMConstInt(m->i32, (unsigned)i, 0), ""));
 	}
 	pre = LLVMGetInsertBlock(m->b);
-	loop t;
-	loop_begin(m, f, ci(m, nv), ci(m, cols), &t);
-	LLVMValueRef sacc = carried(m, &t, s, pre);
-	LLVMValueRef y = loadf(m, m->f32, gep(m, m->f32, p, t.iv));
+	loop tl;
+	loop_begin(m, f, ci(m, nv), ci(m, cols), &tl);
+	LLVMValueRef sacc = carried(m, &tl, s, pre);
+	LLVMValueRef y = ld(m, t, p, tl.iv, false);
 	if (fx == 1 || fx == 2)
 		y = LLVMBuildFSub(m->b, y, c, "");
 	if (fx == 1 || fx == 3)
@@ -931,7 +1013,7 @@ static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, LLVMValueRef p, in
 	LLVMValueRef ns = k == R_SUM ? LLVMBuildFAdd(m->b, sacc, y, "") : callf(m, sname, m->f32, sacc, y);
 	cur = LLVMGetInsertBlock(m->b);
 	LLVMAddIncoming(sacc, &ns, &cur, 1);
-	loop_end(m, &t, 1);
+	loop_end(m, &tl, 1);
 	return sacc;
 }
 
@@ -940,11 +1022,13 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 {
 	const ir_node *n = &g->nodes[r];
 	const ir_node *xn = &g->nodes[n->in[0]];
-	if (n->dtype != IR_F32 || xn->dtype != IR_F32)
+	if (!is_f(n->dtype) || !is_f(xn->dtype))
 		return false;
 	for (uint32_t k = 1; k < n->nin; k++)
-		if (g->nodes[n->in[k]].dtype != IR_F32)
+		if (!is_f(g->nodes[n->in[k]].dtype))
 			return false;
+	ir_dtype xt = xn->dtype, ot = n->dtype;
+	ir_dtype wt = n->nin > 1 ? g->nodes[n->in[1]].dtype : IR_F32, bt = n->nin > 2 ? g->nodes[n->in[2]].dtype : IR_F32;
 	int R = xn->shape.rank;
 	int64_t cols = 1;
 	rkind rk = R_SUM;
@@ -1009,38 +1093,38 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 	loop lr;
 	loop_begin(m, f, lo, hi, &lr);
 	LLVMValueRef base = LLVMBuildMul(m->b, lr.iv, ci(m, cols), "");
-	LLVMValueRef xp = gep(m, m->f32, m->bufs[1], base);
+	LLVMValueRef xp = gep(m, mem_type(m, xt), m->bufs[1], base);
 	bool is_red = ir_ops[n->op].kind == IR_K_REDUCE;
-	LLVMValueRef op = is_red ? gep(m, m->f32, m->bufs[0], lr.iv) : gep(m, m->f32, m->bufs[0], base);
+	LLVMValueRef op = gep(m, mem_type(m, ot), m->bufs[0], is_red ? lr.iv : base);
 	LLVMValueRef fc = cf(m, (double)cols);
 	if (is_red) {
-		LLVMValueRef s = row_reduce(m, f, xp, cols, rk, 0, NULL);
+		LLVMValueRef s = row_reduce(m, f, xt, xp, cols, rk, 0, NULL);
 		if (mean)
 			s = LLVMBuildFDiv(m->b, s, fc, "");
-		storef(m, s, op);
+		st_f(m, ot, s, op, ci(m, 0));
 	} else {
 		LLVMValueRef mul = NULL, sub = NULL, addl = NULL; /* out = (x - sub) * mul [- addl] */
 		LLVMValueRef w = n->nin > 1 ? m->bufs[2] : NULL, bb = n->nin > 2 ? m->bufs[3] : NULL;
 		if (n->op == IR_OP_softmax || n->op == IR_OP_log_softmax) {
-			LLVMValueRef mx = row_reduce(m, f, xp, cols, R_MAX, 0, NULL);
-			LLVMValueRef s = row_reduce(m, f, xp, cols, R_SUM, 2, mx);
+			LLVMValueRef mx = row_reduce(m, f, xt, xp, cols, R_MAX, 0, NULL);
+			LLVMValueRef s = row_reduce(m, f, xt, xp, cols, R_SUM, 2, mx);
 			sub = mx;
 			if (n->op == IR_OP_softmax)
 				mul = LLVMBuildFDiv(m->b, cf(m, 1), s, "");
 			else
 				addl = call1(m, "llvm.log.f32", s);
 		} else if (n->op == IR_OP_layer_norm) {
-			LLVMValueRef mu = LLVMBuildFDiv(m->b, row_reduce(m, f, xp, cols, R_SUM, 0, NULL), fc, "");
-			LLVMValueRef var = LLVMBuildFDiv(m->b, row_reduce(m, f, xp, cols, R_SUM, 1, mu), fc, "");
+			LLVMValueRef mu = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 0, NULL), fc, "");
+			LLVMValueRef var = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 1, mu), fc, "");
 			sub = mu;
 			mul = LLVMBuildFDiv(m->b, cf(m, 1), call1(m, "llvm.sqrt.f32", LLVMBuildFAdd(m->b, var, cf(m, n->attrs->eps), "")), "");
 		} else {
-			LLVMValueRef ms = LLVMBuildFDiv(m->b, row_reduce(m, f, xp, cols, R_SUM, 3, NULL), fc, "");
+			LLVMValueRef ms = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 3, NULL), fc, "");
 			mul = LLVMBuildFDiv(m->b, cf(m, 1), call1(m, "llvm.sqrt.f32", LLVMBuildFAdd(m->b, ms, cf(m, n->attrs->eps), "")), "");
 		}
 		loop lc;
 		loop_begin(m, f, ci(m, 0), ci(m, cols), &lc);
-		LLVMValueRef x = loadf(m, m->f32, gep(m, m->f32, xp, lc.iv));
+		LLVMValueRef x = ld(m, xt, xp, lc.iv, false);
 		if (sub)
 			x = LLVMBuildFSub(m->b, x, sub, "");
 		if (n->op == IR_OP_softmax)
@@ -1050,10 +1134,10 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 		if (addl)
 			x = LLVMBuildFSub(m->b, x, addl, "");
 		if (w)
-			x = LLVMBuildFMul(m->b, x, loadf(m, m->f32, gep(m, m->f32, w, lc.iv)), "");
+			x = LLVMBuildFMul(m->b, x, ld(m, wt, w, lc.iv, false), "");
 		if (bb)
-			x = LLVMBuildFAdd(m->b, x, loadf(m, m->f32, gep(m, m->f32, bb, lc.iv)), "");
-		storef(m, x, gep(m, m->f32, op, lc.iv));
+			x = LLVMBuildFAdd(m->b, x, ld(m, bt, bb, lc.iv, false), "");
+		st_f(m, ot, x, op, lc.iv);
 		loop_end(m, &lc, 1);
 	}
 	loop_end(m, &lr, 1);

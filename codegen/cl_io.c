@@ -305,6 +305,24 @@ static const char *check_fp(const cl_plan *p)
 	return NULL;
 }
 
+/* n and its operands all f32 or all bf16: what the runtime's products,
+ * convolutions, attention and pooling read (by the output's dtype). */
+static bool uniform_float(const ir_graph *g, const ir_node *n)
+{
+	if (n->dtype != IR_F32 && n->dtype != IR_BF16)
+		return false;
+	for (uint32_t k = 0; k < n->nin; k++)
+		if (g->nodes[n->in[k]].dtype != n->dtype)
+			return false;
+	return true;
+}
+
+/* r is IR_NONE or of dtype t. */
+static bool none_or(const ir_graph *g, ir_ref r, ir_dtype t)
+{
+	return r == IR_NONE || g->nodes[r].dtype == t;
+}
+
 static const char *check_step(const cl_plan *p, const cl_step *s)
 {
 	const ir_graph *g = p->g;
@@ -332,12 +350,18 @@ static const char *check_step(const cl_plan *p, const cl_step *s)
 		    s->n > (int64_t)MAX_BYTES || s->k > (int64_t)MAX_BYTES || s->batch > (int64_t)MAX_BYTES ||
 		    (unsigned)s->act > 2)
 			return "a bad product";
-		/* every batch's operands inside their buffers (floats) */
+		/* all f32 or all bf16 (the runtime reads them as the output's
+		 * dtype), every batch's operands inside their buffers */
+		ir_dtype t = g->nodes[s->out].dtype;
+		if ((t != IR_F32 && t != IR_BF16) || !none_or(g, s->a, t) || !none_or(g, s->b, t) ||
+		    !none_or(g, s->c, t) || !none_or(g, s->bias, t))
+			return "a product of another dtype than f32 or bf16";
+		uint64_t es = ir_dtype_size(t);
 		uint64_t bl = (uint64_t)s->batch - 1, m = (uint64_t)s->m, nn = (uint64_t)s->n, k = (uint64_t)s->k;
-		if (!holds(p, s->a, 4 * (bl * (uint64_t)s->sa + m * k)) ||
-		    !holds(p, s->b, 4 * (bl * (uint64_t)s->sb + k * nn)) ||
-		    !holds(p, s->out, 4 * (bl * (uint64_t)s->sc + m * nn)) ||
-		    !holds(p, s->c, 4 * (bl * (uint64_t)s->sc + m * nn)) || !holds(p, s->bias, 4 * nn) ||
+		if (!holds(p, s->a, es * (bl * (uint64_t)s->sa + m * k)) ||
+		    !holds(p, s->b, es * (bl * (uint64_t)s->sb + k * nn)) ||
+		    !holds(p, s->out, es * (bl * (uint64_t)s->sc + m * nn)) ||
+		    !holds(p, s->c, es * (bl * (uint64_t)s->sc + m * nn)) || !holds(p, s->bias, es * nn) ||
 		    (s->batch > 1 && s->sc < s->m * s->n))
 			return "a product outside its buffers";
 		break;
@@ -345,7 +369,8 @@ static const char *check_step(const cl_plan *p, const cl_step *s)
 	case CL_CONV:
 		/* the runtime reads the shapes from the (verified) node */
 		if (n->op != IR_OP_conv2d || n->nin < 2 || n->attrs->layout != IR_NHWC || n->shape.rank != 4 ||
-		    s->out == IR_NONE || !holds(p, s->out, node_bytes(n)) || n->dtype != IR_F32)
+		    s->out == IR_NONE || !holds(p, s->out, node_bytes(n)) || !uniform_float(g, n) ||
+		    g->nodes[s->out].dtype != n->dtype)
 			return "a bad convolution step";
 		for (uint32_t k = 0; k < n->nin; k++)
 			if (p->vals[n->in[k]].where == CL_NOWHERE)
@@ -353,7 +378,7 @@ static const char *check_step(const cl_plan *p, const cl_step *s)
 		break;
 	case CL_ATTN:
 		if (n->op != IR_OP_scaled_dot_product_attention || n->nin != 3 || s->out == IR_NONE ||
-		    !holds(p, s->out, node_bytes(n)))
+		    !holds(p, s->out, node_bytes(n)) || !uniform_float(g, n) || g->nodes[s->out].dtype != n->dtype)
 			return "a bad attention step";
 		for (uint32_t k = 0; k < n->nin; k++)
 			if (p->vals[n->in[k]].where == CL_NOWHERE)
@@ -361,7 +386,7 @@ static const char *check_step(const cl_plan *p, const cl_step *s)
 		break;
 	case CL_POOL:
 		if ((n->op != IR_OP_max_pool2d && n->op != IR_OP_global_avg_pool) || s->out == IR_NONE ||
-		    !holds(p, s->out, node_bytes(n)) ||
+		    !holds(p, s->out, node_bytes(n)) || !uniform_float(g, n) || g->nodes[s->out].dtype != n->dtype ||
 		    p->vals[n->in[0]].where == CL_NOWHERE)
 			return "a bad pooling step";
 		break;

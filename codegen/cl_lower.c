@@ -11,17 +11,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* n and its operands all f32, or all bf16 (--precision bf16: stored as
+ * bf16, computed in f32 by the runtime, cpu_exec.c). */
 static bool f32_all(const ir_graph *g, const ir_node *n)
 {
-	if (n->dtype != IR_F32)
+	if (n->dtype != IR_F32 && n->dtype != IR_BF16)
 		return false;
 	for (uint32_t k = 0; k < n->nin; k++)
-		if (g->nodes[n->in[k]].dtype != IR_F32)
+		if (g->nodes[n->in[k]].dtype != n->dtype)
 			return false;
 	return true;
 }
 
-/* A conv2d the BLAS path runs: f32, NHWC, one group. */
+/* A conv2d the BLAS path runs: f32 (or bf16), NHWC, one group. */
 static bool conv_ok(const ir_graph *g, const ir_node *n)
 {
 	return n->op == IR_OP_conv2d && f32_all(g, n) && n->attrs->layout == IR_NHWC &&

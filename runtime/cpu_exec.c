@@ -170,6 +170,8 @@ struct rt_cpu {
 	size_t scratch_n;
 	float **wino;     /* per step: a Winograd convolution's transformed weights (first run) */
 	bool no_wino;     /* SINTER_CPU_WINOGRAD=0: 3x3 convolutions by im2col (measurements) */
+	float *stage;     /* bf16 steps: f32 copies of their operands and output (grown) */
+	size_t stage_n;
 };
 
 const cl_plan *rt_cpu_plan(const rt_cpu *c)
@@ -187,6 +189,7 @@ void rt_cpu_free(rt_cpu *c)
 	for (uint32_t i = 0; c->wino && i < c->p->nsteps; i++)
 		free(c->wino[i]);
 	free(c->wino);
+	free(c->stage);
 	pool_free(c->pool);
 	if (c->jit)
 		LLVMOrcDisposeLLJIT(c->jit);
@@ -508,6 +511,13 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 			c->fns[i] = (kern_fn *)(uintptr_t)a;
 		}
 		st->jit_s = sn_now() - t0;
+	} else {
+		/* no kernel (products and steps of the runtime's own only): the
+		 * empty modules go, so the plan can be written */
+		for (int k = 0; k < CL_NMOD; k++) {
+			cl_module_dispose(p->llctx[k], p->llmod[k]);
+			p->llctx[k] = p->llmod[k] = NULL;
+		}
 	}
 	*out = c;
 	return SN_OK;
@@ -1176,6 +1186,214 @@ static int run_gather(rt_cpu *c, const cl_step *s, sn_err *e)
 	return SN_OK;
 }
 
+/* ---- bf16 storage (--precision bf16): values are stored as bf16 and
+ * computed in f32. Products convert their operands by tiles
+ * (gemm_bf16_task); convolutions, attention and pooling run their f32 code
+ * on f32 copies of their bf16 operands, staged for the step and rounded
+ * back (run_staged). Debian's OpenBLAS declares cblas_sbgemm but is not
+ * built with it (BUILD_BFLOAT16), and this host has no AVX512-BF16 to make
+ * it pay: the arithmetic is sgemm's. Rounding: to nearest, ties to even,
+ * NaN kept quiet, as cl_emit.c's stores and ir/wstore.c. ---- */
+
+static inline float bf16_f(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+static inline uint16_t f_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40u);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+typedef struct vjob {
+	const void *src;
+	void *dst;
+	bool widen; /* bf16 -> f32, else f32 -> bf16 */
+} vjob;
+
+static void cvt_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	const vjob *j = ctx;
+	if (j->widen) {
+		const uint16_t *x = j->src;
+		float *y = j->dst;
+		for (int64_t i = lo; i < hi; i++)
+			y[i] = bf16_f(x[i]);
+	} else {
+		const float *x = j->src;
+		uint16_t *y = j->dst;
+		for (int64_t i = lo; i < hi; i++)
+			y[i] = f_bf16(x[i]);
+	}
+}
+
+static void convert(rt_cpu *c, const void *src, void *dst, int64_t n, bool widen)
+{
+	vjob j = {.src = src, .dst = dst, .widen = widen};
+	if (n > 0)
+		pool_for(c->pool, n, 16384, cvt_task, &j);
+}
+
+typedef struct bjob {
+	const cl_step *s;
+	const uint16_t *a, *b, *bias, *res;
+	uint16_t *out;
+	float **scratch;
+	int64_t rb, nb, nrb, ncb; /* rows and columns per task, tasks along each */
+} bjob;
+
+/* One (batch, row block, column block) of a bf16 product: the A rows and
+ * the B columns widened into the thread's scratch, sgemm (sgemv for one
+ * row), then bias, residual and activation in f32 and one rounding. */
+static void gemm_bf16_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	const bjob *j = ctx;
+	const cl_step *s = j->s;
+	float *A = j->scratch[tid], *B = A + j->rb * s->k, *C = B + j->nb * s->k;
+	for (int64_t t = lo; t < hi; t++) {
+		int64_t cb = t % j->ncb, rbk = t / j->ncb % j->nrb, b = t / (j->ncb * j->nrb);
+		int64_t r0 = rbk * j->rb, r1 = r0 + j->rb < s->m ? r0 + j->rb : s->m;
+		int64_t c0 = cb * j->nb, c1 = c0 + j->nb < s->n ? c0 + j->nb : s->n;
+		int64_t mr = r1 - r0, nc = c1 - c0;
+		const uint16_t *Ab = j->a + b * s->sa + r0 * s->k, *Bb = j->b + b * s->sb;
+		for (int64_t i = 0; i < mr * s->k; i++)
+			A[i] = bf16_f(Ab[i]);
+		if (s->trans_b) { /* B is n x k: columns c0..c1 are rows, one run */
+			const uint16_t *src = Bb + c0 * s->k;
+			for (int64_t i = 0; i < nc * s->k; i++)
+				B[i] = bf16_f(src[i]);
+		} else { /* B is k x n: each of its rows gives nc floats */
+			for (int64_t kk = 0; kk < s->k; kk++)
+				for (int64_t q = 0; q < nc; q++)
+					B[kk * nc + q] = bf16_f(Bb[kk * s->n + c0 + q]);
+		}
+		if (mr == 1)
+			cblas_sgemv(CblasRowMajor, s->trans_b ? CblasNoTrans : CblasTrans, (blasint)(s->trans_b ? nc : s->k),
+				    (blasint)(s->trans_b ? s->k : nc), 1.0f, B, (blasint)(s->trans_b ? s->k : nc), A, 1, 0.0f,
+				    C, 1);
+		else
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans, (blasint)mr,
+				    (blasint)nc, (blasint)s->k, 1.0f, A, (blasint)s->k, B, (blasint)(s->trans_b ? s->k : nc),
+				    0.0f, C, (blasint)nc);
+		uint16_t *O = j->out + b * s->sc;
+		const uint16_t *R = j->res ? j->res + b * s->sc : NULL;
+		for (int64_t i = 0; i < mr; i++)
+			for (int64_t q = 0; q < nc; q++) {
+				float v = C[i * nc + q];
+				if (j->bias)
+					v += bf16_f(j->bias[c0 + q]);
+				if (R)
+					v += bf16_f(R[(r0 + i) * s->n + c0 + q]);
+				if (s->act == 1)
+					v = v < 0.0f ? 0.0f : v;
+				else if (s->act == 2)
+					v = gelu_tanh(v);
+				O[(r0 + i) * s->n + c0 + q] = f_bf16(v);
+			}
+	}
+}
+
+static int run_gemm_bf16(rt_cpu *c, const cl_step *s, sn_err *e)
+{
+	bjob j = {.s = s, .a = addr_of(c, s->a), .b = addr_of(c, s->b), .bias = addr_of(c, s->bias),
+		  .res = addr_of(c, s->c), .out = addr_of(c, s->out), .scratch = c->scratch};
+	/* the widened blocks within about 2 MiB (A) and 1 MiB (B) */
+	int64_t k = s->k ? s->k : 1;
+	j.rb = 524288 / k;
+	j.rb = j.rb < 16 ? 16 : j.rb > 256 ? 256 : j.rb;
+	j.rb = j.rb > s->m ? s->m : j.rb;
+	j.nb = 262144 / k / 16 * 16;
+	j.nb = j.nb < 16 ? 16 : j.nb > 128 ? 128 : j.nb;
+	j.nb = j.nb > s->n ? s->n : j.nb;
+	if (j.rb < 1 || j.nb < 1)
+		return SN_OK;
+	j.nrb = (s->m + j.rb - 1) / j.rb;
+	j.ncb = (s->n + j.nb - 1) / j.nb;
+	size_t need = (size_t)((j.rb + j.nb) * k + j.rb * j.nb);
+	if (need > c->scratch_n) {
+		for (int i = 0; i < c->pool->n; i++) {
+			free(c->scratch[i]);
+			if (!(c->scratch[i] = malloc(need * sizeof(float))))
+				return sn_errf(e, SN_EINTERNAL, "out of memory (bf16 product tiles)");
+		}
+		c->scratch_n = need;
+	}
+	pool_for(c->pool, s->batch * j.nrb * j.ncb, 1, gemm_bf16_task, &j);
+	return SN_OK;
+}
+
+/* A convolution, attention or pool step over bf16 values: its bf16
+ * operands widened into the stage, c->addr pointed there, the f32 code
+ * run (a convolution without Winograd, whose transformed weights it would
+ * keep in f32, and without its epilogue), the output rounded into its
+ * buffer, then the epilogue over the whole output (it reads and writes
+ * bf16). */
+static int run_staged(rt_cpu *c, const cl_step *s, void **bufs, sn_err *e)
+{
+	const ir_graph *g = c->p->g;
+	const ir_node *n = &g->nodes[s->node];
+	ir_ref nodes[IR_MAX_LIST + 1];
+	uint32_t nn = 0;
+	nodes[nn++] = s->out;
+	for (uint32_t k = 0; k < n->nin && nn < SN_COUNT(nodes); k++) {
+		bool dup = false;
+		for (uint32_t q = 0; q < nn; q++)
+			dup |= nodes[q] == n->in[k];
+		if (!dup && g->nodes[n->in[k]].dtype == IR_BF16)
+			nodes[nn++] = n->in[k];
+	}
+	size_t need = 0;
+	for (uint32_t q = 0; q < nn; q++)
+		need += ((size_t)ir_numel(&g->nodes[nodes[q]].shape) + 15) / 16 * 16;
+	if (need > c->stage_n) {
+		free(c->stage);
+		c->stage_n = 0;
+		if (!(c->stage = malloc(need * sizeof(float))))
+			return sn_errf(e, SN_EINTERNAL, "out of memory (bf16 staging, %zu floats)", need);
+		c->stage_n = need;
+	}
+	void *saved[IR_MAX_LIST + 1];
+	float *at = c->stage;
+	for (uint32_t q = 0; q < nn; q++) {
+		int64_t cnt = ir_numel(&g->nodes[nodes[q]].shape);
+		saved[q] = c->addr[nodes[q]];
+		if (q > 0)
+			convert(c, saved[q], at, cnt, true);
+		c->addr[nodes[q]] = at;
+		at += (cnt + 15) / 16 * 16;
+	}
+	cl_step t = *s;
+	t.fn = -1;
+	int rc = SN_OK;
+	bool nw = c->no_wino;
+	c->no_wino = true;
+	switch (s->kind) {
+	case CL_CONV: rc = run_conv(c, &t, bufs, e); break;
+	case CL_ATTN: rc = run_attn(c, &t, e); break;
+	case CL_POOL: run_pool(c, &t); break;
+	default: rc = sn_errf(e, SN_EINTERNAL, "cpu: step kind %d has no bf16 path", (int)s->kind); break;
+	}
+	c->no_wino = nw;
+	for (uint32_t q = 0; q < nn; q++)
+		c->addr[nodes[q]] = saved[q];
+	if (rc)
+		return rc;
+	convert(c, c->stage, c->addr[s->out], ir_numel(&g->nodes[s->out].shape), false);
+	if (s->fn >= 0) {
+		kjob k = {.fn = c->fns[s->fn], .bufs = bufs};
+		pool_for(c->pool, s->rows, 64, kern_task, &k);
+	}
+	return SN_OK;
+}
+
 static int run_ref(rt_cpu *c, const cl_step *s, sn_err *e)
 {
 	const cl_plan *p = c->p;
@@ -1279,10 +1497,24 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 			pool_for(c->pool, s->rows, min, kern_task, &j);
 			break;
 		}
-		case CL_GEMM: run_gemm(c, s); break;
-		case CL_CONV: rc = run_conv(c, s, bufs, e); break;
-		case CL_ATTN: rc = run_attn(c, s, e); break;
-		case CL_POOL: run_pool(c, s); break;
+		case CL_GEMM:
+			if (g->nodes[s->out].dtype == IR_BF16)
+				rc = run_gemm_bf16(c, s, e);
+			else
+				run_gemm(c, s);
+			break;
+		case CL_CONV:
+		case CL_ATTN:
+		case CL_POOL:
+			if (g->nodes[s->out].dtype == IR_BF16)
+				rc = run_staged(c, s, bufs, e);
+			else if (s->kind == CL_CONV)
+				rc = run_conv(c, s, bufs, e);
+			else if (s->kind == CL_ATTN)
+				rc = run_attn(c, s, e);
+			else
+				run_pool(c, s);
+			break;
 		case CL_GATHER: rc = run_gather(c, s, e); break;
 		case CL_REF: rc = run_ref(c, s, e); break;
 		}

@@ -17,5 +17,15 @@ if(SINTER_PYTHON AND SINTER_LLVM_LIBRARY)
            $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --samples-only --only mlp,resblock,resnet50)
   add_test(NAME cpu.samples.gpt2 COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_ref.py
            $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --samples-only --only gpt2 --tokens 32)
-  set_tests_properties(cpu.ops cpu.samples cpu.samples.gpt2 PROPERTIES TIMEOUT 600)
+  # --precision bf16 (bf16 storage, fp32 arithmetic) against the reference
+  # interpreter running the same bf16 graph, within 2e-2 (cpu_ref.py):
+  # every op's programs and every sample (GPT-2 on 32 tokens, as above).
+  # 2026-11-23, 2 cores at load average 8-9: cpu.ops.bf16 24 s Release,
+  # 40 s ASan; cpu.samples.bf16 60 s Release, 7 min wall (80 s of CPU)
+  # ASan: ResNet-50 on the reference interpreter is most of it.
+  add_test(NAME cpu.ops.bf16 COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_ref.py
+           $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --ops-only --precision bf16)
+  add_test(NAME cpu.samples.bf16 COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_ref.py
+           $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --samples-only --precision bf16 --tokens 32)
+  set_tests_properties(cpu.ops cpu.samples cpu.samples.gpt2 cpu.ops.bf16 cpu.samples.bf16 PROPERTIES TIMEOUT 600)
 endif()

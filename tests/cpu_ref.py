@@ -19,8 +19,20 @@ GPT-2's), stays well under 1e-5 relative; 2e-5 leaves room for the
 cancellation in layer_norm's variance. Integers and bools are compared
 exactly.
 
+--precision bf16: both devices run the precision pass (every float value
+stored as bf16; the reference interpreter computes each node in fp64 and
+rounds it to bf16, the cpu device computes in fp32, rounds each bf16 node
+as a store would, and accumulates products and reductions in fp32 before
+the one rounding), compared within 2e-2 relative L2, the CUDA bf16 tests'
+tolerance (tests/gpu/test_cuda_precision.c): bf16 keeps 8 bits, a
+rounding is up to 2^-9 = 2e-3 relative, and a chain of them through a
+model's layers stays well inside 2e-2. Integers and bools computed from
+bf16 floats (comparisons, argmax) may then differ where two values round
+to the same bf16 on one side only: they are compared by the fraction of
+elements that differ (at most 1 %).
+
 usage: cpu_ref.py SINTER SAMPLES_DIR [--seed S] [--keep DIR] [--ops-only | --samples-only] [--only mlp,resblock]
-                  [--tokens T]  (gpt2.sir on T tokens instead of 512)
+                  [--tokens T]  (gpt2.sir on T tokens instead of 512) [--precision bf16]
 """
 import os
 import random
@@ -35,6 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_numpy as R  # noqa: E402
 
 TOL = 2e-5
+PREC = []  # ["--precision", "bf16"] under --precision bf16
 
 
 def extra_case(rng):
@@ -78,7 +91,7 @@ def compare(got, want):
         return ("%s %s, ref %s %s" % (got.dtype, got.shape, want.dtype, want.shape), True)
     if got.dtype.kind != "f":
         bad = np.count_nonzero(got != want)
-        return ("%d of %d elements differ" % (bad, want.size), bad > 0)
+        return ("%d of %d elements differ" % (bad, want.size), bad > (0.01 * want.size if PREC else 0))
     g, w = got.astype(np.float64), want.astype(np.float64)
     fin = np.isfinite(w)
     if not np.array_equal(np.isnan(g), np.isnan(w)) or not np.array_equal(g[np.isinf(w)], w[np.isinf(w)]) or \
@@ -98,13 +111,13 @@ def run(sinter, args, out):
 
 
 def check(sinter, label, args, work, name):
-    want, err = run(sinter, args + ["--device", "ref"], os.path.join(work, name + ".ref.npz"))
+    want, err = run(sinter, args + ["--device", "ref"] + PREC, os.path.join(work, name + ".ref.npz"))
     if err:
         print("FAIL %s (ref): %s" % (label, err))
         return 1
     failures = 0
     for extra in ([], ["--no-fusion"]) if "--ops" in label else ([],):
-        got, err = run(sinter, args + ["--device", "cpu"] + extra, os.path.join(work, name + ".cpu.npz"))
+        got, err = run(sinter, args + ["--device", "cpu"] + PREC + extra, os.path.join(work, name + ".cpu.npz"))
         tag = label + (" unfused" if extra else "")
         if err:
             print("FAIL %s: %s" % (tag, err))
@@ -127,7 +140,14 @@ def main():
     if "--seed" in args:
         seed = int(args[args.index("--seed") + 1])
     keep = args[args.index("--keep") + 1] if "--keep" in args else None
-    print("cpu_ref: seed %d (replay with --seed %d)" % (seed, seed))
+    global TOL, PREC
+    if "--precision" in args:
+        p = args[args.index("--precision") + 1]
+        if p != "bf16":
+            print("cpu_ref: --precision takes bf16 (fp32 is the default)")
+            return 2
+        TOL, PREC = 2e-2, ["--precision", "bf16"]
+    print("cpu_ref: seed %d (replay with --seed %d)%s" % (seed, seed, " bf16" if PREC else ""))
     rng = np.random.default_rng(seed)
     tmp = tempfile.TemporaryDirectory()
     work = keep or tmp.name
