@@ -18,6 +18,7 @@
 #include "runtime/cpu_exec.h"
 #endif
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,76 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+/* What the file at path starts with: 1 a cpu plan (SINTCPUP), 2 a CUDA
+ * plan (SINTPLAN), 0 anything else, or a file that cannot be read (its
+ * reader says why). Opened without blocking: a FIFO is not waited on. */
+static int package_kind(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	struct stat sb;
+	char h[8];
+	int kind = 0;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, h, 8, 0) == 8)
+		kind = !memcmp(h, "SINTCPUP", 8) ? 1 : !memcmp(h, "SINTPLAN", 8) ? 2 : 0;
+	close(fd);
+	return kind;
+}
+
+static sinter_status cpu_load_package(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+				      sinter_compile_stats *stats, sinter_error *err);
+
+const char *sinter_compiled_device(const sinter_compiled *c)
+{
+	return c && api_device_of(c) == API_DEV_CPU ? "cpu" : "cuda";
+}
+
+bool api_package_route(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+		       sinter_compile_stats *stats, sinter_error *err, sinter_status *st)
+{
+	*out = NULL;
+	const char *dev = o && o->device ? o->device : NULL;
+	if (dev && strcmp(dev, "cpu") && strcmp(dev, "cuda")) {
+		*st = api_failf(err, SINTER_E_USAGE, "unknown device '%s' (cuda or cpu)", dev);
+		return true;
+	}
+	int kind = path ? package_kind(path) : 0;
+	if (kind == 1 && dev && !strcmp(dev, "cuda")) {
+		*st = api_failf(err, SINTER_E_USAGE,
+				"%s: a cpu package (sinter compile --device cpu): it runs on cpu, not on cuda", path);
+		return true;
+	}
+	if (kind == 2 && dev && !strcmp(dev, "cpu")) {
+		*st = api_failf(err, SINTER_E_USAGE,
+				"%s: a CUDA package (sinter compile without --device cpu): it runs on cuda, not on cpu",
+				path);
+		return true;
+	}
+	if (kind == 1 || (dev && !strcmp(dev, "cpu"))) { /* the cpu reader says what is wrong with the rest */
+		*st = cpu_load_package(path, o, out, stats, err);
+		return true;
+	}
+	return false;
+}
+
 #ifndef SINTER_HAVE_CPU
+
+static sinter_status cpu_load_package(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+				      sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	return api_failf(err, SINTER_E_ENV, "%s: a cpu package, and this build of sinter has no cpu backend (LLVM 16 "
+					    "or OpenBLAS was not found at build time)",
+			 path);
+}
+
+sinter_status api_cpu_compile_package(const sinter_model *m, const sinter_compile_options *o, const char *package,
+				      sinter_compile_stats *stats, sinter_error *err)
+{
+	return api_failf(err, SINTER_E_ENV,
+			 "this build of sinter has no cpu backend (LLVM 16 or OpenBLAS was not found at build time)");
+}
 
 bool api_cpu_built(void)
 {
@@ -367,6 +437,109 @@ again:;
 			api_pc_warn(o, "plan cache: not stored: %s", e.msg);
 		s.plan_s = sn_now() - t0;
 	}
+	if (stats)
+		*stats = s;
+	*out = (sinter_compiled *)c;
+	return SINTER_OK;
+}
+
+/* ---- AOT packages (docs/CACHE.md, "cpu packages"): the plan file of
+ * codegen/cl_io.c with the objects and the host they were compiled for
+ * in its tables, read into private memory; loading one runs no pass, no
+ * lowering, no LLVM and needs no cache. ---- */
+
+sinter_status api_cpu_compile_package(const sinter_model *m, const sinter_compile_options *o, const char *package,
+				      sinter_compile_stats *stats, sinter_error *err)
+{
+	if (package && !m->weights)
+		return api_failf(err, SINTER_E_USAGE, "a package carries the weights: they are not loaded");
+	if (sinter_model_num_symbols(m))
+		return api_failf(err, SINTER_E_USAGE, "the cpu device compiles fully shaped models: bind symbol %s (--shape %s=N)",
+				 sinter_model_symbol(m, 0), sinter_model_symbol(m, 0));
+	sinter_status st = check_options(o, err);
+	if (st)
+		return st;
+	rt_cpu_blas_quiet();
+	sinter_compile_stats s = {0};
+	cl_plan *p = NULL;
+	if ((st = build(m, o, &p, &s, err)))
+		return st;
+	p->keep_obj = package != NULL;
+	char dbuf[4096];
+	const char *dir = o && o->cache_dir ? (o->cache_dir[0] ? o->cache_dir : NULL)
+			  : kc_default_dir(dbuf, sizeof dbuf) == SN_OK ? dbuf : NULL;
+	rt_cpu *rt = NULL;
+	rt_cpu_stats rs;
+	sn_err e = {0};
+	if (rt_cpu_load(p, dir, 1, o && o->warn ? o->warn : api_warn_stderr, o ? o->warn_ctx : NULL, &rs, &rt, &e) !=
+	    SN_OK)
+		return api_fail(err, &e);
+	const cl_plan *lp = rt_cpu_plan(rt);
+	s.steps = lp->nkernel + lp->ngemm + lp->nconv + lp->nattn + lp->npool + lp->ngather + lp->nref;
+	s.kernels = s.unique_kernels = lp->nfns;
+	s.ref_steps = lp->nref;
+	s.arena_bytes = lp->arena_bytes;
+	s.weight_bytes = lp->weight_bytes;
+	s.nvrtc_s = rs.opt_s;
+	s.cache_hits = rs.obj_hit ? s.kernels : 0;
+	if (package) {
+		cg_plan_info info = {0};
+		snprintf(info.version, sizeof info.version, "%s", SINTER_VERSION);
+		snprintf(info.source, sizeof info.source, "%s", m->path ? m->path : "");
+		double t0 = sn_now();
+		if (cl_package_write(package, lp, &info, &e) != SN_OK)
+			st = api_fail(err, &e);
+		s.plan_s = sn_now() - t0;
+	}
+	rt_cpu_free(rt);
+	if (stats)
+		*stats = s;
+	return st;
+}
+
+static sinter_status cpu_load_package(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+				      sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	if (o && o->threads < 0)
+		return api_failf(err, SINTER_E_USAGE, "threads must be >= 0, got %d", o->threads);
+	rt_cpu_blas_quiet();
+	sinter_compile_stats s = {0};
+	double t0 = sn_now();
+	cl_plan *p = NULL;
+	cg_plan_info info;
+	sn_err e = {0};
+	if (cl_package_read(path, &p, &info, &e) != SN_OK)
+		return api_fail(err, &e);
+	s.plan_s = sn_now() - t0;
+	api_cpu *c = calloc(1, sizeof *c);
+	if (!c || !(c->desc = calloc(1, sizeof *c->desc)) || !(c->desc->g = ir_graph_clone(p->g, &e))) {
+		if (c)
+			free(c->desc);
+		free(c);
+		cl_plan_free(p);
+		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	c->device = API_DEV_CPU;
+	c->poison = o && o->poison;
+	s.plan_hit = true;
+	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->ngather + p->nref;
+	s.kernels = s.unique_kernels = p->nfns;
+	s.ref_steps = p->nref;
+	s.arena_bytes = p->arena_bytes;
+	s.weight_bytes = p->weight_bytes;
+	rt_cpu_stats rs;
+	t0 = sn_now();
+	/* no cache: the package's objects are linked as they are */
+	if (rt_cpu_load(p, NULL, o ? o->threads : 0, o && o->warn ? o->warn : api_warn_stderr, o ? o->warn_ctx : NULL,
+			&rs, &c->rt, &e) != SN_OK) {
+		api_cpu_free((sinter_compiled *)c);
+		return api_failf(err, (sinter_status)e.code, "%s: %s", path, e.msg);
+	}
+	s.nvrtc_s = rs.opt_s;
+	s.load_s = rs.jit_s;
+	s.cache_hits = s.kernels;
+	sn_stage("load package (cpu)", t0, "JIT %.3f s, %d threads", rs.jit_s, rs.threads);
 	if (stats)
 		*stats = s;
 	*out = (sinter_compiled *)c;

@@ -790,6 +790,8 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
 				     sinter_compile_stats *stats, sinter_error *err)
 {
+	if (o && o->device && !strcmp(o->device, "cpu"))
+		return api_cpu_compile_package(m, o, package, stats, err);
 	sinter_compile_stats s = {0};
 	resolved r;
 	sinter_status st = resolve(o, &r, err);
@@ -824,6 +826,9 @@ sinter_status sinter_load_package(const char *path, const sinter_compile_options
 				  sinter_compile_stats *stats, sinter_error *err)
 {
 	*out = NULL;
+	sinter_status routed;
+	if (api_package_route(path, o, out, stats, err, &routed)) /* a cpu package, or the wrong device */
+		return routed;
 	sinter_compile_stats s = {0};
 	resolved r;
 	sinter_status st = resolve(o, &r, err);

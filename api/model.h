@@ -77,5 +77,17 @@ void api_cpu_free(sinter_compiled *c);
 sinter_status api_cpu_run(sinter_compiled *c, const sinter_tensor *inputs, size_t n, sinter_tensor **outputs,
 			  sinter_error *err);
 sinter_status api_cpu_bench(sinter_compiled *c, int warmup, int iters, double *ms, sinter_error *err);
+/* AOT packages of cpu plans (cpu_api.c). sinter_compile_kernels with
+ * device "cpu": the plan built, its objects compiled (or from the kernel
+ * cache) and written with it into package when not NULL. */
+sinter_status api_cpu_compile_package(const sinter_model *m, const sinter_compile_options *o, const char *package,
+				      sinter_compile_stats *stats, sinter_error *err);
+/* sinter_load_package's routing, first thing in both builds: true when it
+ * answered (*st): a cpu package loaded on cpu, or a package refused for
+ * the device asked for (o->device "cpu" with a CUDA package, "cuda" with
+ * a cpu one: SINTER_E_USAGE naming both); false leaves path to the CUDA
+ * loader. */
+bool api_package_route(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+		       sinter_compile_stats *stats, sinter_error *err, sinter_status *st);
 
 #endif

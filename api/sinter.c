@@ -1156,6 +1156,8 @@ void sinter_compile_options_init(sinter_compile_options *o)
 sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
 				     sinter_compile_stats *stats, sinter_error *err)
 {
+	if (o && o->device && !strcmp(o->device, "cpu"))
+		return api_cpu_compile_package(m, o, package, stats, err);
 	return no_cuda(err);
 }
 
@@ -1163,6 +1165,9 @@ sinter_status sinter_load_package(const char *path, const sinter_compile_options
 				  sinter_compile_stats *stats, sinter_error *err)
 {
 	*out = NULL;
+	sinter_status routed;
+	if (api_package_route(path, o, out, stats, err, &routed)) /* a cpu package, or the wrong device */
+		return routed;
 	return no_cuda(err);
 }
 

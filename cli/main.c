@@ -108,16 +108,20 @@ static const char *const run_help =
 	"  --cache-dir DIR    kernel and plan caches' folder instead of the default\n"
 	"  --json             one JSON object: device, times, each output's summary\n"
 	"%s"
-	"FILE may be an AOT package (sinter compile -o FILE.sinterpkg): it runs on\n"
-	"cuda with no NVRTC, inputs from --inputs or random (--seed).\n";
+	"FILE may be an AOT package (sinter compile -o FILE.sinterpkg): a CUDA one\n"
+	"runs on cuda with no NVRTC, a cpu one (compile --device cpu) on cpu with no\n"
+	"LLVM; inputs from --inputs or random (--seed).\n";
 
 static const char *const compile_help =
-	"usage: sinter compile FILE.sir [--target sm_XX] [--dump-dir DIR] [-o FILE.sinterpkg] [--shape SYM=VALUE]...\n"
+	"usage: sinter compile FILE.sir [--target sm_XX | --device cpu] [--dump-dir DIR] [-o FILE.sinterpkg]\n"
+	"                      [--shape SYM=VALUE]...\n"
 	"\n"
 	"Generates CUDA C for every kernel of the model and compiles it with NVRTC\n"
 	"through the kernel cache. With --target no GPU is needed; without it the\n"
-	"present GPU's arch is used.\n"
+	"present GPU's arch is used. With --device cpu: the cpu plan, its kernels\n"
+	"compiled by LLVM for this machine's CPU (through the kernel cache).\n"
 	"  --target sm_XX     compile for this arch (e.g. sm_80, sm_90)\n"
+	"  --device cpu       compile for the cpu device (--precision fp32 or bf16)\n"
 	"  --dump-dir DIR     write every kernel's source to DIR (made if missing)\n"
 	"  --no-cache         do not read or write the kernel cache\n"
 	"  --cache-dir DIR    the kernel cache's folder instead of the default\n"
@@ -125,7 +129,9 @@ static const char *const compile_help =
 	"  -o FILE.sinterpkg  write an AOT package: plan, cubins and weights in one\n"
 	"                     file that 'sinter run' and 'sinter bench' take where\n"
 	"                     NVRTC is absent (weights: --weights, --init random\n"
-	"                     and --seed as for run, else the model's)\n";
+	"                     and --seed as for run, else the model's); with\n"
+	"                     --device cpu: plan, compiled objects and weights, which\n"
+	"                     'sinter run' runs on a CPU with this one's features\n";
 static const char *const bench_help =
 	"usage: sinter bench FILE.sir [options]\n"
 	"\n"
@@ -283,7 +289,7 @@ static int parse_args(const char *cmd, int argc, char **argv, opts *o, bool run)
 			int rc = add_shapes(cmd, o, a + 8);
 			if (rc)
 				return rc;
-		} else if ((run || is_print) && !strcmp(a, "--device")) {
+		} else if ((run || is_print || is_compile) && !strcmp(a, "--device")) {
 			VALUE();
 			o->device = val;
 		} else if (run && !strcmp(a, "--threads")) {
@@ -791,6 +797,7 @@ static int run_package(opts *o)
 {
 	sinter_compile_options co;
 	compile_opts(o, &co);
+	co.device = o->device; /* the library refuses a package for another device than the one named */
 	sinter_error err;
 	sinter_compiled *c = NULL;
 	sinter_tensor *ins = NULL, *outs = NULL;
@@ -810,7 +817,8 @@ static int run_package(opts *o)
 	nout = sinter_compiled_num_outputs(c);
 	for (size_t i = 0; i < nout; i++)
 		summarize(&outs[i]);
-	printf("ran %s on cuda in %.3f s (package loaded in %.3f s)\n", o->file, now() - t0, load_s);
+	printf("ran %s on %s in %.3f s (package loaded in %.3f s)\n", o->file, sinter_compiled_device(c), now() - t0,
+	       load_s);
 	if (o->out && sinter_tensors_write(o->out, outs, nout, &err))
 		goto fail;
 	sinter_tensors_free(outs, nout);
@@ -838,8 +846,8 @@ static int cmd_run(opts *o)
 	if (device && strcmp(device, "ref") && strcmp(device, "cpu") && strcmp(device, "cuda"))
 		return usage_error("run", "unknown device '%s' (ref, cpu or cuda)", device);
 	if (is_package(o->file)) {
-		if (device && strcmp(device, "cuda"))
-			return usage_error("run", "%s", "a package runs on cuda only");
+		if (device && strcmp(device, "cuda") && strcmp(device, "cpu"))
+			return usage_error("run", "%s", "a package runs on cuda or cpu (the one it was compiled for)");
 		return run_package(o);
 	}
 	/* no device named: cuda when a GPU is usable, else the compiled cpu
@@ -947,9 +955,18 @@ static int cmd_compile(opts *o)
 	sinter_compile_options co;
 	compile_opts(o, &co);
 	char why[512];
+	bool cpu = o->device && !strcmp(o->device, "cpu");
+	if (o->device && !cpu && strcmp(o->device, "cuda"))
+		return usage_error("compile", "unknown device '%s' (cuda or cpu)", o->device);
+	if (cpu && (o->target || o->dump_dir))
+		return usage_error("compile", "%s", "--device cpu compiles for this machine's CPU: no --target or --dump-dir");
+	if (cpu && !sinter_cpu_available(why, sizeof why)) {
+		fprintf(stderr, "sinter compile: %s\n", why);
+		return SINTER_E_ENV;
+	}
 	if (o->target && parse_target(o->target, &co.target_sm))
 		return usage_error("compile", "--target wants sm_XX (e.g. sm_90), got '%s'", o->target);
-	if (!o->target && !sinter_cuda_available(why, sizeof why)) {
+	if (!cpu && !o->target && !sinter_cuda_available(why, sizeof why)) {
 		fprintf(stderr, "sinter compile: %s; pass --target sm_XX to compile without a GPU\n", why);
 		return SINTER_E_ENV;
 	}
@@ -973,7 +990,7 @@ static int cmd_compile(opts *o)
 	}
 	double parse_s = now() - t0;
 	sinter_compile_stats st;
-	if (!co.target_sm) {
+	if (!co.target_sm && !cpu) {
 		/* the present GPU's arch: sinter_cuda_available says "NAME (sm_XX)" */
 		const char *p = strstr(why, "(sm_");
 		co.target_sm = p ? atoi(p + 4) : 0;
@@ -985,10 +1002,14 @@ static int cmd_compile(opts *o)
 	if (o->json) {
 		printf("{\"ok\": true, \"file\": ");
 		json_str(o->file);
-		printf(", \"target\": \"sm_%d\", \"steps\": %zu, \"kernels\": %zu, \"unique_kernels\": %zu, "
+		if (cpu)
+			printf(", \"target\": \"cpu\"");
+		else
+			printf(", \"target\": \"sm_%d\"", co.target_sm);
+		printf(", \"steps\": %zu, \"kernels\": %zu, \"unique_kernels\": %zu, "
 		       "\"cache_hits\": %zu, \"parse_s\": %.6f, \"passes_s\": %.6f, \"codegen_s\": %.6f, "
 		       "\"nvrtc_s\": %.6f, \"arena_bytes\": %zu, \"weight_bytes\": %zu, \"dump_dir\": ",
-		       co.target_sm, st.steps, st.kernels, st.unique_kernels, st.cache_hits, parse_s, st.passes_s,
+		       st.steps, st.kernels, st.unique_kernels, st.cache_hits, parse_s, st.passes_s,
 		       st.codegen_s, st.nvrtc_s, st.arena_bytes, st.weight_bytes);
 		o->dump_dir ? json_str(o->dump_dir) : (void)printf("null");
 		printf(", \"package\": ");
@@ -997,11 +1018,19 @@ static int cmd_compile(opts *o)
 		sinter_model_free(m);
 		return 0;
 	}
-	printf("%s: %zu steps (%zu kernels, %zu matrix products), %zu unique kernels (%zu from the cache) for %s\n",
-	       o->file, st.steps, st.kernels, st.steps - st.kernels, st.unique_kernels, st.cache_hits,
-	       o->target ? o->target : "the GPU");
-	printf("time: parse %.3f s, passes %.3f s, codegen %.3f s, nvrtc %.3f s\n", parse_s, st.passes_s, st.codegen_s,
-	       st.nvrtc_s);
+	if (cpu) {
+		printf("%s: %zu steps (%zu kernels, %zu on the reference interpreter), %zu kernels from the cache, for "
+		       "this CPU\n",
+		       o->file, st.steps, st.kernels, st.ref_steps, st.cache_hits);
+		printf("time: parse %.3f s, passes %.3f s, lowering %.3f s, LLVM %.3f s\n", parse_s, st.passes_s,
+		       st.codegen_s, st.nvrtc_s);
+	} else {
+		printf("%s: %zu steps (%zu kernels, %zu matrix products), %zu unique kernels (%zu from the cache) for %s\n",
+		       o->file, st.steps, st.kernels, st.steps - st.kernels, st.unique_kernels, st.cache_hits,
+		       o->target ? o->target : "the GPU");
+		printf("time: parse %.3f s, passes %.3f s, codegen %.3f s, nvrtc %.3f s\n", parse_s, st.passes_s,
+		       st.codegen_s, st.nvrtc_s);
+	}
 	printf("peak arena: %.1f MiB (%zu bytes)\n", (double)st.arena_bytes / 1048576.0, st.arena_bytes);
 	if (o->dump_dir)
 		printf("sources written to %s\n", o->dump_dir);
@@ -1163,12 +1192,12 @@ static int cmd_bench(opts *o)
 	bool cpu = o->device && !strcmp(o->device, "cpu");
 	if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
 		return usage_error("bench", "unknown device '%s' (cpu or cuda)", o->device);
-	if (cpu ? !sinter_cpu_available(why, sizeof why) : !sinter_cuda_available(why, sizeof why)) {
+	/* a package runs on the device it was compiled for (the library
+	 * refuses another one named): asked once it is loaded */
+	if (!is_package(o->file) && (cpu ? !sinter_cpu_available(why, sizeof why) : !sinter_cuda_available(why, sizeof why))) {
 		fprintf(stderr, "sinter bench: %s\n", why);
 		return SINTER_E_ENV;
 	}
-	if (cpu && is_package(o->file))
-		return usage_error("bench", "%s", "a package runs on cuda only");
 	/* Cold: empty kernel and plan caches of our own; warm: a second
 	 * process over the same caches. */
 	char dir[] = "/tmp/sinter-bench-XXXXXX";
@@ -1198,8 +1227,15 @@ static int cmd_bench(opts *o)
 		goto out;
 	}
 	double t0 = now();
+	if (pkg)
+		co.device = o->device;
 	if (pkg ? sinter_load_package(o->file, &co, &c, &cold, &err) : sinter_compile(p.m, &co, &c, &cold, &err))
 		goto fail;
+	if (pkg) {
+		cpu = !strcmp(sinter_compiled_device(c), "cpu");
+		if (cpu ? !sinter_cpu_available(why, sizeof why) : !sinter_cuda_available(why, sizeof why))
+			snprintf(why, sizeof why, "%s", sinter_compiled_device(c));
+	}
 	double cold_s = p.parse_s + (now() - t0);
 	char inpath[64];
 	snprintf(inpath, sizeof inpath, "%s/inputs.safetensors", dir);

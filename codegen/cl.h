@@ -80,6 +80,15 @@ typedef struct cl_plan {
 	 * load, or read from a plan file: the code of a plan without modules) */
 	uint8_t objkey[CL_NMOD][16];
 	bool has_obj[CL_NMOD];
+	/* the objects' bytes (owned), in an AOT package: a plan read from one
+	 * links them and compiles nothing; set by the runtime's load when
+	 * keep_obj is (a package being written) */
+	void *obj[CL_NMOD];
+	uint64_t obj_size[CL_NMOD];
+	bool keep_obj;
+	/* what the objects were compiled for (rt_cpu_host's text; owned; NULL
+	 * until the runtime's load) */
+	char *host;
 	/* a plan read from a file: the file mapped read-only (weights point
 	 * into it), unmapped by cl_plan_free */
 	void *map;
@@ -99,11 +108,24 @@ void cl_plan_free(cl_plan *p);
  * of the tables, their size, the weight image's offset and size), the
  * tables (info, the graph as .sir text, per-node places, the fusion
  * partition, the steps, function names, the objects' kernel cache keys,
- * an XXH3-64 per 16 MiB of the weight image), then the weight image on a
+ * the host they were compiled for and, in a package, their bytes, an
+ * XXH3-64 per 16 MiB of the weight image), then the weight image on a
  * 4 KiB boundary. Writes p (its modules compiled: llmod NULL, has_obj
  * set) to path through a temp file and a rename. */
-#define CL_PLAN_FORMAT 1
+#define CL_PLAN_FORMAT 2
 int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, sn_err *e);
+/* An AOT package (sinter compile --device cpu -o FILE.sinterpkg): the
+ * same file with the objects' bytes and the host they were compiled for
+ * in its tables (p->obj, p->host: set by rt_cpu_load with p->keep_obj). */
+int cl_package_write(const char *path, const cl_plan *p, const cg_plan_info *info, sn_err *e);
+/* Reads a package: read into private memory (never mapped: a file
+ * truncated while in use is a read error here, not a SIGBUS later), no
+ * trust rule (the user names it), checked as cl_plan_read; SN_EINPUT
+ * "PATH: why" for a bad file, "PATH: not a package: ..." for a cache
+ * entry without its objects. Free with cl_plan_free. */
+int cl_package_read(const char *path, cl_plan **out, cg_plan_info *info, sn_err *e);
+/* Whether the first bytes of a file (n of them) are a cpu plan's magic. */
+bool cl_is_cpu_plan(const void *head, size_t n);
 /* Reads path (no symlink; refused unless sn_cache_trusted), the file
  * mapped read-only; every table checked, the graph parsed and verified,
  * the weight image's checksums verified. SN_EINPUT "PATH: why" for a bad

@@ -63,7 +63,7 @@ static bool round_trips(const ir_graph *g, const char *text, size_t len)
 	return ok;
 }
 
-static void put_meta(wbuf *b, const cl_plan *p, const cg_plan_info *info, const char *text, size_t tlen)
+static void put_meta(wbuf *b, const cl_plan *p, const cg_plan_info *info, const char *text, size_t tlen, bool package)
 {
 	putstr(b, info->version);
 	putstr(b, info->source);
@@ -134,6 +134,11 @@ static void put_meta(wbuf *b, const cl_plan *p, const cg_plan_info *info, const 
 		put(b, &has, 1);
 		put(b, p->objkey[k], 16);
 	}
+	/* format 2: the host the objects were compiled for, and in a package
+	 * the objects themselves (a cache entry's are in the kernel cache) */
+	putstr(b, p->host);
+	for (int k = 0; k < CL_NMOD; k++)
+		putbytes(b, package ? p->obj[k] : NULL, package ? (size_t)p->obj_size[k] : 0);
 	const uint32_t counts[] = {p->nref, p->nkernel, p->ngemm, p->nconv, p->nattn, p->npool, p->ngather};
 	for (size_t k = 0; k < SN_COUNT(counts); k++)
 		put32(b, counts[k]);
@@ -145,11 +150,14 @@ static void put_meta(wbuf *b, const cl_plan *p, const cg_plan_info *info, const 
 	}
 }
 
-int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, sn_err *e)
+static int write_file(const char *path, const cl_plan *p, const cg_plan_info *info, bool package, sn_err *e)
 {
 	for (int k = 0; k < CL_NMOD; k++)
 		if (p->llmod[k])
 			return sn_errf(e, SN_EINTERNAL, "cpu plan: its modules are not compiled yet");
+	for (int k = 0; package && k < CL_NMOD; k++)
+		if (p->has_obj[k] && (!p->obj[k] || !p->obj_size[k]))
+			return sn_errf(e, SN_EINTERNAL, "cpu plan: its objects were not kept for the package");
 	if (p->weight_bytes && !p->weights)
 		return sn_errf(e, SN_EINTERNAL, "cpu plan: the weight image is gone");
 	sn_buf text = {0};
@@ -163,7 +171,7 @@ int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, 
 		return sn_errf(e, SN_EINTERNAL, "cpu plan: its graph does not read back node for node from its text");
 	}
 	wbuf meta = {0};
-	put_meta(&meta, p, info, text.s, text.len);
+	put_meta(&meta, p, info, text.s, text.len, package);
 	sn_buf_free(&text);
 	if (meta.oom) {
 		free(meta.p);
@@ -202,6 +210,21 @@ int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, 
 	sn_out_abort(&out);
 	free(meta.p);
 	return rc;
+}
+
+int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, sn_err *e)
+{
+	return write_file(path, p, info, false, e);
+}
+
+int cl_package_write(const char *path, const cl_plan *p, const cg_plan_info *info, sn_err *e)
+{
+	return write_file(path, p, info, true, e);
+}
+
+bool cl_is_cpu_plan(const void *head, size_t n)
+{
+	return n >= 8 && !memcmp(head, MAGIC, 8);
 }
 
 /* ---- reading ---- */
@@ -565,6 +588,28 @@ static const char *parse(const uint8_t *data, size_t size, cl_plan *p, cg_plan_i
 	}
 	if (nf && !p->has_obj[0] && !p->has_obj[1])
 		return "functions without an object";
+	{
+		size_t hn;
+		const char *h = getbytes(&r, &hn);
+		if (r.bad || hn > 65536 || memchr(h, 0, hn))
+			return "a bad host";
+		if (!(p->host = malloc(hn + 1)))
+			return "out of memory";
+		memcpy(p->host, h, hn);
+		p->host[hn] = 0;
+	}
+	for (int k = 0; k < CL_NMOD; k++) {
+		size_t on;
+		const uint8_t *o = (const uint8_t *)getbytes(&r, &on);
+		if (r.bad || (on && !p->has_obj[k]))
+			return "a bad object";
+		if (!on)
+			continue;
+		if (!(p->obj[k] = malloc(on)))
+			return "out of memory";
+		memcpy(p->obj[k], o, on);
+		p->obj_size[k] = on;
+	}
 	uint32_t *counts[] = {&p->nref, &p->nkernel, &p->ngemm, &p->nconv, &p->nattn, &p->npool, &p->ngather};
 	for (size_t k = 0; k < SN_COUNT(counts); k++)
 		*counts[k] = get32(&r);
@@ -617,6 +662,63 @@ int cl_plan_parse(const void *data, size_t size, cl_plan **out, cg_plan_info *in
 		cl_plan_free(p);
 		return sn_errf(e, code, "%s", why);
 	}
+	*out = p;
+	return SN_OK;
+}
+
+int cl_package_read(const char *path, cl_plan **out, cg_plan_info *info, sn_err *e)
+{
+	*out = NULL;
+	memset(info, 0, sizeof *info);
+	int fd;
+	struct stat sb;
+	sn_err sub = {0};
+	/* a package larger than this machine's memory cannot be loaded anyway */
+	if (sn_open_read(path, 0, sn_mem_bytes(), NULL, &fd, &sb, &sub) != SN_OK)
+		return sn_errf(e, sub.code, "%s", sub.msg);
+	size_t size = (size_t)sb.st_size;
+	if (size < HEADER) {
+		/* a short file: the start of a plan, or something else */
+		uint8_t h[8] = {0};
+		size_t k = size < 8 ? size : 8;
+		bool ours = size && sn_pread_full(fd, h, k, 0, path, &sub) == SN_OK && !memcmp(h, MAGIC, k);
+		sn_close(fd);
+		return sn_errf(e, SN_EINPUT, "%s: %s", path,
+			       !size ? "not a sinter cpu plan (empty)" : ours ? "truncated" : "not a sinter cpu plan");
+	}
+	/* Read into private memory, never mapped (as cg_plan_read): a package
+	 * truncated or rewritten while in use is a read error now, not a
+	 * SIGBUS when the runtime touches a page that is gone. Anonymous
+	 * pages keep the weight image 4 KiB aligned; cl_plan_free unmaps. */
+	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED) {
+		sn_close(fd);
+		char sz[32];
+		sn_fmt_bytes(sz, size);
+		return sn_errf(e, SN_EENV, "%s: cannot hold the package's %s in memory: %s", path, sz, strerror(errno));
+	}
+	int rc = sn_pread_full(fd, map, size, 0, path, &sub);
+	sn_close(fd);
+	if (rc != SN_OK) {
+		munmap(map, size);
+		return sn_errf(e, sub.code, "%s", sub.msg);
+	}
+	cl_plan *p = NULL;
+	if (cl_plan_parse(map, size, &p, info, &sub) != SN_OK) {
+		munmap(map, size);
+		return sn_errf(e, sub.code, "%s: %s", path, sub.msg);
+	}
+	p->borrowed = false;
+	p->map = map;
+	p->map_size = size;
+	for (int k = 0; k < CL_NMOD; k++)
+		if (p->has_obj[k] && !p->obj[k]) {
+			cl_plan_free(p);
+			return sn_errf(e, SN_EINPUT,
+				       "%s: not a package: a plan-cache entry without its objects (they are in the kernel "
+				       "cache it came from)",
+				       path);
+		}
 	*out = p;
 	return SN_OK;
 }

@@ -145,8 +145,11 @@ void cl_plan_free(cl_plan *p)
 	for (uint32_t i = 0; p->fns && i < p->nfns; i++)
 		free(p->fns[i]);
 	free(p->fns);
-	for (int k = 0; k < CL_NMOD; k++)
+	for (int k = 0; k < CL_NMOD; k++) {
 		cl_module_dispose(p->llctx[k], p->llmod[k]);
+		free(p->obj[k]);
+	}
+	free(p->host);
 	free(p);
 }
 

@@ -300,9 +300,16 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err);
 /* Loads an AOT package (sinter compile -o FILE.sinterpkg) on the present
  * GPU: no NVRTC needed. A package for another arch is refused naming both.
- * o may be NULL (only poison and mode matter). Free with sinter_compiled_free. */
+ * A cpu package (compiled with device "cpu") loads on the cpu device: its
+ * objects are linked as they are (no LLVM, no cache), refused (exit
+ * category 3) on a CPU without the features they were compiled for.
+ * o->device "cpu" with a CUDA package, or "cuda" with a cpu one, is
+ * SINTER_E_USAGE. o may be NULL (only device, threads, poison and mode
+ * matter). Free with sinter_compiled_free. */
 sinter_status sinter_load_package(const char *path, const sinter_compile_options *o,
 				  sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err);
+/* The device a compiled model (or package) runs on: "cuda" or "cpu". */
+const char *sinter_compiled_device(const sinter_compiled *c);
 /* Inputs and outputs of a compiled model (or package), as for a model's. */
 size_t sinter_compiled_num_inputs(const sinter_compiled *c);
 size_t sinter_compiled_num_outputs(const sinter_compiled *c);

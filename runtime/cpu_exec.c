@@ -253,6 +253,75 @@ void rt_cpu_host(sn_buf *b)
 	LLVMDisposeMessage(feat);
 }
 
+/* Token i (from 0) of a host text (rt_cpu_host: "llvm V TRIPLE CPU
+ * FEATURES openblas ..."), into out[cap]; "" when there is none. */
+static void host_token(const char *h, int i, char *out, size_t cap)
+{
+	out[0] = 0;
+	for (int k = 0; *h; k++) {
+		while (*h == ' ')
+			h++;
+		size_t n = strcspn(h, " ");
+		if (k == i) {
+			snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), h);
+			return;
+		}
+		h += n;
+	}
+}
+
+int rt_cpu_host_check(const char *objects_host, sn_err *e)
+{
+	sn_buf b = {0};
+	rt_cpu_host(&b);
+	if (b.oom) {
+		sn_buf_free(&b);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	char want[256], have[256];
+	host_token(objects_host, 2, want, sizeof want);
+	host_token(b.s, 2, have, sizeof have);
+	int rc = SN_OK;
+	if (strncmp(objects_host, "llvm ", 5) || !want[0] || strcmp(want, have)) {
+		rc = sn_errf(e, SN_EENV, "the package's code is for %s, this machine is %s", want[0] ? want : "an unknown host",
+			     have);
+		sn_buf_free(&b);
+		return rc;
+	}
+	size_t wn = strlen(objects_host) + 1, hn = b.len + 1;
+	char *wf = malloc(wn), *hf = malloc(hn);
+	if (!wf || !hf) {
+		free(wf);
+		free(hf);
+		sn_buf_free(&b);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	host_token(objects_host, 4, wf, wn);
+	host_token(b.s, 4, hf, hn);
+	/* every feature the objects were compiled with, this CPU has */
+	for (const char *f = wf; *f && !rc;) {
+		size_t n = strcspn(f, ",");
+		if (*f == '+') {
+			bool found = false;
+			for (const char *g = hf; *g && !found;) {
+				size_t m = strcspn(g, ",");
+				found = m == n && !memcmp(f, g, n);
+				g += m + (g[m] == ',');
+			}
+			if (!found)
+				rc = sn_errf(e, SN_EENV,
+					     "the package's code was compiled for a CPU with %.*s, which this one (%s) lacks: "
+					     "compile it here",
+					     (int)(n > 64 ? 64 : n - 1), f + 1, have);
+		}
+		f += n + (f[n] == ',');
+	}
+	free(wf);
+	free(hf);
+	sn_buf_free(&b);
+	return rc;
+}
+
 /* One module's compilation, on a thread of its own. */
 typedef struct objjob {
 	LLVMModuleRef mod;
@@ -429,6 +498,18 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 		rc = sn_errf(e, SN_EINTERNAL, "out of memory (cpu arena, %llu bytes)", (unsigned long long)p->arena_bytes);
 		goto fail;
 	}
+	bool packaged = false;
+	for (int k = 0; k < CL_NMOD; k++)
+		packaged |= p->obj[k] != NULL;
+	if (packaged) { /* compiled elsewhere: for a CPU this one can run? */
+		if ((rc = rt_cpu_host_check(p->host ? p->host : "", e)))
+			goto fail;
+	} else {
+		sn_buf hb = {0};
+		rt_cpu_host(&hb);
+		free(p->host);
+		p->host = hb.s; /* what the objects are compiled for (NULL when out of memory: "") */
+	}
 	if (p->nfns) {
 		pthread_once(&llvm_once, llvm_init);
 		/* the modules optimized and compiled in parallel, one thread each */
@@ -439,6 +520,12 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 		for (int k = 0; k < CL_NMOD; k++) {
 			jobs[k] = (objjob){.mod = p->llmod[k], .want = p->has_obj[k] ? p->objkey[k] : NULL,
 					   .cache_dir = cache_dir, .warn = warn, .wctx = warn_ctx};
+			if (p->obj[k]) { /* an AOT package's: linked as it is */
+				jobs[k].obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(p->obj[k], (size_t)p->obj_size[k],
+											"sinter-cpu.o");
+				jobs[k].st.obj_hit = true;
+				continue;
+			}
 			if (jobs[k].mod ? !has_code(jobs[k].mod) : !jobs[k].want)
 				continue;
 			if (k > 0 && pthread_create(&th[k], NULL, object_thread, &jobs[k]) == 0)
@@ -462,6 +549,15 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 			if (jobs[k].obj && jobs[k].mod) { /* for a plan file */
 				memcpy(p->objkey[k], jobs[k].key, KC_KEY_SIZE);
 				p->has_obj[k] = true;
+			}
+			if (jobs[k].obj && p->keep_obj && !p->obj[k]) { /* for a package */
+				size_t n = LLVMGetBufferSize(jobs[k].obj);
+				if (!(p->obj[k] = malloc(n ? n : 1)) && !rc) {
+					rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+				} else if (p->obj[k]) {
+					memcpy(p->obj[k], LLVMGetBufferStart(jobs[k].obj), n);
+					p->obj_size[k] = n;
+				}
 			}
 		}
 		double t0 = sn_now();

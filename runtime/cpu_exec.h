@@ -22,7 +22,10 @@ typedef struct rt_cpu_stats {
 	int threads;
 } rt_cpu_stats;
 
-/* Loads p (taken: freed by rt_cpu_free, or here on failure). cache_dir
+/* Loads p (taken: freed by rt_cpu_free, or here on failure). A plan from
+ * an AOT package (p->obj) links its objects: no LLVM pass, no cache; its
+ * host is checked first (rt_cpu_host_check). p->keep_obj: the objects'
+ * bytes are kept in p->obj (to write a package). cache_dir
  * may be NULL (no object cache). threads: 0 for the cores this process
  * may use. warn (may be NULL) receives cache corruption reports. Free
  * with rt_cpu_free. LLVM's failures are SN_EINTERNAL with its message. */
@@ -37,6 +40,11 @@ void rt_cpu_blas_quiet(void);
  * "llvm 16 TRIPLE CPU FEATURES openblas CONFIG", appended to b. */
 void rt_cpu_host(sn_buf *b);
 const cl_plan *rt_cpu_plan(const rt_cpu *c);
+/* Whether objects compiled for objects_host (rt_cpu_host's text, from an
+ * AOT package) run here: the same target triple, and every CPU feature
+ * they were compiled with present on this CPU. SN_EENV with both hosts
+ * named when not. rt_cpu_load checks a plan with objects of its own. */
+int rt_cpu_host_check(const char *objects_host, sn_err *e);
 
 /* Runs the plan: inputs[i] the model's input i (borrowed, never
  * written), outputs[i] receive output i's bytes. poison: intermediates

@@ -116,6 +116,32 @@ if "$sinter" run tiny.sir --device cpu --shape N=1 --init random >out.txt 2>err.
 	expect 2 "--threads wants a count" -- "$sinter" run tiny.sir --device cpu --threads 0
 	expect 0 "" -- "$sinter" print tiny.sir --shape N=1 --device cpu
 	expect_out "on the reference interpreter"
+	# cpu packages: the plan, its compiled objects and its weights in one
+	# file; run with no cache and no LLVM. y = relu(x w^T + b) * 2 with
+	# w = [[1,2,3],[-1,0,1]], b = [0.5,-0.5], x = [[1,1,1],[2,0,-1]]:
+	# [[13,0],[0,0]] by hand
+	mkst pw.safetensors fc.weight:F32:2,3:1,2,3,-1,0,1 fc.bias:F32:2:0.5,-0.5
+	mkst px.safetensors x:F32:2,3:1,1,1,2,0,-1
+	for p in fp32 bf16; do
+		expect 0 "" -- "$sinter" compile tiny.sir --shape N=2 --device cpu --precision $p --weights pw.safetensors -o cpu.$p.sinterpkg --cache-dir cpucache
+		expect_out "package written to cpu.$p.sinterpkg"
+		expect 0 "" -- "$sinter" run cpu.$p.sinterpkg --inputs px.safetensors -o pkg.$p.safetensors --cache-dir nocache
+		expect_out "first: 13 0 0 0"
+		expect_out "ran cpu.$p.sinterpkg on cpu"
+		[ ! -e nocache ] || { echo "FAIL: a cpu package run touched a cache"; fails=$((fails + 1)); }
+		expect 0 "" -- "$sinter" run tiny.sir --shape N=2 --device cpu --precision $p --weights pw.safetensors --inputs px.safetensors -o plan.$p.safetensors --cache-dir cpucache
+		cmp -s pkg.$p.safetensors plan.$p.safetensors || { echo "FAIL: the $p package's output differs from the compiled plan's"; fails=$((fails + 1)); }
+	done
+	expect 2 "runs on cpu, not on cuda" -- "$sinter" run cpu.fp32.sinterpkg --device cuda
+	expect 2 "a package runs on cuda or cpu" -- "$sinter" run cpu.fp32.sinterpkg --device ref
+	expect 2 "no --target or --dump-dir" -- "$sinter" compile tiny.sir --shape N=2 --device cpu --target sm_90
+	for n in 0 5 63 64 4096 $(($(stat -c %s cpu.fp32.sinterpkg) - 1)); do
+		head -c "$n" cpu.fp32.sinterpkg >trunc.sinterpkg
+		expect 1 "trunc.sinterpkg: (truncated|not a sinter)" -- "$sinter" run trunc.sinterpkg --device cpu
+	done
+	cp cpu.fp32.sinterpkg flip.sinterpkg
+	printf '\x55' | dd of=flip.sinterpkg bs=1 seek=300 conv=notrunc 2>/dev/null
+	expect 1 "flip.sinterpkg: checksum mismatch" -- "$sinter" run flip.sinterpkg
 else
 	expect 3 "no cpu backend" -- "$sinter" run tiny.sir --device cpu --shape N=1 --init random
 fi
@@ -135,7 +161,8 @@ if command -v nvcc >/dev/null 2>&1 || [ -e /usr/local/cuda/lib64/libnvrtc.so ]; 
 	if ! nvidia-smi >/dev/null 2>&1; then
 		expect 3 "" -- "$sinter" run tiny.sinterpkg
 	fi
-	expect 2 "a package runs on cuda only" -- "$sinter" run tiny.sinterpkg --device ref
+	expect 2 "a package runs on cuda or cpu" -- "$sinter" run tiny.sinterpkg --device ref
+	expect 2 "a CUDA package .*: it runs on cuda, not on cpu" -- "$sinter" run tiny.sinterpkg --device cpu
 	printf 'not a plan' >bad.sinterpkg
 	expect 1 "bad.sinterpkg: not a sinter plan" -- "$sinter" run bad.sinterpkg
 	# a truncated package (read through checked copies, never mapped): a clean error, any length

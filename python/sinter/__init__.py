@@ -280,8 +280,9 @@ class Compiled:
 
 def load(path, shapes=None, weights=None, mode=None, cache_dir=None):
     """A .sir or .onnx file as a Model (shapes: {symbol: value}; weights: a
-    .safetensors path to read now), or an AOT package (.sinterpkg) loaded on
-    the GPU as a Compiled."""
+    .safetensors path to read now), or an AOT package (.sinterpkg) loaded as
+    a Compiled on the device it was compiled for (the GPU, or the CPU for a
+    package of sinter compile --device cpu)."""
     path = os.fspath(path)
     err = Error()
     if path.endswith(".sinterpkg"):

@@ -1,6 +1,10 @@
 /* fuzz_cpu_plan.c: libFuzzer target for the cpu plan-file reader (the
- * plan cache's cpu entries, codegen/cl_io.c). On a successful parse the
- * weight image is read through (ASan sees any pointer outside the input),
+ * plan cache's cpu entries and the cpu AOT packages, codegen/cl_io.c:
+ * one parser, packages carrying the objects' bytes and the host they
+ * were compiled for). On a successful parse the weight image and the
+ * objects are read through (ASan sees any pointer outside the input), the
+ * host text goes through the package loader's check against this host
+ * (runtime/cpu_exec.c, rt_cpu_host_check),
  * every step's nodes and buffers are visited as the runtime would and the
  * plan is listed. The fuzz build skips the checksums
  * (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION), so mutations reach the
@@ -11,6 +15,7 @@
 
 #ifdef SINTER_HAVE_CPU
 #include "codegen/cl.h"
+#include "runtime/cpu_exec.h"
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -39,6 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (s->fn >= 0)
 				sum += (unsigned)p->fns[s->fn][0];
 		}
+		for (int k = 0; k < CL_NMOD; k++)
+			for (uint64_t i = 0; i < p->obj_size[k]; i++)
+				sum += ((const uint8_t *)p->obj[k])[i];
+		sn_err he = {0};
+		if (p->host)
+			(void)rt_cpu_host_check(p->host, &he);
 		sn_buf b = {0};
 		cl_plan_list(p, &b);
 		sn_buf_free(&b);
