@@ -434,6 +434,12 @@ const cg_config at_space[] = {
 	{.variant = 7, .tile_m = 64, .tile_n = 128, .warps = 8, .stages = 5, .split_k = 2},
 	{.variant = 7, .tile_m = 64, .tile_n = 64, .warps = 8, .stages = 6, .split_k = 2},
 	{.variant = 7, .tile_m = 128, .tile_n = 128, .warps = 16, .stages = 4, .split_k = 2},
+	/* ... and with a producer warpgroup (variant 8, f16/bf16; warps are
+	 * the consumers'): the default's shapes at other depths */
+	{.variant = 8, .tile_m = 256, .tile_n = 128, .warps = 8, .stages = 3},
+	{.variant = 8, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
+	{.variant = 8, .tile_m = 192, .tile_n = 128, .warps = 12, .stages = 4},
+	{.variant = 8, .tile_m = 128, .tile_n = 64, .warps = 4, .stages = 3},
 	/* attention's wgmma kernels on sm_90 (variant 3; 4 with a producer
 	 * warpgroup), beside the defaults: the best tiles of the kernel
 	 * benchmark's sweep (docs/PERF.md) */

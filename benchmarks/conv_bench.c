@@ -13,7 +13,8 @@
  * with an optional kG suffix for G k groups (split_k), or vN: variant N
  * with its own defaults (v3 the older mma.sync kernel, v6 the few-channel
  * kernel), or wgTMxTNwWsS[kG] for the wgmma kernel (variant 7, sm_90),
- * e.g. wg128x256w8s4. --skip STR leaves
+ * e.g. wg128x256w8s4, or wpTMxTNwWsS for variant 8 (a producer
+ * warpgroup beside W consumer warps). --skip STR leaves
  * out the shapes whose name contains STR ("1x1 ": the stride-1 1x1s). A
  * config the renderer refuses for a shape is reported as such. Each
  * measurement is one plan holding R copies of the conv (same inputs,
@@ -105,6 +106,12 @@ static int rerender(const ir_graph *g, cg_plan *p, const cg_target *t, const cg_
 static int parse_cfg(const char *s, cg_config *c)
 {
 	int tm, tn, tk, w, st, sk = 0, v;
+	if (!strncmp(s, "wp", 2)) { /* the wgmma kernel with a producer warpgroup: wpTMxTNwWsS */
+		if (sscanf(s + 2, "%dx%dw%ds%d", &tm, &tn, &w, &st) < 4)
+			return -1;
+		*c = (cg_config){.variant = 8, .tile_m = tm, .tile_n = tn, .warps = w, .stages = st};
+		return 0;
+	}
 	if (!strncmp(s, "wg", 2)) { /* the wgmma kernel: wgTMxTNwWsS[kG] */
 		if (sscanf(s + 2, "%dx%dw%ds%dk%d", &tm, &tn, &w, &st, &sk) < 4)
 			return -1;

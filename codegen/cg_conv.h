@@ -67,18 +67,24 @@ typedef struct cg_conv_wg {
 	int mwg, mi; /* filled by cg_conv_wg_check */
 	bool tf32;
 	bool b_rounded; /* tf32: the weights are stored rounded (cg_tf32_weight): B is taken as it lands */
+	bool ws;	/* variant 8: a producer warpgroup beside warps / 4 consumer ones (kg 1) */
 } cg_conv_wg;
 
 /* Why the wgmma kernel cannot compute cv on tg at all, or NULL. */
 const char *cg_conv_wg_cannot(const cg_conv *cv, const cg_target *tg);
 /* Checks c (filling mwg, mi): SN_EUSAGE naming the field that does not fit. */
 int cg_conv_wg_check(const cg_conv *cv, cg_conv_wg *c, sn_err *e);
-/* Shared memory bytes of config c (the ring or the staged output tile,
- * whichever is larger, and 1024 for the swizzle's alignment). */
+/* Shared memory bytes of config c (the ring, with its mbarriers when ws,
+ * or the staged output tile, whichever is larger, and 1024 for the
+ * swizzle's alignment). */
 unsigned cg_conv_wg_smem(const cg_conv_wg *c);
 /* The default config for cv (valid by cg_conv_wg_check). */
 cg_conv_wg cg_conv_wg_default(const cg_conv *cv, bool tf32);
 void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_wg *c);
+/* Variant 8 (the same kernel with a producer warpgroup, c->ws): why it
+ * cannot compute cv on tg, or NULL; its default config. */
+const char *cg_conv_wg_ws_cannot(const cg_conv *cv, const cg_target *tg);
+cg_conv_wg cg_conv_wg_ws_default(const cg_conv *cv);
 /* Depthwise (one input channel per group): threads over output pixels x
  * channel vectors; vec channels per thread (NHWC), 1 for NCHW. */
 void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec);

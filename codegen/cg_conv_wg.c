@@ -48,7 +48,14 @@
  * Configs (cg_config, variant 7): tile_m (64 x m groups x mi, mi 1 or 2),
  * tile_n (a multiple of 16 up to 256), warps (4 per warpgroup: 4, 8, 12
  * or 16), stages (3 to 8), split_k (k groups: 1, 2 or 4); tile_k is 64
- * (32 for f32) or unset. */
+ * (32 for f32) or unset.
+ *
+ * Variant 8 (emit_ws; f16/bf16) is the same product with a producer
+ * warpgroup after warps / 4 consumer warpgroups (128 threads on top of
+ * the consumers' warps; 2 to 8 stages, one k group): the producer alone
+ * gathers the slices into the ring, the consumers wait on per-slot
+ * mbarriers instead of a block barrier per slice and keep the previous
+ * slice's products in flight (wait_group 1) while they issue the next. */
 #include "codegen/cg_conv.h"
 #include "codegen/cg_wgmma.h"
 
@@ -72,7 +79,8 @@ const char *cg_conv_wg_cannot(const cg_conv *cv, const cg_target *tg)
 
 unsigned cg_conv_wg_smem(const cg_conv_wg *c)
 {
-	unsigned ring = (unsigned)(c->stages * (c->tm + c->tn) * 128), out = (unsigned)(c->tm * (c->tn + 4) * 4);
+	unsigned ring = (unsigned)(c->stages * ((c->tm + c->tn) * 128 + (c->ws ? 16 : 0))),
+		 out = (unsigned)(c->tm * (c->tn + 4) * 4);
 	return (ring > out ? ring : out) + 1024;
 }
 
@@ -85,6 +93,14 @@ int cg_conv_wg_check(const cg_conv *cv, cg_conv_wg *c, sn_err *e)
 	int nwg = c->warps / 4;
 	if (c->kg < 1)
 		c->kg = 1;
+	if (c->ws && c->kg != 1)
+		return sn_errf(e, SN_EUSAGE, "conv2d (wgmma, producer warpgroup): split_k %d: k groups are variant 7's only",
+			       c->kg);
+	if (c->ws && c->warps > 12)
+		return sn_errf(e, SN_EUSAGE,
+			       "conv2d (wgmma, producer warpgroup): warps %d: 4, 8 or 12 consumer warps (the producer's 4 "
+			       "come on top)",
+			       c->warps);
 	if ((c->kg != 1 && c->kg != 2 && c->kg != 4) || nwg % c->kg)
 		return sn_errf(e, SN_EUSAGE,
 			       "conv2d (wgmma): split_k %d: the k groups must be 1, 2 or 4 and divide the %d warpgroups",
@@ -100,14 +116,20 @@ int cg_conv_wg_check(const cg_conv *cv, cg_conv_wg *c, sn_err *e)
 		return sn_errf(e, SN_EUSAGE, "conv2d (wgmma): tile_n %d is not a multiple of 16 in [16, 256]", c->tn);
 	/* fp32 accumulators per thread against the registers the block's
 	 * threads may have, with room for addresses and indices */
-	int acc = c->mi * c->tn / 2, cap = 65536 / (c->warps * 32);
+	int acc = c->mi * c->tn / 2, cap = 65536 / (c->warps * 32 + (c->ws ? 128 : 0));
 	cap = cap > 255 ? 255 : cap;
-	if (acc + 64 > cap)
+	int room = c->ws ? 40 : 64; /* the producer holds the addresses when there is one */
+	if (acc + room > cap)
 		return sn_errf(e, SN_EUSAGE,
 			       "conv2d (wgmma): %d accumulators per thread (tile_m %d, tile_n %d) do not fit the %d registers "
 			       "of %d threads with room to spare (at most %d)",
-			       acc, c->tm, c->tn, cap, c->warps * 32, cap - 64);
-	if (c->stages < 3 || c->stages > 8)
+			       acc, c->tm, c->tn, cap, c->warps * 32 + (c->ws ? 128 : 0), cap - room);
+	if (c->ws && (c->stages < 2 || c->stages > 8))
+		return sn_errf(e, SN_EUSAGE,
+			       "conv2d (wgmma, producer warpgroup): stages %d is not in [2, 8] (a slot being multiplied, one "
+			       "lagging or being filled)",
+			       c->stages);
+	if (!c->ws && (c->stages < 3 || c->stages > 8))
 		return sn_errf(e, SN_EUSAGE,
 			       "conv2d (wgmma): stages %d is not in [3, 8] (a slot being multiplied, one lagging, one or more "
 			       "in flight)",
@@ -174,8 +196,14 @@ static const char round_fn[] =
 	"\tasm volatile(\"st.shared.v4.b32 [%0], {%1,%2,%3,%4};\" :: \"r\"(a), \"r\"(v[0]), \"r\"(v[1]), \"r\"(v[2]), \"r\"(v[3]) : \"memory\");\n"
 	"}\n\n";
 
+static void emit_ws(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_wg *c);
+
 void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_wg *c)
 {
+	if (c->ws) {
+		emit_ws(b, cv, epi, c);
+		return;
+	}
 	int es = c->tf32 ? 4 : 2, nwg = c->warps / 4, nt = 128 * nwg, ra = nt / 8;
 	int ai = c->tm / ra, bi = (c->tn + ra - 1) / ra, kpg = 4 / c->kg;
 	const char *ty = c->tf32 ? "tf32" : cv->t == IR_BF16 ? "bf16" : "f16";
@@ -283,5 +311,148 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 				     : "float2 o_ = *p_;\n\t\t\t\t*p_ = make_float2(o_.x + acc[i][j * 4 + h * 2], "
 				       "o_.y + acc[i][j * 4 + h * 2 + 1]);");
 	}
+	cg_conv_emit_staged_out(b, cv, epi, nt);
+}
+
+const char *cg_conv_wg_ws_cannot(const cg_conv *cv, const cg_target *tg)
+{
+	if (cv->t != IR_F16 && cv->t != IR_BF16)
+		return "it takes f16 and bf16 (the producer cannot round to TF32 what it does not see land)";
+	return cg_conv_wg_cannot(cv, tg);
+}
+
+/* Variant 8's default: the variant 7 scoring (blocks over whole rounds
+ * of the 132 SMs times a relative rate q), times the share of the tiles
+ * that is not padding, over shapes with a producer warpgroup. q from the H100 sweep over ResNet-50 batch 32 (PERF.md,
+ * 2026-11-23 session 3): 192x128 of three consumer warpgroups 0.9 (1.13x
+ * 256x128 on layer 2's 3x3s, where its 131 blocks fill the SMs and
+ * 256x128's 98 do not), 128x64 of one consumer warpgroup in two m64 tiles
+ * 0.6 (two blocks per SM: 1.18x variant 7 on layer 1's 64-channel 3x3,
+ * whose 9 slices per tile leave the epilogue exposed in one block). */
+cg_conv_wg cg_conv_wg_ws_default(const cg_conv *cv)
+{
+	static const struct {
+		int tm, tn, warps, stages;
+		double q;
+	} cand[] = {{256, 128, 8, 4, 1.0},  {128, 256, 8, 4, 1.0}, {128, 128, 8, 6, 0.94}, {192, 128, 12, 3, 0.9},
+		    {64, 128, 4, 6, 0.71}, {128, 64, 4, 4, 0.6},   {128, 64, 8, 8, 0.45},  {64, 64, 4, 8, 0.49}};
+	cg_conv_wg best = {0};
+	double best_score = -1;
+	for (size_t i = 0; i < SN_COUNT(cand); i++) {
+		cg_conv_wg c = {.tm = cand[i].tm, .tn = cand[i].tn, .warps = cand[i].warps, .stages = cand[i].stages,
+				.kg = 1, .ws = true};
+		if ((cv->og <= 64 && c.tn > 64) || (cv->og <= 128 && c.tn > 128))
+			continue;
+		sn_err e = {0};
+		if (cg_conv_wg_check(cv, &c, &e) != SN_OK)
+			continue;
+		int64_t mt = (cv->m + c.tm - 1) / c.tm, nt = (cv->og + c.tn - 1) / c.tn;
+		int64_t blocks = mt * nt * cv->groups;
+		int64_t per_sm = (blocks + 131) / 132;
+		/* and the share of the tiles' rows and columns that are real:
+		 * a 128-row tile over 40 rows does a third of its products */
+		double used = (double)cv->m / (double)(mt * c.tm) * ((double)cv->og / (double)(nt * c.tn));
+		double score = (double)blocks / (double)(132 * per_sm) * cand[i].q * used;
+		if (score > best_score) {
+			best_score = score;
+			best = c;
+		}
+	}
+	return best;
+}
+
+/* Variant 8: the producer warpgroup (the last) copies every slice
+ * (cp.async, completion counted on the slot's "full" mbarrier through
+ * cp.async.mbarrier.arrive.noinc) into a ring of ST slots as soon as the
+ * consumers have released the slot (its "empty" mbarrier, one arrival per
+ * consumer warp once wgmma.wait_group has retired the slot's products);
+ * the consumer warpgroups never meet at a block barrier in the main loop
+ * and keep the previous slice's products in flight while they issue the
+ * next (wait_group 1). Every consumer thread fences the async proxy after
+ * its wait on "full" (the copies are generic-proxy writes that wgmma
+ * reads through the async proxy). */
+static void emit_ws(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_wg *c)
+{
+	int nc = c->warps / 4, nt = 128 * (nc + 1), ai = c->tm / 16, bi = (c->tn + 15) / 16;
+	const char *ty = cv->t == IR_BF16 ? "bf16" : "f16";
+	sn_buf_printf(b, "#define TM %d\n#define TN %d\n#define ST %d\n#define MI %d\n#define NC %d\n"
+			 "#define TKE 64\n#define VE 8\n#define SLOT %d\n"
+			 "/* K-major, 128-byte swizzle: 8-row atoms 1024 bytes apart */\n"
+			 "#define DESC_K ((1ull << 62) | (64ull << 32) | (1ull << 16))\n\n",
+		      c->tm, c->tn, c->stages, c->mi, nc, (c->tm + c->tn) * 128);
+	cg_wgmma_emit_prims(b);
+	cg_wgmma_emit_mma(b, "wg_mma", c->tn, ty, false);
+	cg_conv_head_min(b, cv, epi, nt, 1);
+	sn_buf_printf(b, "\textern __shared__ __align__(1024) unsigned char smem[];\n"
+			 "\tconst unsigned sbase = (smem_u32(smem) + 1023u) & ~1023u, bars = sbase + ST * SLOT;\n"
+			 "\tconst int tid = threadIdx.x, g = blockIdx.z, lane = tid & 31;\n"
+			 "\tconst int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); /* provably warp-uniform for ptxas */\n"
+			 "\tconst ix m0 = (ix)blockIdx.x * TM;\n\tconst int n0 = blockIdx.y * TN;\n"
+			 "\tconst int tiles = (KK + TKE - 1) / TKE;\n"
+			 "\tfloat *cs = (float *)smem;\n"
+			 "\t/* slot s: full[s] at bars + 8 s (the producer's 128 threads' copies\n"
+			 "\t * landed), empty[s] at bars + 8 (ST + s) (every consumer warp is done) */\n"
+			 "\tif (tid == 0)\n"
+			 "\t\tfor (int s = 0; s < ST; s++) {\n"
+			 "\t\t\tmbar_init(bars + 8 * s, 128);\n"
+			 "\t\t\tmbar_init(bars + 8 * (ST + s), NC * 4);\n"
+			 "\t\t}\n"
+			 "\t__syncthreads();\n"
+			 "\tif (wg == NC) { /* the producer */\n"
+			 "\t\tconst int lt = tid - NC * 128, ch = lt & 7, r0 = lt >> 3; /* chunk ch of rows r0 + 16 i */\n"
+			 "\t\tconst unsigned sw = (unsigned)((ch ^ (r0 & 7)) << 4);\n"
+			 "\t\tpix px[%d];\n"
+			 "#pragma unroll\n\t\tfor (int i = 0; i < %d; i++)\n\t\t\tpx[i] = pixel(m0 + r0 + i * 16, g);\n"
+			 "\t\tconst %s *bp = wt + ((ix)g * OG + n0 + r0) * KK + ch * VE;\n"
+			 "\t\tfor (int t = 0; t < tiles; t++) {\n"
+			 "\t\t\tconst int s = t %% ST;\n"
+			 "\t\t\tif (t >= ST) /* the consumers are done with slice t - ST */\n"
+			 "\t\t\t\tmbar_wait(bars + 8 * (ST + s), (t / ST - 1) & 1);\n"
+			 "\t\t\tconst unsigned sa = sbase + s * SLOT, sb = sa + TM * 128;\n"
+			 "\t\t\tconst int k_ = t * TKE + ch * VE;\n"
+			 "#pragma unroll\n\t\t\tfor (int i = 0; i < %d; i++) {\n"
+			 "\t\t\t\tbool ok;\n"
+			 "\t\t\t\tix off = a_off(px[i], k_, &ok);\n"
+			 "\t\t\t\tcp_async16(sa + (r0 + i * 16) * 128 + sw, x + (ok ? off : 0), ok);\n"
+			 "\t\t\t}\n"
+			 "#pragma unroll\n\t\t\tfor (int j = 0; j < %d; j++) {\n"
+			 "\t\t\t\tbool ok = n0 + r0 + j * 16 < OG && k_ < KK;\n"
+			 "\t\t\t\t%scp_async16(sb + (r0 + j * 16) * 128 + sw, ok ? bp + (ix)j * 16 * KK + t * TKE : wt, ok);\n"
+			 "\t\t\t}\n"
+			 "\t\t\tasm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%%0];\" :: \"r\"(bars + 8 * s) : \"memory\");\n"
+			 "\t\t}\n"
+			 "\t\tasm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n"
+			 "\t} else { /* consumer warpgroup wg: rows [wg * MI * 64, (wg + 1) * MI * 64) */\n"
+			 "\t\tfloat acc[MI][TN / 2];\n"
+			 "#pragma unroll\n\t\tfor (int i = 0; i < MI; i++)\n"
+			 "#pragma unroll\n\t\t\tfor (int x_ = 0; x_ < TN / 2; x_++)\n\t\t\t\tacc[i][x_] = 0.0f;\n"
+			 "\t\tconst unsigned aoff = (unsigned)(wg * MI * 64 * 128);\n"
+			 "\t\tfor (int t = 0; t < tiles; t++) {\n"
+			 "\t\t\tconst int s = t %% ST;\n"
+			 "\t\t\tmbar_wait(bars + 8 * s, (t / ST) & 1);\n"
+			 "\t\t\tasm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+			 "\t\t\tconst unsigned sa = sbase + s * SLOT + aoff, sb = sbase + s * SLOT + TM * 128;\n"
+			 "\t\t\twg_fence();\n"
+			 "#pragma unroll\n\t\t\tfor (int kk = 0; kk < 4; kk++)\n"
+			 "#pragma unroll\n\t\t\t\tfor (int i = 0; i < MI; i++)\n"
+			 "\t\t\t\t\twg_mma(acc[i], desc(DESC_K, sa + i * 8192 + kk * 32), desc(DESC_K, sb + kk * 32), 1);\n"
+			 "\t\t\twg_commit();\n"
+			 "\t\t\twg_wait<1>(); /* slice t - 1's products are done: its slot is free */\n"
+			 "\t\t\tif (t > 0 && lane == 0)\n"
+			 "\t\t\t\tmbar_arrive(bars + 8 * (ST + (t - 1) %% ST));\n"
+			 "\t\t}\n"
+			 "\t\twg_wait<0>();\n"
+			 "#pragma unroll\n\t\tfor (int i = 0; i < MI; i++)\n\t\t\thold(acc[i]);\n"
+			 "\t\t/* every consumer is done with the ring before the tile is staged over it */\n"
+			 "\t\tasm volatile(\"bar.sync 1, %d;\" ::: \"memory\");\n"
+			 "\t\tconst int wr = wg * MI * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2);\n"
+			 "#pragma unroll\n\t\tfor (int i = 0; i < MI; i++)\n"
+			 "#pragma unroll\n\t\t\tfor (int j = 0; j < TN / 8; j++)\n"
+			 "#pragma unroll\n\t\t\t\tfor (int h = 0; h < 2; h++)\n"
+			 "\t\t\t\t\t*(float2 *)&cs[(wr + i * 64 + h * 8) * (TN + 4) + j * 8 + (lane & 3) * 2] =\n"
+			 "\t\t\t\t\t\tmake_float2(acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]);\n"
+			 "\t}\n"
+			 "\t__syncthreads();\n",
+		      ai, ai, cg_ctype(cv->t), ai, bi, c->tn % 16 ? "if (r0 + j * 16 < TN) " : "", nc * 128);
 	cg_conv_emit_staged_out(b, cv, epi, nt);
 }

@@ -1,5 +1,6 @@
-/* test_cuda_conv_wg.c: the wgmma implicit-GEMM conv2d (variant 7, sm_90
- * compiled for sm_90a) on CUDA against the reference interpreter, with
+/* test_cuda_conv_wg.c: the wgmma implicit-GEMM conv2d (variant 7, and
+ * variant 8 with a producer warpgroup; sm_90 compiled for sm_90a) on CUDA
+ * against the reference interpreter, with
  * fresh random inputs and the arena poisoned (gpu_check.c):
  *  - a grid of shapes (odd sizes, channels that are no multiple of the
  *    tile, batch 1, strides 1 and 2, 1x1 / 3x3 / 5x5 / 7x7, asymmetric
@@ -9,6 +10,9 @@
  *    3 to 6 stages, 1, 2 or 4 k groups), every shape through about half
  *    of them; f16 and f32 under TF32 (wgmma's tf32 form on operands
  *    rounded to TF32; tolerance 2e-3) with the default and one other;
+ *  - variant 8 over the same grid in bf16 with its default and seven
+ *    asked-for configs (1 to 3 consumer warpgroups, 2 to 8 stages), every
+ *    shape through about half of them, and in f16 with one;
  *  - the fusion epilogue relu(v + residual) on several configs and
  *    dtypes (the add and relu steps dropped, as in test_cuda_conv_tc.c),
  *    with staged 16-byte stores and with the scalar way out (odd channel
@@ -34,13 +38,17 @@ static size_t njobs;
 static int compile_failures; /* compile mode: graphs not built or not rendered */
 
 /* Renders g's conv with want (NULL: the default) for sm (gpu_conv.h), and
- * checks that it is the wgmma kernel. */
+ * checks that it is the wgmma kernel (variant 7, or 8 with a producer
+ * warpgroup). */
 static int render(const ir_graph *g, int sm, bool tf32, const cg_config *want, bool fuse, cg_step *st, sn_err *e)
 {
 	cg_target tg = {.sm = sm, .tf32 = tf32, .conv_kernels = true};
 	int rc = gpu_conv_render(g, &tg, want, fuse, st, e);
-	if (!rc && st->k.cfg.variant != 7) {
-		rc = sn_errf(e, SN_EINTERNAL, "test: the conv was rendered with variant %d, not the wgmma kernel",
+	/* the default is 7 or 8 by shape (f16/bf16); asked for, the one asked */
+	bool ok = want && want->variant ? st->k.cfg.variant == want->variant
+					: st->k.cfg.variant == 7 || (st->k.cfg.variant == 8 && !tf32);
+	if (!rc && !ok) {
+		rc = sn_errf(e, SN_EINTERNAL, "test: the conv was rendered with variant %d, not the wgmma kernel's",
 			     (int)st->k.cfg.variant);
 		free(st->k.src);
 	}
@@ -130,6 +138,20 @@ static const cg_config cfgs[] = {
 	{.variant = 7, .tile_m = 192, .tile_n = 80, .warps = 12, .stages = 6},
 };
 
+/* variant 8 (a producer warpgroup; f16/bf16): 1 to 3 consumer
+ * warpgroups, 1 or 2 m64 tiles each, tile_n 48 to 256, 2 to 8 stages,
+ * and its own default (variant alone) */
+static const cg_config wscfgs[] = {
+	{.variant = 8},
+	{.variant = 8, .tile_m = 128, .tile_n = 256, .warps = 8, .stages = 4},
+	{.variant = 8, .tile_m = 256, .tile_n = 128, .warps = 8, .stages = 4},
+	{.variant = 8, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 6},
+	{.variant = 8, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8},
+	{.variant = 8, .tile_m = 128, .tile_n = 48, .warps = 4, .stages = 3},
+	{.variant = 8, .tile_m = 192, .tile_n = 80, .warps = 12, .stages = 5},
+	{.variant = 8, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 2},
+};
+
 int main(int argc, char **argv)
 {
 	compile_only = argc > 1 && !strcmp(argv[1], "compile");
@@ -151,6 +173,10 @@ int main(int argc, char **argv)
 		conv(&grid[i], IR_F16, false, &cfgs[i % nc], false);
 		conv(&grid[i], IR_F32, true, NULL, false);
 		conv(&grid[i], IR_F32, true, &cfgs[(i + 3) % nc], false);
+		for (size_t k = 0; k < SN_COUNT(wscfgs); k++)
+			if ((i + k) % 2 == 0 || compile_only)
+				conv(&grid[i], IR_BF16, false, &wscfgs[k], false);
+		conv(&grid[i], IR_F16, false, &wscfgs[(i + 1) % SN_COUNT(wscfgs)], false);
 	}
 	/* the fusion epilogue: staged 16-byte stores, k groups, scalar stores */
 	conv(&grid[0], IR_BF16, false, NULL, true);
@@ -159,6 +185,10 @@ int main(int argc, char **argv)
 	conv(&grid[3], IR_F32, true, NULL, true);
 	conv(&grid[9], IR_BF16, false, &cfgs[5], true);
 	conv(&grid[10], IR_BF16, false, &cfgs[3], true);
+	conv(&grid[0], IR_BF16, false, &wscfgs[0], true);
+	conv(&grid[5], IR_BF16, false, &wscfgs[1], true);
+	conv(&grid[9], IR_F16, false, &wscfgs[2], true);
+	conv(&grid[4], IR_BF16, false, &wscfgs[5], true);
 	if (compile_only) {
 		rt_nvrtc *nv = NULL;
 		sn_err e = {0};

@@ -840,30 +840,47 @@ static void test_conv(void)
 		}
 		fresh();
 	}
-	/* ResNet-50's convs at batch 32 on sm_90 by default (the sweep in
-	 * PERF.md, 2026-11-23 session 2): layer 2's 3x3 (M = 25088) 256x128
-	 * in two m64n128 per warpgroup; layer 3's (M = 6272) 128x128; layer
-	 * 4's (M = 1568) 64x128 of one warpgroup (100 blocks); layer 1's 64
-	 * channels 64x64 */
+	/* ResNet-50's convs at batch 32 on sm_90 by default (the sweeps in
+	 * PERF.md, 2026-11-23 sessions 2 and 3): layer 2's 3x3 (M = 25088)
+	 * 192x128 of three consumer warpgroups and a producer (131 blocks);
+	 * layer 3's (M = 6272) 128x128 of two; layer 4's (M = 1568) variant 7's
+	 * 64x128 of one warpgroup (100 blocks); layer 1's 64 channels 128x64
+	 * of one consumer warpgroup (two blocks per SM). Variant 8's blocks
+	 * are the consumers' warps and the producer's 128 threads */
 	{
 		const struct {
 			cspec c;
-			int tm, tn, warps, stages;
+			int variant, tm, tn, warps, stages;
 		} dflt[] = {
-			{{32, 128, 28, 28, 128, 3, 1, 1, 1, 1, true}, 256, 128, 8, 3},
-			{{32, 256, 14, 14, 256, 3, 1, 1, 1, 1, true}, 128, 128, 8, 5},
-			{{32, 512, 7, 7, 512, 3, 1, 1, 1, 1, true}, 64, 128, 4, 4},
-			{{32, 64, 56, 56, 64, 3, 1, 1, 1, 1, true}, 64, 64, 4, 6},
+			{{32, 128, 28, 28, 128, 3, 1, 1, 1, 1, true}, 8, 192, 128, 12, 3},
+			{{32, 256, 14, 14, 256, 3, 1, 1, 1, 1, true}, 8, 128, 128, 8, 6},
+			{{32, 512, 7, 7, 512, 3, 1, 1, 1, 1, true}, 7, 64, 128, 4, 4},
+			{{32, 64, 56, 56, 64, 3, 1, 1, 1, 1, true}, 8, 128, 64, 4, 4},
 		};
 		for (size_t i = 0; i < SN_COUNT(dflt); i++) {
 			fresh();
 			r = conv_node(&dflt[i].c, IR_BF16, IR_NHWC);
 			snprintf(label, sizeof label, "conv wg default %zu", i);
-			if (render_with(cg_render_conv, r, &h90, NULL, NULL, &st, label))
-				CHECK(st.k.cfg.variant == 7 && st.k.cfg.tile_m == dflt[i].tm && st.k.cfg.tile_n == dflt[i].tn &&
-				      st.k.cfg.warps == dflt[i].warps && st.k.cfg.stages == dflt[i].stages && !st.k.cfg.split_k);
+			if (render_with(cg_render_conv, r, &h90, NULL, NULL, &st, label)) {
+				CHECK(st.k.cfg.variant == dflt[i].variant && st.k.cfg.tile_m == dflt[i].tm &&
+				      st.k.cfg.tile_n == dflt[i].tn && st.k.cfg.warps == dflt[i].warps &&
+				      st.k.cfg.stages == dflt[i].stages && !st.k.cfg.split_k);
+				CHECK(st.k.block[0] == 32u * (unsigned)dflt[i].warps + (dflt[i].variant == 8 ? 128u : 0u));
+				/* variant 8: the producer's copies complete on mbarriers */
+				CHECK((dflt[i].variant == 8) == !!strstr(st.k.src, "cp.async.mbarrier.arrive.noinc"));
+			}
 			step_free(&st);
 		}
+		/* in f32 under TF32 variant 8 is refused (its producer cannot round
+		 * what it does not see land): variant 7 stays the default */
+		fresh();
+		r = conv_node(&dflt[0].c, IR_F32, IR_NHWC);
+		cg_target h90t = h90;
+		h90t.tf32 = true;
+		if (render_with(cg_render_conv, r, &h90t, NULL, NULL, &st, "conv wg default tf32"))
+			CHECK(st.k.cfg.variant == 7);
+		step_free(&st);
+		refused(r, &h90t, (cg_config){.variant = 8}, "f16 and bf16");
 		fresh();
 	}
 	/* ResNet-50's 1x1 expand at batch 32 is a cuBLASLt product by
@@ -1003,6 +1020,10 @@ static void test_conv(void)
 	refused(r, &h90, (cg_config){.warps = 8, .split_k = 3}, "split_k");
 	refused(r, &h90, (cg_config){.warps = 4, .split_k = 2}, "split_k");
 	refused(r, &h80, (cg_config){.variant = 7}, "sm_90");
+	refused(r, &h80, (cg_config){.variant = 8}, "sm_90");
+	refused(r, &h90, (cg_config){.variant = 8, .split_k = 2, .warps = 8}, "split_k");
+	refused(r, &h90, (cg_config){.variant = 8, .warps = 16}, "warps");
+	refused(r, &h90, (cg_config){.variant = 8, .stages = 1}, "stages");
 	refused(conv_node(&cases[2], IR_BF16, IR_NCHW), &h90, (cg_config){.variant = 7}, "NHWC");
 	refused(conv_node(&cases[2], IR_F32, IR_NHWC), &h90, (cg_config){.variant = 7}, "tf32");
 	refused(r, &h90, (cg_config){.variant = 5}, "variant 5");
