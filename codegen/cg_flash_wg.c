@@ -22,16 +22,24 @@
  * read by S, one by the lagging P V, the rest in flight; each thread
  * fences its copies into the async proxy before the barrier that hands
  * the slot to wgmma. Causal blocks stop at their last row's key and
- * start with the longest (the last rows). A fully masked row gives NaN,
- * as PyTorch.
+ * start with the longest (the last rows), within groups of a few batch
+ * indices whose K/V fit in L2 together (at 4,096 tokens and head dim 128,
+ * 64 batch indices' K/V are 128 MB: block order by tile alone made every
+ * block read its K/V from DRAM). A fully masked row gives NaN, as
+ * PyTorch.
  *
  * Variant 4 is the same kernel with a producer warpgroup after the
  * consumer warpgroups: it alone copies Q and the K/V tiles (cp.async, completion
  * signalled on a per-slot "full" mbarrier), and waits on a per-slot "empty"
  * mbarrier that the consumers arrive on once their P V of the slot is
- * done, so consumers never meet at a block barrier (PERF.md). Its 128
- * threads cap registers at 168 (384 threads) or 128 (512): at head dim 128
- * it takes at most 96 keys and two consumer warpgroups.
+ * done, so consumers never meet at a block barrier (PERF.md). The
+ * producer's thread keeps one 16-byte column of the rows it copies, so a
+ * copy costs two adds. With two consumer warpgroups (warps = 8) they take
+ * turns issuing their products (ping-pong, two named barriers), so one's
+ * softmax runs under the other's products, and the producer hands its
+ * registers to them (setmaxnreg: 40 for the producer, 232 for each
+ * consumer, of 168 each at launch): at head dim 128 that fits 128 keys.
+ * With three (512 threads, 128 registers each) it takes at most 96 keys.
  *
  * Configs (cg_config, variant 3 or 4): warps (consumer warps, 4, 8 or 12:
  * NWG = warps / 4; tile_m = 16 * warps), tile_n (a multiple of 16), stages
@@ -92,19 +100,39 @@ static const char body[] =
 	"\t\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n"
 	"\t}\n}\n\n"
 	"#if WS\n"
-	"/* the producer's copy of a tile: the same placement, a rolled loop\n"
-	" * (unrolled, its many invariant addresses would pin registers in every\n"
-	" * thread of the block) */\n"
+	"/* the producer's copy of a tile, the same placement: LOADERS (128) is a\n"
+	" * multiple of CH, so a thread keeps one chunk column c\n"
+	" * and takes rows r0, r0 + RSTEP, ...; RSTEP is a multiple of 8, so the\n"
+	" * swizzle (c ^ (r & 7)) is the same for all of them: one add per copy for\n"
+	" * each address, a bound test only in a tile that crosses nvalid */\n"
+	"#define RSTEP (LOADERS / CH)\n"
 	"template <int ROWS>\n"
 	"static __device__ __forceinline__ void load_rows(int lt, unsigned dst, const unsigned short *g, long base, long rs, long row0, long nvalid)\n{\n"
-	"#pragma unroll 2\n"
-	"\tfor (int x = lt; x < ROWS * CH; x += LOADERS) {\n"
-	"\t\tint r = x / CH, c = x % CH;\n"
-	"\t\tbool ok = row0 + r < nvalid;\n"
-	"\t\tconst unsigned short *src = g + (ok ? base + (row0 + r) * rs + c * 8 : 0);\n"
-	"\t\tunsigned d = dst + (c >> 3) * (ROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);\n"
-	"\t\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n"
+	"\tconst int c = lt % CH, r0 = lt / CH;\n"
+	"\tunsigned d = dst + (c >> 3) * (ROWS * 128) + r0 * 128 + (((c & 7) ^ (r0 & 7)) << 4);\n"
+	"\tconst unsigned short *src = g + base + (row0 + r0) * rs + c * 8;\n"
+	"\tconst long left = nvalid - row0 - r0; /* this thread's rows below nvalid: r < left */\n"
+	"\tif (left >= ROWS) {\n"
+	"#pragma unroll 4\n"
+	"\t\tfor (int r = 0; r < ROWS; r += RSTEP, d += RSTEP * 128, src += RSTEP * rs)\n"
+	"\t\t\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(d), \"l\"(src) : \"memory\");\n"
+	"\t} else {\n"
+	"\t\tfor (int r = 0; r < ROWS; r += RSTEP, d += RSTEP * 128, src += RSTEP * rs) {\n"
+	"\t\t\tconst bool ok = r < left;\n"
+	"\t\t\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(d), \"l\"(ok ? src : g), \"r\"(ok ? 16 : 0) : \"memory\");\n"
+	"\t\t}\n"
 	"\t}\n}\n"
+	"#if PP\n"
+	"/* ping-pong between the two consumer warpgroups: named barrier 1 + w is\n"
+	" * warpgroup w's turn to issue its products; it waits there (bar.sync,\n"
+	" * 128 threads) and the other warpgroup arrives there (bar.arrive, 128)\n"
+	" * once it has issued its own, so their products alternate on the tensor\n"
+	" * cores and each one's softmax runs under the other's products */\n"
+	"static __device__ __forceinline__ void turn_wait(int w)\n{\n"
+	"\tasm volatile(\"bar.sync %0, 256;\" :: \"r\"(1 + w) : \"memory\");\n}\n\n"
+	"static __device__ __forceinline__ void turn_pass(int w)\n{\n"
+	"\tasm volatile(\"bar.arrive %0, 256;\" :: \"r\"(2 - w) : \"memory\");\n}\n"
+	"#endif\n"
 	"#endif\n\n"
 	"#if !WS\n"
 	"static __device__ __forceinline__ void commit(void)\n{\n"
@@ -140,7 +168,15 @@ static const char body[] =
 	"\tconst unsigned sq = (smem_u32(smem) + 1023u) & ~1023u, sk = sq + TM * D * 2, sv = sk + STAGES * TN * D * 2;\n"
 	"\tconst int tid = threadIdx.x, lane = tid & 31;\n"
 	"\tconst int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); /* provably warp-uniform for ptxas */\n"
+	"#if GROUP < NB\n"
+	"\t/* blocks in groups of GROUP batch indices, each group's longest rows\n"
+	"\t * (the last tiles) first: z = g0 + r % gn, tile TILES - 1 - r / gn */\n"
+	"\tconst long g0 = (long)blockIdx.x / (GROUP * TILES) * GROUP, gn = min(GROUP, NB - g0);\n"
+	"\tconst long r = (long)blockIdx.x - g0 * TILES;\n"
+	"\tconst long z = g0 + r % gn, i0 = (TILES - 1 - r / gn) * TM;\n"
+	"#else /* one group: the longest rows of every batch index first */\n"
 	"\tconst long z = blockIdx.x % NB, i0 = (TILES - 1 - (long)blockIdx.x / NB) * TM;\n"
+	"#endif\n"
 	"\tconst offs o = batch_offs(z);\n"
 	"#if CAUSAL\n"
 	"\tconst long send = min(S, i0 + TM); /* keys past the block's last row are hidden from all */\n"
@@ -160,6 +196,9 @@ static const char body[] =
 	"\t\t}\n"
 	"\t__syncthreads();\n"
 	"\tif (wg == NWG) { /* the producer: Q, then K/V tiles as slots free up */\n"
+	"#if MAXNREG\n"
+	"\t\tasm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\" ::: \"memory\");\n"
+	"#endif\n"
 	"\t\tconst int lt = tid - NWG * 128;\n"
 	"\t\tload_rows<TM>(lt, sq, qp, o.q, Q_RS, i0, L);\n"
 	"\t\tfor (int t = 0; t < ntile; t++) {\n"
@@ -172,6 +211,9 @@ static const char body[] =
 	"\t\t}\n"
 	"\t\tasm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n"
 	"\t} else {\n"
+	"#if MAXNREG\n"
+	"\t\tasm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\" ::: \"memory\");\n"
+	"#endif\n"
 	"#else\n"
 	"\tload_tile<TM>(tid, sq, qp, o.q, Q_RS, i0, L);\n"
 	"#pragma unroll\n"
@@ -199,6 +241,10 @@ static const char body[] =
 	"\t\tpa[kt][0] = pa[kt][1] = pa[kt][2] = pa[kt][3] = 0u;\n"
 	"\tmrow[0] = mrow[1] = NEG_INF;\n"
 	"\tlrow[0] = lrow[1] = 0.0f;\n"
+	"#if PP\n"
+	"\tif (wg == 1) /* warpgroup 0 takes the first turn */\n"
+	"\t\tturn_pass(1);\n"
+	"#endif\n"
 	"\tfor (int t = 0; t < ntile; t++) {\n"
 	"\t\t/* tile t has landed (this thread's copies), fenced into the async proxy;\n"
 	"\t\t * after the barrier every thread's have, and every warpgroup is done\n"
@@ -206,6 +252,9 @@ static const char body[] =
 	"#if WS\n"
 	"\t\tmbar_wait(bars + 8 * (t % STAGES), (t / STAGES) & 1);\n"
 	"\t\tasm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+	"#if PP\n"
+	"\t\tturn_wait(wg);\n"
+	"#endif\n"
 	"#else\n"
 	"\t\twait_groups<STAGES - 3>();\n"
 	"\t\tasm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
@@ -234,6 +283,9 @@ static const char body[] =
 	"\t\t\t\twg_pv(oacc, pa[kt], desc(DESC_V, vb + kt * 2048));\n"
 	"\t\t}\n"
 	"\t\twg_commit(); /* (empty at t = 0) */\n"
+	"#if PP\n"
+	"\t\tturn_pass(wg);\n"
+	"#endif\n"
 	"\t\twg_wait<1>(); /* S is done; unconditional waits keep ptxas's pipeline analysis exact */\n"
 	"\t\thold(sacc);\n"
 	"\t\tconst long j0 = (long)t * TN;\n"
@@ -326,11 +378,18 @@ static const char body[] =
 	"\t}\n"
 	"\t{ /* ntile >= 1: send >= 1 */\n"
 	"\t\tconst unsigned vb = sv + ((ntile - 1) % STAGES) * TN * D * 2;\n"
+	"#if PP\n"
+	"\t\tturn_wait(wg);\n"
+	"#endif\n"
 	"\t\twg_fence();\n"
 	"#pragma unroll\n"
 	"\t\tfor (int kt = 0; kt < KT; kt++)\n"
 	"\t\t\twg_pv(oacc, pa[kt], desc(DESC_V, vb + kt * 2048));\n"
 	"\t\twg_commit();\n"
+	"#if PP\n"
+	"\t\tif (wg == 0) /* warpgroup 1's last turn; every arrival is matched */\n"
+	"\t\t\tturn_pass(0);\n"
+	"#endif\n"
 	"\t\twg_wait<0>();\n"
 	"\t\thold(oacc);\n"
 	"\t}\n"
@@ -372,16 +431,15 @@ static unsigned wg_smem(const wg_cfg *c, int64_t d, bool ws)
 	return (unsigned)((c->warps * 16 + 2 * c->stages * c->tn) * d * 2 + 1024 + (ws ? 16 * c->stages : 0));
 }
 
-/* Measured on the H100 (PERF.md, 2026-11-23, gpu_test_cuda_attention
- * --sweep): head dim 64 (GPT-2, 512 tokens) runs best with one warpgroup
- * and 64 keys per step (128 where the 64-row blocks do not fill the 132
- * SMs); head dim 128 causal with two consumer warpgroups, a producer
- * warpgroup and 96 keys (346-358 against 333-337 TFLOP/s without the
- * producer), with no mask with three warpgroups and 64 keys (417 against
- * 410 with two warpgroups and 128 keys; 96 keys ran 458-486 but spill 8
- * bytes under the 168-register cap of 384 threads, 80 keys fit at 163
- * registers and were not measured); one warpgroup of 64 keys where bigger
- * blocks would leave most SMs idle. */
+/* Measured on the H100 (PERF.md, 2026-11-23 and session 3,
+ * gpu_test_cuda_attention --sweep): head dim 64 (GPT-2, 512 tokens) runs
+ * best with one warpgroup and 64 keys per step (128 where the 64-row
+ * blocks do not fill the 132 SMs); head dim 128, causal or unmasked, with
+ * two ping-ponging consumer warpgroups, a producer warpgroup and 128 keys
+ * (464 causal, 544 unmasked TFLOP/s in session 3's sweep, against 447 and
+ * 445 with 96 keys and 414 for the earlier unmasked default of three
+ * warpgroups and 64 keys); with a mask (unmeasured there) as before; one
+ * warpgroup of 64 keys where bigger blocks would leave most SMs idle. */
 static wg_cfg default_wg(const cg_attn_spec *sp)
 {
 	int64_t blocks64 = (sp->L + 63) / 64 * sp->nb;
@@ -389,10 +447,8 @@ static wg_cfg default_wg(const cg_attn_spec *sp)
 		return (wg_cfg){4, blocks64 < 132 ? 128 : 64, 4, false};
 	if ((sp->L + 127) / 128 * sp->nb < 132)
 		return (wg_cfg){4, 64, 4, false}; /* 128 keys would need 255 registers with a causal mask, and spill */
-	if (sp->causal)
-		return (wg_cfg){8, 96, 4, true};
-	if (!sp->has_mask && (sp->L + 191) / 192 * sp->nb >= 132)
-		return (wg_cfg){12, 64, 3, false};
+	if (sp->causal || !sp->has_mask)
+		return (wg_cfg){8, 128, 3, true};
 	return (wg_cfg){8, 128, 3, false};
 }
 
@@ -403,12 +459,12 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 	bool ws = want && want->variant ? want->variant == 4 : c.ws;
 	if (ws != c.ws && sp->E == 128) { /* asked for the other variant: its default shape */
 		bool small = (sp->L + 127) / 128 * sp->nb < 132;
-		c = ws ? (wg_cfg){small ? 4 : 8, 96, 4, true}
+		c = ws ? (wg_cfg){small ? 4 : 8, small ? 96 : 128, small ? 4 : 3, true}
 		       : (wg_cfg){small ? 4 : 8, small ? 64 : 128, small ? 4 : 3, false};
 	}
 	int producer = ws ? 128 : 0; /* threads */
-	if (ws && sp->E == 128) { /* 384 threads leave 168 registers: at most 96 keys, two warpgroups */
-		c.tn = c.tn > 96 ? 96 : c.tn;
+	if (ws && sp->E == 128) { /* 384 threads, 168 registers, setmaxnreg: at most 128 keys, two warpgroups */
+		c.tn = c.tn > 128 ? 128 : c.tn;
 		c.warps = c.warps > 8 ? 8 : c.warps;
 	}
 	if (want) {
@@ -437,10 +493,10 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 	if (c.tn < 16 || c.tn > 256 || c.tn % 16)
 		return sn_errf(e, SN_EUSAGE, "attention (flash wgmma): tile_n=%d must be a multiple of 16 in "
 			       "[16, 256]", c.tn);
-	if (ws && D == 128 && c.warps >= 8 && c.tn > 96)
+	if (ws && D == 128 && c.tn > (c.warps == 8 ? 128 : c.warps > 8 ? 96 : 256))
 		return sn_errf(e, SN_EUSAGE, "attention (flash wgmma, producer warpgroup): tile_n=%d with warps=%d "
-			       "at head dim 128 spills (%d threads leave %d registers): at most 96", c.tn, c.warps,
-			       c.warps * 32 + producer, 65536 / (c.warps * 32 + producer) / 8 * 8);
+			       "at head dim 128 spills (%d threads leave %d registers): at most %d", c.tn, c.warps,
+			       c.warps * 32 + producer, 65536 / (c.warps * 32 + producer) / 8 * 8, c.warps == 8 ? 128 : 96);
 	/* fp32 registers per thread: S (tn / 2), O (D / 2) and P (tn / 4) */
 	int regs = c.tn / 2 + (int)D / 2 + c.tn / 4;
 	if (regs > 192)
@@ -460,6 +516,14 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 		return sn_errf(e, SN_EINPUT, "scaled_dot_product_attention: too many rows for one launch");
 
 	bool pair = cg_attn_out_pairs(sp);
+	/* two consumer warpgroups take turns (ping-pong) and trade registers
+	 * with the producer (setmaxnreg: 40 + 2 x 232 of 3 x 168) */
+	int pp = ws && c.warps == 8, maxnreg = pp;
+	/* batch indices per group of blocks: the blocks of a few (b, h) at a
+	 * time, so that the K/V they stream stay in L2 (8 MB a group; all of
+	 * them at once where everything fits in 16 MB) */
+	int64_t kvb = sp->S * D * 4, group = kvb * sp->nb <= (16 << 20) ? sp->nb : (8 << 20) / kvb;
+	group = group < 1 ? 1 : group > sp->nb ? sp->nb : group;
 
 	char cfg[240], scl[48];
 	snprintf(cfg, sizeof cfg, "flash (wgmma m64, 128-byte swizzle, cp.async ring%s, P from registers): %lld "
@@ -475,12 +539,13 @@ int cg_render_flash_wg(const ir_graph *g, ir_ref r, const cg_target *tg, const c
 	cg_attn_emit_mask_load(&b, sp);
 	sn_buf_printf(&b, "#define KERNEL_NAME %s\n#define MMA_T \"%s\"\n"
 			  "#define L %lldL\n#define S %lldL\n#define D %lld\n#define NB %lldL\n#define TILES %lldL\n"
-			  "#define TM %d\n#define TN %d\n#define NWG %d\n#define STAGES %d\n#define WS %d\n"
+			  "#define TM %d\n#define TN %d\n#define NWG %d\n#define STAGES %d\n#define WS %d\n#define PP %d\n"
+			  "#define MAXNREG %d\n#define GROUP %lldL\n"
 
 			  "#define CAUSAL %d\n#define MASK %d\n#define MASK_BOOL %d\n"
 			  "#define MASK_T %s\n#define O_PAIR %d\n#define SCALE_LOG2 %s\n",
 		      CG_NAME, ty, (long long)sp->L, (long long)sp->S, (long long)D, (long long)sp->nb,
-		      (long long)tiles, tm, c.tn, c.warps / 4, c.stages, ws, sp->causal, sp->has_mask,
+		      (long long)tiles, tm, c.tn, c.warps / 4, c.stages, ws, pp, maxnreg, (long long)group, sp->causal, sp->has_mask,
 		      sp->has_mask && sp->mt == IR_BOOL, sp->has_mask ? cg_ctype(sp->mt) : "void", pair, scl);
 	cg_attn_emit_rows(&b, sp);
 	cg_wgmma_emit_prims(&b);

@@ -264,6 +264,51 @@ static void configs(void)
 		}
 }
 
+/* Variant 4 with two consumer warpgroups: their products alternate
+ * through named barriers (ping-pong) and the producer copies with
+ * per-thread strides; at head dim 128 with 128 keys the warpgroups
+ * rebalance registers (setmaxnreg). Query and key lengths that are not
+ * tile multiples and differ from each other, GQA, both dtypes, every
+ * mask. */
+static void pingpong(void)
+{
+	static const ir_dtype dts[] = {IR_BF16, IR_F16};
+	static const cg_config cfgs[] = {
+		{.variant = 4, .warps = 8, .tile_n = 96, .stages = 4},
+		{.variant = 4, .warps = 8, .tile_n = 128, .stages = 3},
+		{.variant = 4, .warps = 8, .tile_n = 64, .stages = 4},
+	};
+	static const int64_t dims[] = {128, 128, 64}, lens[][2] = {{333, 517}, {517, 333}};
+	if (gpu_device_sm() != 90)
+		return;
+	/* 20 batch indices of 2,048 keys: 20 MB of K/V, so blocks go in groups
+	 * of 8 batch indices (8 MB), the last group of 4 (GROUP < NB in the
+	 * kernel): the default (one warpgroup here) and ping-pong */
+	for (int c = 0; c < 2; c++)
+		for (int m = M_NONE; m <= M_CAUSAL; m++) {
+			ir_graph *g = ir_graph_new();
+			ir_add_output(g, add_attention(g, IR_BF16, 2, 10, 5, 200, 2048, 128, m));
+			patch pc = {.want = cfgs[1], .use_want = c == 1};
+			char what[120];
+			snprintf(what, sizeof what, "grouped blocks %s bf16 D=128 %s B=2 H=10 on 5 L=200 S=2048",
+				 c ? "ping-pong" : "default", mask_name[m]);
+			run_patched(g, IR_BF16, &pc, what);
+		}
+	for (size_t c = 0; c < SN_COUNT(cfgs); c++)
+		for (size_t a = 0; a < SN_COUNT(dts); a++)
+			for (size_t n = 0; n < SN_COUNT(lens); n++)
+				for (int m = 0; m < M_KINDS; m++) {
+					ir_graph *g = ir_graph_new();
+					ir_add_output(g, add_attention(g, dts[a], 1, 4, 2, lens[n][0], lens[n][1], dims[c], m));
+					patch pc = {.want = cfgs[c], .use_want = true};
+					char what[120];
+					snprintf(what, sizeof what, "ping-pong config %zu %s D=%lld %s L=%lld S=%lld GQA 4 on 2",
+						 c, ir_dtype_name(dts[a]), (long long)dims[c], mask_name[m],
+						 (long long)lens[n][0], (long long)lens[n][1]);
+					run_patched(g, dts[a], &pc, what);
+				}
+}
+
 /* GPT-2's attention as fusion lays it out: q, k, v strided in the qkv
  * matmul's output [B, L, 3*H*D], the output written straight into
  * [B, L, H*D]. The graph spells the split, reshapes and transposes out
@@ -345,7 +390,7 @@ static void sweep(const char *only)
 	static const int cfg128[][5] = {{0, 0, 0, 0, 0},     {1, 128, 128, 8, 2},  {3, 128, 128, 8, 3},
 					{3, 128, 64, 8, 5},  {3, 192, 96, 12, 3},  {4, 128, 64, 8, 4},
 					{4, 128, 96, 8, 3},  {4, 128, 64, 8, 6},   {4, 128, 96, 8, 4},
-					{4, 64, 128, 4, 3},  {4, 128, 80, 8, 4},   {4, 128, 48, 8, 6}};
+					{4, 128, 128, 8, 3}, {4, 128, 80, 8, 4},   {4, 128, 112, 8, 3}};
 	uint64_t seed = 12345;
 	for (size_t i = 0; i < SN_COUNT(shapes); i++)
 		for (int c = 0; c < (int)SN_COUNT(cfg64); c++) {
@@ -423,6 +468,7 @@ int main(int argc, char **argv)
 	}
 	grid();
 	configs();
+	pingpong();
 	strided();
 	int rc = gpu_done();
 	return rc || build_failures ? 1 : 0;

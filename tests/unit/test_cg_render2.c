@@ -1282,10 +1282,29 @@ static void test_flash(void)
 		e = (sn_err){0};
 		CHECK(render_cfg(rb, NULL, 90, NULL, NULL, &st, &e, "flash 4096/128") == SN_OK);
 		/* sm_90: the wgmma kernel with a producer warpgroup (variant 4), two
-		 * consumer warpgroups of 64 rows, 96 keys per step, 4 stages */
-		CHECK(st.k.cfg.variant == 4 && st.k.cfg.tile_m == 128 && st.k.cfg.tile_n == 96 && st.k.cfg.warps == 8 &&
-		      st.k.cfg.stages == 4 && st.k.grid[0] == 32 * 64 && strstr(st.k.src, "wgmma.mma_async"));
+		 * consumer warpgroups of 64 rows taking turns (named barriers) with
+		 * the producer's registers (setmaxnreg), 128 keys per step, 3
+		 * stages; blocks in groups of 4 batch indices (8 MB of K/V) */
+		CHECK(st.k.cfg.variant == 4 && st.k.cfg.tile_m == 128 && st.k.cfg.tile_n == 128 && st.k.cfg.warps == 8 &&
+		      st.k.cfg.stages == 3 && st.k.grid[0] == 32 * 64 && strstr(st.k.src, "wgmma.mma_async"));
+		CHECK(st.k.src && strstr(st.k.src, "#define PP 1\n") && strstr(st.k.src, "#define MAXNREG 1\n") &&
+		      strstr(st.k.src, "#define GROUP 4L\n") && strstr(st.k.src, "bar.arrive %0, 256;") &&
+		      strstr(st.k.src, "setmaxnreg.inc.sync.aligned.u32 232;"));
 		step_free(&st);
+		/* unmasked: the same kernel (variant 3's 192x64 before) */
+		ir_attrs na = attrs(IR_OP_scaled_dot_product_attention);
+		ir_ref rn = op(IR_OP_scaled_dot_product_attention, big, 3, &na);
+		e = (sn_err){0};
+		CHECK(render_cfg(rn, NULL, 90, NULL, NULL, &st, &e, "flash 4096/128 unmasked") == SN_OK);
+		CHECK(st.k.cfg.variant == 4 && st.k.cfg.tile_n == 128 && st.k.cfg.warps == 8 && st.k.cfg.stages == 3);
+		step_free(&st);
+		/* 129 keys with two consumer warpgroups do not fit; 96 with three */
+		CHECK(render_cfg(rn, &(cg_config){.variant = 4, .warps = 8, .tile_n = 144}, 90, NULL, NULL, &st, &e,
+				 "bad") == SN_EUSAGE);
+		CHECK_STR(e.msg, "attention (flash wgmma, producer warpgroup): tile_n=144 with warps=8 at head dim 128 "
+				 "spills (384 threads leave 168 registers): at most 128");
+		step_free(&st);
+		e = (sn_err){0};
 		/* sm_80: the mma.sync kernel, 128 rows of 8 warps, 64 keys per step
 		 * (128 spilled), 96 KiB of shared memory */
 		CHECK(render_cfg(rb, NULL, 80, NULL, NULL, &st, &e, "flash 4096/128 sm_80") == SN_OK);
