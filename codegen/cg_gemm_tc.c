@@ -120,9 +120,13 @@ static unsigned smem1(const cg_gemm_tc_spec *s, const tc_cfg *c)
 	return ring > red ? ring : red;
 }
 
+/* variant 2's smem: the ring, or (split-K) the tile's fp32 partial sums
+ * when larger */
 static unsigned smem2(const tc_cfg *c)
 {
-	return (unsigned)c->stages * (unsigned)(c->tm + c->tn) * 128 + 1024;
+	unsigned ring = (unsigned)c->stages * (unsigned)(c->tm + c->tn) * 128;
+	unsigned red = c->wk > 1 ? (unsigned)c->tm * (unsigned)c->tn * 4 : 0;
+	return (ring > red ? ring : red) + 1024;
 }
 
 static int check1(const cg_gemm_tc_spec *s, const cg_target *tg, tc_cfg *c, sn_err *e)
@@ -207,8 +211,10 @@ static int check2(const cg_gemm_tc_spec *s, const cg_target *tg, tc_cfg *c, sn_e
 	if (c->tn < 16 || c->tn > 256 || c->tn % 16 || (!s->trans_b && c->tn % 64))
 		return sn_errf(e, SN_EUSAGE, "gemm (wgmma): tile_n %d must be a multiple of 16 in [16, 256]%s", c->tn,
 			       s->trans_b ? "" : " (of 64 for an untransposed B)");
-	if (c->wk > 1)
-		return sn_errf(e, SN_EUSAGE, "gemm (wgmma): split_k is not built for the wgmma variant");
+	if (c->wk < 1)
+		c->wk = 1;
+	if (c->wk > 8)
+		return sn_errf(e, SN_EUSAGE, "gemm (wgmma): split_k %d is not in [1, 8] (blocks of one cluster)", c->wk);
 	if (c->stages < 3 || c->stages > 8)
 		return sn_errf(e, SN_EUSAGE, "gemm (wgmma): stages %d is not in [3, 8] (one slot read by wgmma, one "
 			       "by the group in flight, one or more loading)", c->stages);
@@ -346,12 +352,15 @@ static void emit_chunk(sn_buf *b, bool aligned)
 }
 
 static void emit_head(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *epi, int threads, bool one_block,
-		      const char *tail)
+		      int cluster, const char *tail)
 {
 	const char *ct = cg_ctype(s->t);
-	sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d%s)\n"
+	char cl[48] = "";
+	if (cluster > 1)
+		snprintf(cl, sizeof cl, " __cluster_dims__(1, 1, %d)", cluster);
+	sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d%s)%s\n"
 			 "%s(const %s *__restrict__ A, const %s *__restrict__ B, ",
-		      threads, one_block ? ", 1" : "", CG_NAME, ct, ct);
+		      threads, one_block ? ", 1" : "", cl, CG_NAME, ct, ct);
 	if (s->bias)
 		sn_buf_printf(b, "const %s *__restrict__ bias, ", ct);
 	if (epi)
@@ -443,7 +452,7 @@ static void emit_mma_sync(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue
 			 "\t\t     : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
 			 "\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n\n",
 		      mk, ty, ty);
-	emit_head(b, s, epi, nt, false, "");
+	emit_head(b, s, epi, nt, false, 1, "");
 	sn_buf_printf(b, "\textern __shared__ __align__(128) unsigned char smem[];\n"
 			 "\tconst unsigned sbase = smem_u32(smem);\n"
 			 "\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, z = blockIdx.z;\n"
@@ -596,21 +605,34 @@ static void emit_wgmma(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *e
 	const char *ct = cg_ctype(s->t), *ty = cg_wgmma_type(s->t, true);
 	int ksteps = 128 / 32; /* 32 bytes of k per wgmma */
 	sn_buf_printf(b, "#define TM %d\n#define TN %d\n#define TK %d\n#define ST %d\n#define VE %d\n#define NWG %d\n"
-			 "#define NT %d\n#define SLOT %d\n"
+			 "#define NT %d\n#define SLOT %d\n#define SK %d\n"
 			 "/* 128-byte swizzle; K-major: 8-row atoms 1024 bytes apart; MN-major B:\n"
 			 " * the same along k, 64-column blocks TK * 128 bytes apart */\n"
 			 "#define DESC_K ((1ull << 62) | (64ull << 32) | (1ull << 16))\n"
 			 "#define DESC_B ((1ull << 62) | (64ull << 32) | ((unsigned long long)(TK * 8) << 16))\n\n",
-		      c->tm, c->tn, c->tk, c->stages, 16 / es, nwg, nt, (c->tm + c->tn) * 128);
+		      c->tm, c->tn, c->tk, c->stages, 16 / es, nwg, nt, (c->tm + c->tn) * 128, c->wk > 1 ? c->wk : 1);
 	cg_wgmma_emit_mma_tb(b, "wg_mma", c->tn, ty, !s->trans_b);
-	emit_head(b, s, epi, nt, true, "");
+	int sk = c->wk > 1 ? c->wk : 1;
+	if (sk > 1)
+		sn_buf_puts(b, "static __device__ __forceinline__ unsigned cta_rank()\n{\n"
+			       "\tunsigned r;\n\tasm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r));\n\treturn r;\n}\n\n"
+			       "static __device__ __forceinline__ void cluster_sync()\n{\n"
+			       "\tasm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: "
+			       "\"memory\");\n}\n\n"
+			       "static __device__ __forceinline__ float4 ld_peer4(unsigned a, unsigned rank)\n{\n"
+			       "\tunsigned p;\n\tfloat4 v;\n"
+			       "\tasm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(p) : \"r\"(a), \"r\"(rank));\n"
+			       "\tasm volatile(\"ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\" : \"=f\"(v.x), \"=f\"(v.y), "
+			       "\"=f\"(v.z), \"=f\"(v.w) : \"r\"(p) : \"memory\");\n"
+			       "\treturn v;\n}\n\n");
+	emit_head(b, s, epi, nt, true, sk, "");
 	sn_buf_printf(b, "\textern __shared__ __align__(1024) unsigned char smem[];\n"
 			 "\tconst unsigned sbase = (smem_u32(smem) + 1023u) & ~1023u;\n"
-			 "\tconst int tid = threadIdx.x, lane = tid & 31, z = blockIdx.z;\n"
+			 "\tconst int tid = threadIdx.x, lane = tid & 31, z = blockIdx.z%s;\n"
 			 "\tconst int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); /* provably warp-uniform for ptxas */\n"
 			 "\tconst long m0 = (long)blockIdx.y * TM;\n\tconst int n0 = blockIdx.x * TN;\n"
 			 "\tconst %s *ag = A + (long)z * %lldL;\n\tconst %s *bg = B + (long)z * %lldL;\n",
-		      ct, (long long)s->sa, ct, (long long)s->sb);
+		      sk > 1 ? " / SK" : "", ct, (long long)s->sa, ct, (long long)s->sb);
 	/* a slice: A rows (and B^T rows) of 8 chunks; B in k-rows: TK rows of TN / 8 chunks */
 	sn_buf_printf(b, "#define LOAD(slot, kt) do { \\\n"
 			 "\t\tconst unsigned sa_ = sbase + (slot) * SLOT, sb_ = sa_ + TM * 128; \\\n"
@@ -643,9 +665,12 @@ static void emit_wgmma(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *e
 	sn_buf_printf(b, "\t} while (0)\n"
 			 "\tfloat acc[TN / 2];\n"
 			 "#pragma unroll\n\tfor (int x = 0; x < TN / 2; x++)\n\t\tacc[x] = 0.0f;\n"
-			 "\tconst int tiles = (int)((K + TK - 1) / TK);\n"
+			 "\tconst int kt_all = (int)((K + TK - 1) / TK);\n"
+			 "\t/* split-K: block r of a cluster takes slices [kt_all r / SK, kt_all (r + 1) / SK) */\n"
+			 "\tconst int rank = %s;\n"
+			 "\tconst int kt0 = (int)((long)kt_all * rank / SK), tiles = (int)((long)kt_all * (rank + 1) / SK) - kt0;\n"
 			 "#pragma unroll\n\tfor (int s = 0; s < ST - 2; s++) {\n"
-			 "\t\tif (s < tiles)\n\t\t\tLOAD(s, s);\n"
+			 "\t\tif (s < tiles)\n\t\t\tLOAD(s, kt0 + s);\n"
 			 "\t\tcp_commit();\n\t}\n"
 			 "\tfor (int t = 0; t < tiles; t++) {\n"
 			 "\t\t/* slice t has landed (this thread's copies), fenced into the async proxy;\n"
@@ -654,7 +679,7 @@ static void emit_wgmma(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *e
 			 "\t\tasm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
 			 "\t\t__syncthreads();\n"
 			 "\t\tconst int nx = t + ST - 2;\n"
-			 "\t\tif (nx < tiles)\n\t\t\tLOAD(nx %% ST, nx);\n"
+			 "\t\tif (nx < tiles)\n\t\t\tLOAD(nx %% ST, kt0 + nx);\n"
 			 "\t\tcp_commit();\n"
 			 "\t\tconst unsigned sa = sbase + (t %% ST) * SLOT, sb = sa + TM * 128;\n"
 			 "\t\twg_fence();\n"
@@ -667,7 +692,29 @@ static void emit_wgmma(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *e
 			 "\twg_wait<0>();\n"
 			 "\thold(acc);\n"
 			 "#undef LOAD\n",
-		      ksteps, s->trans_b ? "desc(DESC_K, sb + kk * 32)" : "desc(DESC_B, sb + kk * 2048)");
+		      sk > 1 ? "(int)cta_rank()" : "0", ksteps,
+		      s->trans_b ? "desc(DESC_K, sb + kk * 32)" : "desc(DESC_B, sb + kk * 2048)");
+	if (sk > 1)
+		/* every block's fp32 partial tile into its own shared memory
+		 * (the ring is done with), then block 0 of the cluster adds
+		 * the others' in rank order (deterministic) and stores; the
+		 * second barrier keeps the others' shared memory alive until
+		 * it has read */
+		sn_buf_puts(b, "\tcp_wait<0>();\n"
+			       "\t__syncthreads();\n"
+			       "#pragma unroll\n\tfor (int x = 0; x < TN / 8; x++)\n"
+			       "\t\tasm volatile(\"st.shared.v4.f32 [%0], {%1,%2,%3,%4};\" :: \"r\"(sbase + (x * NT + tid) * 16), "
+			       "\"f\"(acc[4 * x]), \"f\"(acc[4 * x + 1]), \"f\"(acc[4 * x + 2]), \"f\"(acc[4 * x + 3]) : \"memory\");\n"
+			       "\tcluster_sync();\n"
+			       "\tif (rank == 0) {\n"
+			       "#pragma unroll 1\n\t\tfor (unsigned r = 1; r < SK; r++)\n"
+			       "#pragma unroll\n\t\t\tfor (int x = 0; x < TN / 8; x++) {\n"
+			       "\t\t\t\tconst float4 v = ld_peer4(sbase + (x * NT + tid) * 16, r);\n"
+			       "\t\t\t\tacc[4 * x] += v.x;\n\t\t\t\tacc[4 * x + 1] += v.y;\n"
+			       "\t\t\t\tacc[4 * x + 2] += v.z;\n\t\t\t\tacc[4 * x + 3] += v.w;\n"
+			       "\t\t\t}\n\t}\n"
+			       "\tcluster_sync();\n"
+			       "\tif (rank != 0)\n\t\treturn;\n");
 	sn_buf_puts(b, "#define WR (wg * 64 + ((tid >> 5) & 3) * 16)\n#define WC 0\n#define ACC(i, j, q) acc[(j) * 4 + (q)]\n");
 	emit_store(b, s, epi, 1, c->tn / 8);
 }
@@ -718,7 +765,7 @@ static void emit_tma(sn_buf *b, const cg_gemm_tc_spec *s, const cg_epilogue *epi
 		      c->tm, c->tn, c->tk, c->stages, nc, (c->tm + c->tn) * 128, ta->rank, ta->box[0], ta->box[1], tb->rank,
 		      tb->box[0], tb->box[1]);
 	cg_wgmma_emit_mma_tb(b, "wg_mma", c->tn, ty, !s->trans_b);
-	emit_head(b, s, epi, nt, true, ", const __grid_constant__ sn_tmap ta, const __grid_constant__ sn_tmap tb");
+	emit_head(b, s, epi, nt, true, 1, ", const __grid_constant__ sn_tmap ta, const __grid_constant__ sn_tmap tb");
 	sn_buf_puts(b, "\textern __shared__ __align__(1024) unsigned char smem[];\n"
 		       "\tconst unsigned sbase = (smem_u32(smem) + 1023u) & ~1023u;\n"
 		       "\tconst unsigned full = sbase + ST * SLOT, empty = full + 8 * ST;\n"
@@ -831,18 +878,20 @@ int cg_gemm_tc_render(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *s, con
 	if (rc)
 		return rc;
 	int64_t gx = (s->n + c.tn - 1) / c.tn, gy = (s->m + c.tm - 1) / c.tm;
-	if (gy > 65535 || s->batch > 65535 || gx > 0x7fffffff)
+	int64_t gz = s->batch * (c.variant == 2 && c.wk > 1 ? c.wk : 1);
+	if (gy > 65535 || gz > 65535 || gx > 0x7fffffff)
 		return sn_errf(e, SN_EINPUT, "%s: the product is too large for one launch", ir_ops[n->op].name);
 	const cg_epilogue *epi = st->epi;
 	char cfg[240];
 	snprintf(cfg, sizeof cfg, "GEMM template (%s): %lld batches of %lldx%lld @ %lldx%lld%s%s; %dx%dx%d tiles, "
-		 "%d warps, %d stages%s%s",
+		 "%d warps, %d stages%s%s%s",
 		 c.variant == 3	  ? "wgmma, 128-byte swizzle, TMA ring, producer warpgroup"
 		 : c.variant == 2 ? "wgmma, 128-byte swizzle, cp.async ring"
 				  : "mma.sync, ldmatrix, cp.async ring",
 		 (long long)s->batch, (long long)s->m, (long long)s->k, (long long)s->k, (long long)s->n,
 		 s->trans_b ? " (B transposed)" : "", s->t == IR_F32 ? " as tf32" : "", c.tm, c.tn, c.tk, c.warps,
-		 c.stages, c.wk > 1 ? ", k groups " : "", c.wk > 1 ? (c.wk == 2 ? "2" : "4") : "");
+		 c.stages, c.wk > 1 ? (c.variant == 2 ? ", split-K over a cluster of " : ", k groups ") : "",
+		 c.wk > 1 ? (char[]){(char)('0' + c.wk), 0} : "", c.wk > 1 && c.variant == 2 ? " blocks" : "");
 	sn_buf b = {0};
 	cg_emit_spec_st(&b, g, r, cfg, st);
 	sn_buf_puts(&b, "\n");
@@ -876,7 +925,7 @@ int cg_gemm_tc_render(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *s, con
 	cg_kernel *kk = &st->k;
 	kk->grid[0] = (unsigned)gx;
 	kk->grid[1] = (unsigned)gy;
-	kk->grid[2] = (unsigned)s->batch;
+	kk->grid[2] = (unsigned)gz;
 	kk->block[0] = (unsigned)(32 * c.warps);
 	kk->block[1] = kk->block[2] = 1;
 	kk->smem = c.variant == 3 ? smem3(&c) : c.variant == 2 ? smem2(&c) : smem1(s, &c);

@@ -10,7 +10,9 @@
  * Dtypes: bf16, f16, f32 as TF32, f8e4m3 (sm_89+). Each case runs with its
  * default config and (bf16; the others with three) every config of `cfgs` (mma.sync tiles, stages,
  * both slice depths, k groups; wgmma tiles on sm_90, fed by cp.async and by
- * TMA with a producer warpgroup): the plan hook checks
+ * TMA with a producer warpgroup, and split-K over clusters of 2-4 blocks,
+ * also over shapes of its own: small M and N, deep K shared unevenly, fewer
+ * k slices than blocks, batched): the plan hook checks
  * that a template kernel ran with the config asked for (a config the
  * renderer refuses for a product leaves its default, and is counted). */
 #include "gpu_check.h"
@@ -36,6 +38,10 @@ static const cg_config cfgs[] = {
 	{.variant = 3, .tile_m = 128, .tile_n = 128, .warps = 12, .stages = 5},
 	{.variant = 3, .tile_m = 64, .tile_n = 256, .warps = 8, .stages = 4},
 	{.variant = 3, .tile_m = 128, .tile_n = 64, .warps = 12, .stages = 2},
+	/* split-K over a cluster of blocks (wgmma): 2, 3 and 4 blocks */
+	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6, .split_k = 2},
+	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 3},
+	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4, .split_k = 4},
 };
 
 static const cg_config *asked;
@@ -67,7 +73,8 @@ static int check_plan(const ir_graph *g, cg_plan *p, sn_err *e)
 		tc_kernels++;
 		const cg_config *c = &p->kerns[i].cfg;
 		cfg_taken |= asked && c->variant == asked_cfg.variant && c->tile_m == asked_cfg.tile_m &&
-			     c->tile_n == asked_cfg.tile_n && c->warps == asked_cfg.warps && c->stages == asked_cfg.stages;
+			     c->tile_n == asked_cfg.tile_n && c->warps == asked_cfg.warps && c->stages == asked_cfg.stages &&
+			     c->split_k == asked_cfg.split_k;
 	}
 	return SN_OK;
 }
@@ -123,13 +130,14 @@ static void shape_str(const ir_shape *s, char *out, size_t cap)
 
 /* a @ b (linear: b is w [out, in], with bias when bias) then ep, in t,
  * with every config. */
-static bool all_cfgs;
+static bool all_cfgs, only_split;
 
 static void product(ir_dtype t, bool lin, ir_shape as, ir_shape bs, bool bias, epi ep)
 {
 	for (size_t ci = 0; ci < SN_COUNT(cfgs); ci++) {
-		if (!all_cfgs && ci != 0 && ci != 2 && ci != 6 && ci != 9)
-			continue; /* the default, k groups, wgmma, wgmma with TMA */
+		if (only_split ? !cfgs[ci].split_k || cfgs[ci].variant != 2
+			       : !all_cfgs && ci != 0 && ci != 2 && ci != 6 && ci != 9 && ci != 12)
+			continue; /* the default, k groups, wgmma, wgmma with TMA, split-K */
 		cg_config want = cfgs[ci];
 		bool is_cfg = want.variant != 0;
 		if (want.tile_k < 0) /* 128-byte slices of this dtype */
@@ -190,10 +198,27 @@ static void products(ir_dtype t)
 	product(t, false, SHAPE(300, 512), SHAPE(512, 192), false, e);                    /* deep K */
 }
 
+/* split-K (wgmma, sm_90) over odd shapes: small M and N, deep K that the
+ * blocks of a cluster share unevenly, fewer slices than blocks, batches */
+static void split_products(ir_dtype t)
+{
+	only_split = true;
+	product(t, true, SHAPE(1, 9, 3072), SHAPE(776, 3072), true, E_GELU);     /* GPT-2's proj, 9 tokens */
+	product(t, false, SHAPE(33, 1000), SHAPE(1000, 136), false, E_RES_GELU); /* 16 slices over 3 */
+	product(t, true, SHAPE(5, 40), SHAPE(24, 40), true, E_TANH);             /* 1 slice over 2-4 blocks */
+	product(t, false, SHAPE(3, 17, 264), SHAPE(3, 264, 64), false, E_TANH);  /* batched */
+	only_split = false;
+}
+
 int main(void)
 {
 	if (!gpu_available())
 		return gpu_done();
+	if (gpu_device_sm() == 90) {
+		split_products(IR_BF16);
+		split_products(IR_F16);
+		split_products(IR_F32);
+	}
 	all_cfgs = true;
 	products(IR_BF16);
 	all_cfgs = false;
