@@ -21,6 +21,8 @@
 typedef enum at_kind {
 	AT_KERNEL = 1, /* a generated kernel: cfg */
 	AT_BLAS = 2,   /* a cuBLASLt matrix product: algo */
+	AT_GEMM = 3,   /* a product cuBLASLt would run, won by the GEMM template: cfg
+			* (its spec is the product's at_mm_spec, as AT_BLAS's) */
 } at_kind;
 
 /* What must match for a timing to mean anything on another machine. */
@@ -36,7 +38,7 @@ typedef struct at_record {
 	at_kind kind;
 	uint8_t spec[16];  /* cg_kern.spec, or at_mm_spec for a product */
 	at_device dev;
-	cg_config cfg;     /* AT_KERNEL: the winner */
+	cg_config cfg;     /* AT_KERNEL, AT_GEMM: the winner */
 	cg_blas_algo algo; /* AT_BLAS: the winner (valid = 1) */
 	double ms;         /* the winner's median device time */
 	double default_ms; /* the default's, measured in the same run */

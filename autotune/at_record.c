@@ -128,7 +128,8 @@ static void body(const at_record *r, sn_buf *b)
 	sn_buf_printf(b,
 		      "{\"schema\": %d, \"kind\": \"%s\", \"spec\": \"%s\", \"device\": {\"name\": \"%s\", \"sm\": %d, "
 		      "\"driver\": %d, \"nvrtc\": %d, \"cublaslt\": %d}, ",
-		      AT_SCHEMA, r->kind == AT_BLAS ? "cublaslt" : "kernel", sh, name, (int)r->dev.sm,
+		      AT_SCHEMA, r->kind == AT_BLAS ? "cublaslt" : r->kind == AT_GEMM ? "gemm_template" : "kernel", sh, name,
+		      (int)r->dev.sm,
 		      (int)r->dev.driver, (int)r->dev.nvrtc, (int)r->dev.blas);
 	if (r->kind == AT_BLAS) {
 		cg_blas_algo a = r->algo;
@@ -300,8 +301,10 @@ static int parse(js_cur *c, at_record *r)
 				r->kind = AT_KERNEL;
 			else if (!strcmp(s, "cublaslt"))
 				r->kind = AT_BLAS;
+			else if (!strcmp(s, "gemm_template"))
+				r->kind = AT_GEMM;
 			else
-				return js_fail(c, "kind \"%s\" (kernel or cublaslt)", s);
+				return js_fail(c, "kind \"%s\" (kernel, cublaslt or gemm_template)", s);
 			break;
 		case F_SPEC:
 			if (read_plain(c, "spec", s, sizeof s))
@@ -392,8 +395,9 @@ static int parse(js_cur *c, at_record *r)
 			if (!(seen & (1u << f)))
 				return js_fail(c, "field \"%s\" missing", f == F_CONFIG ? "config (or algo)" : top[f]);
 	}
-	if ((r->kind == AT_BLAS) != have_algo || (r->kind == AT_KERNEL) != have_cfg)
-		return js_fail(c, "a %s record carries %s", r->kind == AT_BLAS ? "cublaslt" : "kernel",
+	if ((r->kind == AT_BLAS) != have_algo || (r->kind != AT_BLAS) != have_cfg)
+		return js_fail(c, "a %s record carries %s",
+			       r->kind == AT_BLAS ? "cublaslt" : r->kind == AT_GEMM ? "gemm_template" : "kernel",
 			       have_algo ? "an algo" : "a config");
 	bool oom;
 	uint64_t want = checksum(r, &oom);

@@ -450,7 +450,8 @@ int at_digest(at_store *s, const at_device *d, const uint8_t (*specs)[16], size_
 		int k = r.kind == AT_BLAS
 				? snprintf(buf, sizeof buf, "blas %d %d %d %d %d %d %d %d %d", a->id, a->tile, a->stages,
 					   a->splitk, a->reduction, a->swizzle, a->custom, a->inner, a->cluster)
-				: snprintf(buf, sizeof buf, "kernel %d %d %d %d %d %d %d %d %d %d", c->variant, c->block,
+				: snprintf(buf, sizeof buf, "%s %d %d %d %d %d %d %d %d %d %d",
+					   r.kind == AT_GEMM ? "gemm" : "kernel", c->variant, c->block,
 					   c->tile_m, c->tile_n, c->tile_k, c->warps, c->stages, c->vec, c->rows, c->split_k);
 		XXH3_128bits_update(h, specs[i], 16);
 		XXH3_128bits_update(h, buf, (size_t)k);

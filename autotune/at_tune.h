@@ -59,6 +59,11 @@ void at_tune_stats_free(at_tune_stats *s);
  * renderer takes what it can. */
 extern const cg_config at_space[];
 extern const size_t at_space_n;
+/* The GEMM template's configs, asked of every product cuBLASLt runs: its
+ * kernels are candidates against cuBLASLt's algorithms (a winner is a
+ * record of kind AT_GEMM, and the plan's product step becomes a launch). */
+extern const cg_config at_gemm_space[];
+extern const size_t at_gemm_space_n;
 
 /* The device key of c: name, SM, driver, NVRTC and cuBLASLt versions. */
 void at_device_of(const rt_cuda *c, at_device *d);

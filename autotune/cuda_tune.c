@@ -61,6 +61,7 @@ typedef struct cand {
 	size_t cubin_size;
 	double ms;
 	bool ok; /* compiled, matched, timed (or, for a record, checked) */
+	bool kern; /* AT_BLAS: the GEMM template's kernel (src, cubin, launch) instead of an algorithm */
 } cand;
 
 typedef struct item {
@@ -370,13 +371,17 @@ static item *find(item *it, size_t n, at_kind k, const uint8_t spec[16])
 typedef struct pick_ctx {
 	const item *it;
 	size_t n;
-	const cg_config *all; /* every wanted item gets this config */
+	const cg_config *all;    /* every wanted kernel item gets this config */
+	const cg_config *mm_all; /* every wanted product gets the GEMM template with this config */
+	/* neither: each record's choice (kernels' configs, products' template configs) */
 } pick_ctx;
 
 static bool pick_hook(void *ctx, const uint8_t spec[16], const cg_config *def, cg_config *want)
 {
 	(void)def;
 	pick_ctx *pc = ctx;
+	if (pc->mm_all)
+		return false;
 	for (size_t i = 0; i < pc->n; i++) {
 		const item *x = &pc->it[i];
 		if (x->kind != AT_KERNEL || memcmp(x->spec, spec, 16))
@@ -395,11 +400,39 @@ static bool pick_hook(void *ctx, const uint8_t spec[16], const cg_config *def, c
 	return false;
 }
 
-/* Lowers the graph again (no weights) with the hook. */
+/* A product cuBLASLt would run: the GEMM template with a config of its
+ * space, or the one its record chose. */
+static bool pick_mm_hook(void *ctx, const cg_mm *mm, cg_config *want)
+{
+	pick_ctx *pc = ctx;
+	if (pc->all)
+		return false;
+	uint8_t spec[16];
+	at_mm_spec(mm, spec);
+	for (size_t i = 0; i < pc->n; i++) {
+		const item *x = &pc->it[i];
+		if (x->kind != AT_BLAS || memcmp(x->spec, spec, 16))
+			continue;
+		if (pc->mm_all) {
+			if (!x->want)
+				return false;
+			*want = *pc->mm_all;
+			return true;
+		}
+		if (!x->record || x->rec.kind != AT_GEMM)
+			return false;
+		*want = x->rec.cfg;
+		return true;
+	}
+	return false;
+}
+
+/* Lowers the graph again (no weights) with the hooks. */
 static int relower(tuner *tu, pick_ctx *pc, cg_plan **out)
 {
 	cg_target t2 = *tu->t;
 	t2.pick = pick_hook;
+	t2.pick_mm = pick_mm_hook;
 	t2.pick_ctx = pc;
 	sn_err e = {0};
 	return cg_lower(tu->g, NULL, &t2, out, &e);
@@ -456,8 +489,82 @@ const cg_config at_space[] = {
 	{.variant = 2, .tile_m = 128, .tile_n = 256, .warps = 8, .stages = 3},
 	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8},
 	{.variant = 1, .tile_m = 64, .tile_n = 64, .warps = 8, .stages = 4, .split_k = 2},
+	/* ... and split-K over a cluster of blocks (wgmma), for small grids */
+	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6, .split_k = 2},
+	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 4},
 };
 const size_t at_space_n = SN_COUNT(at_space);
+
+/* The GEMM template's configs asked of every product cuBLASLt runs (its
+ * candidates against cuBLASLt's algorithms): its own default first, then
+ * wgmma tiles (sm_90), split-K over clusters of 2-4 blocks for grids
+ * too small for the SMs (GPT-2's and the MLP's products at small
+ * batch), and mma.sync tiles (sm_80+; variant 2 is refused there). */
+const cg_config at_gemm_space[] = {
+	{0},
+	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
+	{.variant = 2, .tile_m = 128, .tile_n = 256, .warps = 8, .stages = 3},
+	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6},
+	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8},
+	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6, .split_k = 2},
+	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6, .split_k = 3},
+	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 2},
+	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 4},
+	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4, .split_k = 2},
+	{.variant = 1, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 3},
+	{.variant = 1, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4},
+};
+const size_t at_gemm_space_n = SN_COUNT(at_gemm_space);
+
+/* Adds, for every product item asked for (asked: the config q was
+ * lowered with; NULL: each record's), the GEMM template's kernel that
+ * q runs at the item's step in place of cuBLASLt: a candidate when it
+ * reads and writes only the product's buffers (its A, B, bias, C and
+ * output, as the plan's step names them). */
+static void harvest_mm(item *it, size_t n, const cg_plan *p, const cg_plan *q, const cg_config *asked)
+{
+	if (q->nsteps != p->nsteps)
+		return; /* other groups: not comparable */
+	for (size_t i = 0; i < n; i++) {
+		item *x = &it[i];
+		if (x->kind != AT_BLAS || (asked ? !x->want : !(x->record && x->rec.kind == AT_GEMM)) || x->nc < 1 ||
+		    x->c[0].kern)
+			continue; /* not asked, or no cuBLASLt default to compare with */
+		const cg_pstep *qs = &q->steps[x->step];
+		const cg_mm *g = &p->steps[x->step].mm;
+		if (qs->kind != CG_LAUNCH || qs->kern >= q->nkerns || !q->kerns[qs->kern].src)
+			continue;
+		const cg_kern *k = &q->kerns[qs->kern];
+		const cg_config *a = asked ? asked : &x->rec.cfg;
+		if (!consistent(a, &k->cfg))
+			continue;
+		bool ok = qs->nargs <= CG_MAX_ARGS, dup = false;
+		for (uint32_t j = 0; ok && j < qs->nargs; j++) {
+			uint32_t b = qs->args[j];
+			ok = b == g->a || b == g->b || b == g->out || (b == g->bias && b != CG_NO_BUF) ||
+			     (b == g->c && b != CG_NO_BUF);
+		}
+		for (size_t j = 0; ok && j < x->nc && !dup; j++)
+			dup = x->c[j].kern && !strcmp(x->c[j].name, k->name);
+		if (!ok || dup)
+			continue;
+		cand c;
+		memset(&c, 0, sizeof c);
+		if (!(c.src = strdup(k->src)))
+			continue;
+		c.kern = true;
+		c.asked = *a;
+		c.cfg = k->cfg;
+		memcpy(c.name, k->name, sizeof c.name);
+		memcpy(c.grid, qs->grid, sizeof c.grid);
+		memcpy(c.block, qs->block, sizeof c.block);
+		c.smem = qs->smem;
+		c.nargs = qs->nargs;
+		memcpy(c.args, qs->args, sizeof c.args);
+		if (push(&x->c, &x->nc, &c))
+			cand_free(&c);
+	}
+}
 
 /* Adds the kernels of plan q that differ from what each item has; asked:
  * the config q was lowered with (NULL: each record's). A kernel that does
@@ -795,6 +902,28 @@ static int measure_kernel(tuner *tu, item *x, sn_err *e)
 	return rc;
 }
 
+/* Candidate i of product item x, the GEMM template's kernel: its
+ * arguments are the product's buffers, so it runs on b's. */
+static int measure_mm_kernel(tuner *tu, item *x, size_t i, const cg_mm *g, bufs *b, sn_err *e)
+{
+	cand *c = &x->c[i];
+	rt_kfn *k = NULL;
+	sn_err le = {0};
+	if (!c->cubin || rt_kfn_load(tu->c, c->cubin, c->name, c->smem, &k, &le) != SN_OK) {
+		tu->s->failed++;
+		return le.code && fatal(&le) ? sn_errf(e, SN_EINTERNAL, "autotuning: %s", le.msg) : SN_OK;
+	}
+	klaunch l = {.k = k, .c = c};
+	for (unsigned a = 0; a < c->nargs; a++) {
+		uint32_t id = c->args[a];
+		l.args[a] = id == g->a ? b->d[0] : id == g->b ? b->d[1] : id == g->out ? b->d[2] : id == g->bias ? b->d[3]
+															: b->d[4];
+	}
+	int rc = try_cand(tu, x, i, b, launch_kernel, &l, rtol_of(g->dtype, g->tf32), true, e);
+	rt_kfn_free(k);
+	return rc;
+}
+
 static int measure_blas(tuner *tu, item *x, sn_err *e)
 {
 	const cg_mm *g = &tu->p->steps[x->step].mm;
@@ -815,6 +944,10 @@ static int measure_blas(tuner *tu, item *x, sn_err *e)
 		if (i > 0 && !x->record && over(tu, tk)) {
 			tu->s->budget_out |= sn_now() - tu->t0 >= tu->budget;
 			break;
+		}
+		if (c->kern) {
+			rc = measure_mm_kernel(tu, x, i, g, &b, e);
+			continue;
 		}
 		cg_mm m = *g;
 		m.algo = c->algo;
@@ -856,8 +989,7 @@ static void compile(tuner *tu, item *items, size_t n, const bool *all, bool plan
 			ours[items[i].kern] = true;
 	size_t nj = 0;
 	for (size_t i = 0; i < n; i++)
-		if (items[i].kind == AT_KERNEL)
-			nj += items[i].nc;
+		nj += items[i].nc; /* products: their template kernels */
 	for (uint32_t k = 0; plan && k < p->nkerns; k++)
 		nj += !ours[k] && !p->kerns[k].cubin;
 	nj += plan;
@@ -873,8 +1005,8 @@ static void compile(tuner *tu, item *items, size_t n, const bool *all, bool plan
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		for (size_t c = 0; items[i].kind == AT_KERNEL && c < items[i].nc && (c == 0 || !all || all[i]); c++) {
-			if (items[i].c[c].cubin)
+		for (size_t c = 0; c < items[i].nc && (c == 0 || !all || all[i]); c++) {
+			if (items[i].c[c].cubin || !items[i].c[c].src)
 				continue;
 			jobs[k].name = items[i].c[c].name;
 			jobs[k].src = items[i].c[c].src;
@@ -955,7 +1087,8 @@ static int from_record(tuner *tu, item *x, sn_err *e)
 	at_store_get(tu->st, x->spec, &tu->dev, &r, &found);
 	if (!found)
 		return SN_OK;
-	if (r.kind != x->kind || (r.kind == AT_KERNEL && !at_config_plausible(&r.cfg))) {
+	bool kind_ok = r.kind == x->kind || (x->kind == AT_BLAS && r.kind == AT_GEMM);
+	if (!kind_ok || (r.kind != AT_BLAS && !at_config_plausible(&r.cfg))) {
 		tu->s->rejected++;
 		return SN_OK;
 	}
@@ -969,7 +1102,7 @@ static int from_record(tuner *tu, item *x, sn_err *e)
 			tu->s->rejected++;
 			return SN_OK;
 		}
-		if (!same_algo(&x->c[0].algo, &r.algo)) {
+		if (r.kind == AT_BLAS && !same_algo(&x->c[0].algo, &r.algo)) {
 			cand c;
 			memset(&c, 0, sizeof c);
 			c.algo = r.algo;
@@ -1019,16 +1152,75 @@ static void decide(tuner *tu, item *x)
 	r.kind = x->kind;
 	memcpy(r.spec, x->spec, 16);
 	r.dev = tu->dev;
-	if (x->kind == AT_KERNEL)
+	if (x->kind == AT_KERNEL || x->c[best].kern) {
+		r.kind = x->kind == AT_KERNEL ? AT_KERNEL : AT_GEMM; /* a product the template won */
 		r.cfg = x->c[best].asked; /* what to ask the renderer for again */
-	else
+	} else {
 		r.algo = x->c[best].algo;
-	r.algo.valid = x->kind == AT_BLAS;
+	}
+	r.algo.valid = r.kind == AT_BLAS;
 	r.ms = x->c[best].ms;
 	r.default_ms = x->c[0].ms;
 	r.candidates = (int32_t)(tried + 1);
 	snprintf(r.version, sizeof r.version, "%s", SINTER_VERSION);
 	at_store_put(tu->st, &r);
+}
+
+/* Buffer id of the product step to that plays the role id plays in from
+ * (A, B, output, bias, C). */
+static uint32_t role(const cg_mm *from, const cg_mm *to, uint32_t id)
+{
+	return id == from->a ? to->a : id == from->b ? to->b : id == from->out ? to->out : id == from->bias ? to->bias
+													 : to->c;
+}
+
+/* The GEMM template won product x: every cuBLASLt step of x's spec
+ * becomes a launch of the winner's kernel (added to the plan once, its
+ * cubin moved in), on that step's buffers. */
+static int patch_mm_kernel(tuner *tu, item *x, cand *c, sn_err *e)
+{
+	cg_plan *p = tu->p;
+	uint32_t kk = 0;
+	while (kk < p->nkerns && strcmp(p->kerns[kk].name, c->name))
+		kk++;
+	if (kk == p->nkerns) {
+		cg_kern *nk = realloc(p->kerns, (p->nkerns + 1) * sizeof *nk);
+		if (!nk)
+			return sn_errf(e, SN_EINTERNAL, "out of memory");
+		p->kerns = nk;
+		cg_kern *k = &p->kerns[p->nkerns];
+		memset(k, 0, sizeof *k);
+		if (!(k->src = strdup(c->src)))
+			return sn_errf(e, SN_EINTERNAL, "out of memory");
+		p->nkerns++;
+		memcpy(k->name, c->name, sizeof k->name);
+		cg_spec_key(c->src, k->spec);
+		k->cfg = c->cfg;
+		k->cubin = c->cubin; /* moved: compile_kernels skips it */
+		k->cubin_size = c->cubin ? c->cubin_size : 0;
+		c->cubin = NULL;
+	}
+	const cg_mm from = p->steps[x->step].mm;
+	for (uint32_t s = 0; s < p->nsteps; s++) {
+		cg_pstep *ps = &p->steps[s];
+		if (ps->kind != CG_MATMUL)
+			continue;
+		uint8_t spec[16];
+		at_mm_spec(&ps->mm, spec);
+		if (memcmp(spec, x->spec, 16))
+			continue;
+		const cg_mm to = ps->mm;
+		ps->kind = CG_LAUNCH;
+		ps->kern = kk;
+		memcpy(ps->grid, c->grid, sizeof c->grid);
+		memcpy(ps->block, c->block, sizeof c->block);
+		ps->smem = c->smem;
+		ps->nargs = c->nargs;
+		for (uint32_t a = 0; a < c->nargs; a++)
+			ps->args[a] = role(&from, &to, c->args[a]);
+		memset(&ps->mm, 0, sizeof ps->mm);
+	}
+	return SN_OK;
 }
 
 /* Puts x's winner into the plan. */
@@ -1038,6 +1230,8 @@ static int patch(tuner *tu, item *x, sn_err *e)
 	if (x->chosen < 0)
 		return SN_OK;
 	cand *c = &x->c[x->chosen];
+	if (x->kind == AT_BLAS && c->kern)
+		return patch_mm_kernel(tu, x, c, e);
 	if (x->kind == AT_BLAS) {
 		cg_blas_algo a = c->algo;
 		a.valid = 1;
@@ -1115,26 +1309,36 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 	bool rec_kernels = false;
 	for (size_t i = 0; i < n && !rc; i++) {
 		rc = from_record(&tu, &it[i], e);
-		rec_kernels |= it[i].record && it[i].kind == AT_KERNEL;
+		rec_kernels |= it[i].record && (it[i].kind == AT_KERNEL || it[i].rec.kind == AT_GEMM);
 	}
 	if (rc)
 		goto done;
 	if (rec_kernels) {
 		pick_ctx pc = {.it = it, .n = n};
 		cg_plan *q = NULL;
-		if (relower(&tu, &pc, &q) == SN_OK)
+		if (relower(&tu, &pc, &q) == SN_OK) {
 			harvest(it, n, q, NULL);
+			harvest_mm(it, n, p, q, NULL);
+		}
 		cg_plan_free(q);
 	}
 	for (size_t i = 0; i < n; i++) {
 		item *x = &it[i];
-		if (x->record && x->kind == AT_KERNEL && x->rec_bad) {
+		/* a kernel's record its renderer did not take, a product's
+		 * template config the template did not */
+		if (x->record && ((x->kind == AT_KERNEL && x->rec_bad) || (x->rec.kind == AT_GEMM && x->nc < 2))) {
 			s->rejected++; /* this build does not render that config here */
 			x->record = false;
 		}
 		x->want = !x->record;
 	}
-	/* candidates for the rest: the graph lowered once per config */
+	/* candidates for the rest: products' algorithms (the heuristic's
+	 * first is the default, c[0]), then the graph lowered once per config */
+	for (size_t i = 0; i < n && !rc; i++)
+		if (it[i].want && it[i].kind == AT_BLAS)
+			rc = blas_space(&tu, &it[i], AT_MAX_BLAS, e);
+	if (rc)
+		goto done;
 	bool want_kernels = false;
 	for (size_t i = 0; i < n; i++)
 		want_kernels |= it[i].want && it[i].kind == AT_KERNEL;
@@ -1145,11 +1349,17 @@ int at_tune_plan(const ir_graph *g, const cg_target *t, cg_plan *p, rt_cuda *c, 
 			harvest(it, n, q, &at_space[k]);
 		cg_plan_free(q);
 	}
-	for (size_t i = 0; i < n && !rc; i++)
-		if (it[i].want && it[i].kind == AT_BLAS)
-			rc = blas_space(&tu, &it[i], AT_MAX_BLAS, e);
-	if (rc)
-		goto done;
+	/* products: the GEMM template against cuBLASLt's algorithms */
+	bool want_mm = false;
+	for (size_t i = 0; i < n; i++)
+		want_mm |= it[i].want && it[i].kind == AT_BLAS;
+	for (size_t k = 0; want_mm && k < at_gemm_space_n; k++) {
+		pick_ctx pc = {.it = it, .n = n, .mm_all = &at_gemm_space[k]};
+		cg_plan *q = NULL;
+		if (relower(&tu, &pc, &q) == SN_OK)
+			harvest_mm(it, n, p, q, &at_gemm_space[k]);
+		cg_plan_free(q);
+	}
 	/* an item with nothing to choose from is not tunable */
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {

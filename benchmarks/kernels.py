@@ -73,8 +73,39 @@ def gemm_sir(m, n, k, dt):
             "  %%l = linear(%%x, %%w, %%b)\n  %%y = gelu(%%l)\n  return %%y\n}\n") % (t, m, k, t, n, k, t, n, t, m, n)
 
 
-def run_sinter(args, path, extra):
-    env = dict(os.environ, SINTER_CACHE_DIR=os.path.join(os.path.dirname(path), "cache"))
+def gemm_bias_sir(m, n, k, dt):
+    """linear(x, w, b) alone: a product cuBLASLt runs with its bias."""
+    t = "f32" if dt == "tf32" else dt
+    return ("sinter 1\nfunc @main(%%x: %s[%d,%d], %%w: %s[%d,%d], %%b: %s[%d]) -> (%s[%d,%d]) {\n"
+            "  %%y = linear(%%x, %%w, %%b)\n  return %%y\n}\n") % (t, m, k, t, n, k, t, n, t, m, n)
+
+
+def winners(args, cache):
+    """What max-autotune chose, from the records in cache: "gemm_template
+    64x128 split_k=2", "cublaslt algo 21", "kernel 128x128"."""
+    out = os.path.join(cache, "records.jsonl")
+    env = dict(os.environ, SINTER_CACHE_DIR=cache)
+    p = subprocess.run([args.sinter, "cache", "export", out], capture_output=True, text=True, env=env, timeout=60)
+    if p.returncode:
+        return "?"
+    got = []
+    with open(out) as f:
+        for line in f:
+            r = json.loads(line)
+            if "kind" not in r:
+                continue
+            if r["kind"] == "cublaslt":
+                got.append("cuBLASLt algo %d" % r["algo"]["id"])
+            else:
+                c = r["config"]
+                got.append("%s v%d %dx%d%s" % ("template" if r["kind"] == "gemm_template" else "kernel",
+                                               c["variant"], c["tile_m"], c["tile_n"],
+                                               " split_k=%d" % c["split_k"] if c["split_k"] else ""))
+    return "; ".join(got)
+
+
+def run_sinter(args, path, extra, cache=None):
+    env = dict(os.environ, SINTER_CACHE_DIR=cache or os.path.join(os.path.dirname(path), "cache"))
     cmd = [args.sinter, "bench", path, "--init", "random", "--json", "--iters", str(args.iters),
            "--warmup", "50"] + extra
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
@@ -157,14 +188,35 @@ def gemm_main(args, dev):
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name, m, n, k, dt in GEMM:
+            if args.only and name not in args.only.split(","):
+                continue
             path = os.path.join(work, name.replace(" ", "_") + ".sir")
             with open(path, "w") as f:
                 f.write(gemm_sir(m, n, k, dt))
-            sm, err = run_sinter(args, path, ["--precision", "tf32"] if dt == "tf32" else [])
+            prec = ["--precision", "tf32"] if dt == "tf32" else []
+            sm, err = run_sinter(args, path, prec)
             (te, teb), (tm, tmb) = torch_gemm(args, m, n, k, dt)
-            rows.append({"name": name, "m": m, "n": n, "k": k, "dtype": dt, "flops": 2.0 * m * n * k,
-                         "sinter_ms": sm, "torch_epi_ms": te, "torch_epi_b2b_ms": teb, "torch_mm_ms": tm,
-                         "torch_mm_b2b_ms": tmb, "peak_tflops": peaks[dt], "error": err})
+            row = {"name": name, "m": m, "n": n, "k": k, "dtype": dt, "flops": 2.0 * m * n * k,
+                   "sinter_ms": sm, "torch_epi_ms": te, "torch_epi_b2b_ms": teb, "torch_mm_ms": tm,
+                   "torch_mm_b2b_ms": tmb, "peak_tflops": peaks[dt], "error": err}
+            if args.tuned and dt != "fp8":
+                # max-autotune: linear + GELU (the template's tiles, split-K among them), and
+                # linear + bias alone (cuBLASLt's algorithms against the template's configs)
+                ma = ["--mode", "max-autotune", "--tune-progress", "quiet"]
+                c1 = os.path.join(work, name.replace(" ", "_") + "_ma")
+                row["sinter_ma_ms"], _ = run_sinter(args, path, prec + ma, c1)
+                row["sinter_ma_won"] = winners(args, c1)
+                pb = os.path.join(work, name.replace(" ", "_") + "_bias.sir")
+                with open(pb, "w") as f:
+                    f.write(gemm_bias_sir(m, n, k, dt))
+                row["sinter_bias_ms"], _ = run_sinter(args, pb, prec, os.path.join(work, "cache_bias"))
+                c2 = os.path.join(work, name.replace(" ", "_") + "_bias_ma")
+                row["sinter_bias_ma_ms"], _ = run_sinter(args, pb, prec + ma, c2)
+                row["sinter_bias_ma_won"] = winners(args, c2)
+                print("  max-autotune: linear+gelu %s (%s); linear+bias default %s, max-autotune %s (%s)" % (
+                    row["sinter_ma_ms"], row["sinter_ma_won"], row["sinter_bias_ms"], row["sinter_bias_ma_ms"],
+                    row["sinter_bias_ma_won"]), flush=True)
+            rows.append(row)
             print("%-26s sinter %s  torch+gelu %.4f ms  torch matmul %.4f ms (b2b %.4f)" % (
                 name, "%.4f ms" % sm if sm else err, te, tm, tmb), flush=True)
     with open(os.path.join(args.out, "kernels_gemm.json"), "w") as fj:
@@ -186,6 +238,19 @@ def gemm_main(args, dev):
         print("| %s | %s | %.4f | %.0f | %.2f | %.4f | %.4f (%.4f) | %.0f | %.2f | %.2f | %.2f |" % (
             r["name"], r["dtype"], sm, f / sm / 1e9, f / sm / 1e9 / pk, r["torch_epi_ms"], r["torch_mm_ms"], tmb,
             f / tmb / 1e9, f / tmb / 1e9 / pk, sm / r["torch_epi_ms"], sm / r["torch_mm_ms"]))
+    if args.tuned:
+        print("\nmax-autotune (sinter bench --mode max-autotune, an empty cache each; torch matmul b2b as above)")
+        print("| product | dtype | linear+gelu default ms | linear+gelu m-a ms | m-a chose | linear+bias default "
+              "(cuBLASLt) ms | linear+bias m-a ms | m-a chose | torch matmul ms (b2b) |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        fmt = lambda v: "%.4f" % v if isinstance(v, float) else "-"
+        for r in rows:
+            if "sinter_ma_ms" not in r:
+                continue
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %.4f (%.4f) |" % (
+                r["name"], r["dtype"], fmt(r["sinter_ms"]), fmt(r["sinter_ma_ms"]), r["sinter_ma_won"],
+                fmt(r["sinter_bias_ms"]), fmt(r["sinter_bias_ma_ms"]), r["sinter_bias_ma_won"], r["torch_mm_ms"],
+                r["torch_mm_b2b_ms"]))
     return 1 if bad else 0
 
 
@@ -267,6 +332,10 @@ def main():
     ap.add_argument("--sinter", default="build/sinter")
     ap.add_argument("--family", default="attention", choices=["attention", "gemm"])
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--only", default="", help="gemm: comma list of row names to run (default: all)")
+    ap.add_argument("--tuned", action="store_true",
+                    help="gemm: also sinter's max-autotune, on linear+gelu and on linear+bias alone (cuBLASLt "
+                         "against the GEMM template), with what it chose")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     args = ap.parse_args()
     import torch

@@ -168,6 +168,13 @@ typedef struct cg_target {
 	 * rendering, with its spec key and the config it got; true and *want:
 	 * render it again with *want (kept when the renderer accepts it) */
 	bool (*pick)(void *ctx, const uint8_t spec[16], const cg_config *def, cg_config *want);
+	/* autotuning (may be NULL): asked once per product that cuBLASLt
+	 * would run (matmul, linear, a 1x1 conv), with its description
+	 * (buffers unset; bias and c CG_NO_BUF when absent); true and *want:
+	 * render it, with its group's epilogue, as the GEMM template with
+	 * *want instead (kept when the template takes it; the fusion groups
+	 * do not change) */
+	bool (*pick_mm)(void *ctx, const cg_mm *mm, cg_config *want);
 	void *pick_ctx;
 } cg_target;
 

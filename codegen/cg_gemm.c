@@ -315,3 +315,24 @@ bool cg_gemm_takes_epilogue(const ir_graph *g, ir_ref r, const cg_target *tg)
 	free(st.k.src);
 	return ok;
 }
+
+int cg_render_gemm_as_tc(const ir_graph *g, ir_ref r, const cg_gemm *gg, const cg_target *tg, const cg_config *want,
+			 cg_step *st, sn_err *e)
+{
+	const ir_node *n = &g->nodes[r];
+	if ((n->op != IR_OP_matmul && n->op != IR_OP_linear && n->op != IR_OP_conv2d) || n->nin < 2 ||
+	    gg->a != n->in[0] || gg->b != n->in[1] || gg->stride_c != gg->m * gg->n)
+		return sn_errf(e, SN_EUSAGE, "%s: the GEMM template takes this product's operands in another order",
+			       ir_ops[n->op].name);
+	/* linear's and the conv's own bias is the template's; a bias that
+	 * fusion added is part of the epilogue */
+	cg_gemm_tc_spec sp = {.t = gg->dtype, .batch = gg->batch, .m = gg->m, .n = gg->n, .k = gg->k,
+			      .sa = gg->batch > 1 ? gg->stride_a : 0, .sb = gg->batch > 1 ? gg->stride_b : 0,
+			      .trans_b = gg->trans_b, .bias = n->op != IR_OP_matmul && n->nin > 2};
+	char why[160];
+	if (gg->dtype == IR_F32 && !gg->tf32)
+		return sn_errf(e, SN_EUSAGE, "%s: f32 runs on the GEMM template as TF32 only", ir_ops[n->op].name);
+	if (!cg_gemm_tc_fits(&sp, tg, gg->tf32, why, sizeof why))
+		return sn_errf(e, SN_EUSAGE, "%s: the GEMM template cannot run this product: %s", ir_ops[n->op].name, why);
+	return cg_gemm_tc_render(g, r, &sp, tg, want, st, e);
+}

@@ -200,6 +200,40 @@ static void pick_config(const ir_graph *g, const cg_target *t, const fu_plan *fp
 	*st = alt;
 }
 
+/* The autotuner's other hook (cg_target.pick_mm): group gi's cuBLASLt
+ * product rendered instead as the GEMM template with the config pick_mm
+ * asks for, its group's members past the product (bias, residual,
+ * activation) as the template's epilogue x; a product the template does
+ * not take stays cuBLASLt's. */
+static void pick_gemm(const ir_graph *g, const cg_target *t, const fu_plan *fp, uint32_t gi, cg_epilogue *x,
+		      cg_step *st)
+{
+	const cg_gemm *gg = &st->g;
+	cg_mm mm = {.a = 0, .b = 0, .out = 0, .bias = gg->bias == IR_NONE ? CG_NO_BUF : 0,
+		    .c = gg->c == IR_NONE ? CG_NO_BUF : 0, .batch = gg->batch, .m = gg->m, .n = gg->n, .k = gg->k,
+		    .stride_a = gg->stride_a, .stride_b = gg->stride_b, .stride_c = gg->stride_c, .trans_b = gg->trans_b,
+		    .dtype = gg->dtype, .act = gg->act, .tf32 = gg->tf32};
+	cg_config want;
+	if (!t->pick_mm(t->pick_ctx, &mm, &want))
+		return;
+	const fu_group *gr = &fp->groups[gi];
+	sn_err sub = {0};
+	cg_step alt;
+	memset(&alt, 0, sizeof alt);
+	alt.node = st->node;
+	if (gr->root != st->node) {
+		if (!x->fn && cg_make_epilogue(g, fp, gi, x, &sub) != SN_OK)
+			return;
+		alt.epi = x;
+	}
+	if (cg_render_gemm_as_tc(g, st->node, gg, t, &want, &alt, &sub) != SN_OK || alt.kind != CG_STEP_KERNEL ||
+	    !alt.k.src || !alt.k.name[0] || alt.k.nbufs > CG_MAX_BUFS) {
+		free(alt.k.src);
+		return;
+	}
+	*st = alt;
+}
+
 int cg_render_groups(const ir_graph *g, const cg_target *t, const fu_plan *fp, cg_rplan **out, sn_err *e)
 {
 	*out = NULL;
@@ -307,6 +341,8 @@ int cg_render_groups(const ir_graph *g, const cg_target *t, const fu_plan *fp, c
 		}
 		if (t->pick && st->kind == CG_STEP_KERNEL)
 			pick_config(g, t, fp, gi, st);
+		else if (t->pick_mm && st->kind == CG_STEP_GEMM && (gr->kind == FU_GEMM || gr->kind == FU_NODE))
+			pick_gemm(g, t, fp, gi, &p->xs[2 * gi + 1], st);
 	}
 	*out = p;
 	return SN_OK;

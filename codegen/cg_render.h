@@ -230,6 +230,14 @@ cg_render_fn cg_render_gemm;
 /* Whether matmul/linear node r takes a fusion epilogue on tg (its product
  * fits the tensor-core template, cg_gemm_tc.h). */
 bool cg_gemm_takes_epilogue(const ir_graph *g, ir_ref r, const cg_target *tg);
+/* The product gg (a cuBLASLt step of node r: matmul, linear or a 1x1
+ * conv, A and B its operands 0 and 1) rendered instead as the GEMM
+ * template with config want (NULL: its default), honouring st->epi (the
+ * group's epilogue past the product: bias adds, residual, activation);
+ * the template adds r's own bias (operand 2). SN_EUSAGE when the
+ * template cannot run it or does not take want. */
+int cg_render_gemm_as_tc(const ir_graph *g, ir_ref r, const cg_gemm *gg, const cg_target *tg, const cg_config *want,
+			 cg_step *st, sn_err *e);
 /* codegen/cg_attn.c: scaled_dot_product_attention */
 cg_render_fn cg_render_attention;
 /* codegen/cg_index.c: gather_elements, scatter_elements, scatter_nd

@@ -8,7 +8,11 @@
  * attention wgmma configs exist on sm_90 only; GPT-2 in bf16 takes them;
  * the MLP's linear + erf GELU is a GEMM template kernel and takes its tiles;
  * the wgmma convolution's too: resblock's convs take it in bf16 and, as a
- * last sample on sm_90, under TF32).
+ * last sample on sm_90, under TF32). Then once per config of the GEMM
+ * template's space against cuBLASLt (at_gemm_space) with cg_target.pick_mm
+ * asking every cuBLASLt product for it: each becomes a template launch
+ * on the product's own buffers, and those kernels (split-K over clusters
+ * on sm_90 among them) are compiled too.
  * Skipped (exit 0) without NVRTC. */
 #include "api/model.h"
 #include "autotune/at_tune.h"
@@ -30,6 +34,15 @@ static bool pick_all(void *ctx, const uint8_t spec[16], const cg_config *def, cg
 	return true;
 }
 
+/* every product cuBLASLt would run, as the GEMM template with `asked` */
+static bool pick_mm_all(void *ctx, const cg_mm *mm, cg_config *want)
+{
+	(void)ctx;
+	(void)mm;
+	*want = *asked;
+	return true;
+}
+
 typedef struct variant {
 	char name[64];
 	char *src;
@@ -45,7 +58,7 @@ static void space_for(rt_nvrtc *nv, int sm)
 		{"resblock", "2", "bf16"}, {"mlp", "2", "bf16"}, {"gpt2", "1", "bf16"}, {"resblock", "2", "tf32"}};
 	size_t nsamples = sm == 90 ? 4 : 2;
 	variant *vs = NULL;
-	size_t nv_ = 0, cap = 0, taken = 0, convs = 0, gemms = 0;
+	size_t nv_ = 0, cap = 0, taken = 0, convs = 0, gemms = 0, products = 0, splitk = 0;
 	for (size_t si = 0; si < nsamples; si++) {
 		char path[512];
 		snprintf(path, sizeof path, SINTER_SOURCE_DIR "/samples/%s.sir", samples[si][0]);
@@ -99,10 +112,58 @@ static void space_for(rt_nvrtc *nv, int sm)
 			}
 			cg_plan_free(p);
 		}
+		/* the GEMM template's configs against cuBLASLt (at_gemm_space):
+		 * every product step becomes a template launch on the same
+		 * buffers where the template takes the config */
+		for (size_t k = 0; def && k < at_gemm_space_n; k++) {
+			asked = &at_gemm_space[k];
+			cg_target t = {.sm = sm, .tf32 = tf32, .pick_mm = pick_mm_all};
+			cg_plan *p = NULL;
+			sn_err le = {0};
+			CHECK(cg_lower(m->g, NULL, &t, &p, &le) == SN_OK);
+			CHECK(p && p->nsteps == def->nsteps);
+			for (uint32_t i = 0; p && i < p->nsteps && i < def->nsteps; i++) {
+				const cg_pstep *a = &p->steps[i], *d = &def->steps[i];
+				if (d->kind != CG_MATMUL || a->kind != CG_LAUNCH)
+					continue;
+				const cg_kern *kk = &p->kerns[a->kern];
+				CHECK(!strncmp(kk->name, "gemm_tc_", 8));
+				for (uint32_t j = 0; j < a->nargs; j++) {
+					uint32_t id = a->args[j];
+					CHECK(id == d->mm.a || id == d->mm.b || id == d->mm.out || id == d->mm.bias || id == d->mm.c);
+				}
+				const int32_t want[] = {asked->variant, asked->tile_m, asked->tile_n, asked->warps, asked->stages,
+							asked->split_k};
+				const int32_t got[] = {kk->cfg.variant, kk->cfg.tile_m, kk->cfg.tile_n, kk->cfg.warps,
+						       kk->cfg.stages, kk->cfg.split_k};
+				for (size_t f = 0; f < SN_COUNT(want); f++)
+					CHECK(!want[f] || want[f] == got[f]);
+				products++;
+				splitk += kk->cfg.variant == 2 && kk->cfg.split_k > 1;
+				bool dup = false;
+				for (size_t j = 0; j < nv_ && !dup; j++)
+					dup = !strcmp(vs[j].name, kk->name);
+				if (dup)
+					continue;
+				if (nv_ == cap) {
+					cap = cap ? 2 * cap : 64;
+					vs = realloc(vs, cap * sizeof *vs);
+				}
+				memcpy(vs[nv_].name, kk->name, 64);
+				vs[nv_++].src = strdup(kk->src);
+			}
+			cg_plan_free(p);
+		}
 		cg_plan_free(def);
 		sinter_model_free(m);
 	}
 	CHECK(nv_ > 10 && convs > 0 && gemms > 0);
+	/* products against cuBLASLt, split-K over clusters among them (GPT-2's
+	 * products; sm_80's samples, resblock and the MLP, have none that
+	 * cuBLASLt runs: the MLP's take the template by default) */
+	CHECK(sm != 90 || (products > 0 && splitk > 0));
+	printf("sm_%d: %zu cuBLASLt products rendered as the GEMM template (%zu with split-K over a cluster)\n", sm,
+	       products, splitk);
 	/* the tuner's own check kernels (autotune/cuda_check.c) */
 	if (nv_ == cap) {
 		cap = cap ? 2 * cap : 64;

@@ -29,7 +29,7 @@ static at_record random_record(void)
 {
 	at_record r;
 	memset(&r, 0, sizeof r);
-	r.kind = rnd() % 2 ? AT_KERNEL : AT_BLAS;
+	r.kind = rnd() % 3 == 0 ? AT_KERNEL : rnd() % 2 ? AT_BLAS : AT_GEMM;
 	for (int i = 0; i < 16; i++)
 		r.spec[i] = (uint8_t)rnd();
 	r.dev = rnd() % 2 ? dev_a : dev_b;
@@ -37,6 +37,10 @@ static at_record random_record(void)
 		r.cfg.block = (int32_t)(32 << rnd() % 6);
 		r.cfg.vec = (int32_t)(1 << rnd() % 5);
 		r.cfg.rows = (int32_t)(rnd() % 3);
+	} else if (r.kind == AT_GEMM) { /* a product the GEMM template won */
+		r.cfg = (cg_config){.variant = 1 + (int32_t)(rnd() % 2), .tile_m = (int32_t)(64 << rnd() % 2),
+				    .tile_n = (int32_t)(32 << rnd() % 4), .warps = (int32_t)(4 << rnd() % 2),
+				    .stages = 3 + (int32_t)(rnd() % 4), .split_k = (int32_t)(rnd() % 5)};
 	} else {
 		r.algo = (cg_blas_algo){.valid = 1, .id = (int32_t)(rnd() % 70), .tile = (int32_t)(rnd() % 40),
 					.stages = (int32_t)(rnd() % 30), .splitk = 1 + (int32_t)(rnd() % 4),
@@ -110,6 +114,8 @@ static void hostile(void)
 		{"\"vec\": 4", "\"vec\": 99999", "out of range"},
 		{"\"schema\": 1", "\"schema\": 2", "schema 2"},
 		{"\"kind\": \"kernel\"", "\"kind\": \"cubin\"", "kind"},
+		{"\"kind\": \"kernel\"", "\"kind\": \"cublaslt\"", "carries a config"},
+		{"\"kind\": \"kernel\"", "\"kind\": \"gemm_template\"", "checksum mismatch"},
 		{"\"config\"", "\"algo\"", "unknown field"},
 		{"\"ms\": ", "\"ms\": -", "time in ms"},
 		{"\"candidates\"", "\"code\"", "unknown field"},
