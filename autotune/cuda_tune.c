@@ -489,9 +489,14 @@ const cg_config at_space[] = {
 	{.variant = 2, .tile_m = 128, .tile_n = 256, .warps = 8, .stages = 3},
 	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8},
 	{.variant = 1, .tile_m = 64, .tile_n = 64, .warps = 8, .stages = 4, .split_k = 2},
-	/* ... and split-K over a cluster of blocks (wgmma), for small grids */
+	/* ... and split-K over a cluster of blocks (wgmma), for small grids
+	 * (the products' configs against cuBLASLt, at_gemm_space, too) */
+	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6},
 	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6, .split_k = 2},
+	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6, .split_k = 3},
+	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 2},
 	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 4},
+	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4, .split_k = 2},
 };
 const size_t at_space_n = SN_COUNT(at_space);
 

@@ -32,6 +32,7 @@ peak is of the best cuBLAS throughput measured in the same run on an
 8192^3 product of that dtype.
 """
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -81,27 +82,24 @@ def gemm_bias_sir(m, n, k, dt):
 
 
 def winners(args, cache):
-    """What max-autotune chose, from the records in cache: "gemm_template
-    64x128 split_k=2", "cublaslt algo 21", "kernel 128x128"."""
-    out = os.path.join(cache, "records.jsonl")
-    env = dict(os.environ, SINTER_CACHE_DIR=cache)
-    p = subprocess.run([args.sinter, "cache", "export", out], capture_output=True, text=True, env=env, timeout=60)
-    if p.returncode:
-        return "?"
+    """What max-autotune chose, from the records in cache's tuning store
+    (dir/tuning/XX/*.json, one record each): "template v2 64x128
+    split_k=2", "cuBLASLt algo 21", "kernel v2 128x128"."""
     got = []
-    with open(out) as f:
-        for line in f:
-            r = json.loads(line)
-            if "kind" not in r:
-                continue
-            if r["kind"] == "cublaslt":
-                got.append("cuBLASLt algo %d" % r["algo"]["id"])
-            else:
-                c = r["config"]
-                got.append("%s v%d %dx%d%s" % ("template" if r["kind"] == "gemm_template" else "kernel",
-                                               c["variant"], c["tile_m"], c["tile_n"],
-                                               " split_k=%d" % c["split_k"] if c["split_k"] else ""))
-    return "; ".join(got)
+    for path in sorted(glob.glob(os.path.join(cache, "tuning", "*", "*.json"))):
+        try:
+            with open(path) as f:
+                r = json.loads(f.read())
+        except (OSError, ValueError):
+            continue
+        if r.get("kind") == "cublaslt":
+            got.append("cuBLASLt algo %d" % r["algo"]["id"])
+        elif "config" in r:
+            c = r["config"]
+            got.append("%s v%d %dx%d%s" % ("template" if r["kind"] == "gemm_template" else "kernel",
+                                           c["variant"], c["tile_m"], c["tile_n"],
+                                           " split_k=%d" % c["split_k"] if c["split_k"] else ""))
+    return "; ".join(got) or "?"
 
 
 def run_sinter(args, path, extra, cache=None):
