@@ -504,7 +504,8 @@ const size_t at_space_n = SN_COUNT(at_space);
  * candidates against cuBLASLt's algorithms): its own default first, then
  * wgmma tiles (sm_90), split-K over clusters of 2-4 blocks for grids
  * too small for the SMs (GPT-2's and the MLP's products at small
- * batch), and mma.sync tiles (sm_80+; variant 2 is refused there). */
+ * batch), wgmma fed by TMA (variant 3), and mma.sync tiles (sm_80+;
+ * variants 2 and 3 are refused there). */
 const cg_config at_gemm_space[] = {
 	{0},
 	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
@@ -516,6 +517,9 @@ const cg_config at_gemm_space[] = {
 	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 2},
 	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 4},
 	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4, .split_k = 2},
+	{.variant = 3, .tile_m = 128, .tile_n = 256, .warps = 12, .stages = 4},
+	{.variant = 3, .tile_m = 128, .tile_n = 128, .warps = 12, .stages = 6},
+	{.variant = 3, .tile_m = 64, .tile_n = 128, .warps = 8, .stages = 8},
 	{.variant = 1, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 3},
 	{.variant = 1, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4},
 };
@@ -560,6 +564,8 @@ static void harvest_mm(item *it, size_t n, const cg_plan *p, const cg_plan *q, c
 		c.kern = true;
 		c.asked = *a;
 		c.cfg = k->cfg;
+		c.ntmaps = k->ntmaps; /* over argument positions: the same on the item's buffers */
+		memcpy(c.tmaps, k->tmaps, sizeof c.tmaps);
 		memcpy(c.name, k->name, sizeof c.name);
 		memcpy(c.grid, qs->grid, sizeof c.grid);
 		memcpy(c.block, qs->block, sizeof c.block);
@@ -898,7 +904,13 @@ static int measure_kernel(tuner *tu, item *x, sn_err *e)
 				break;
 			continue;
 		}
-		rc = try_cand(tu, x, i, &b, launch_kernel, &l, rtol_of(b.t[b.n - 1], false), false, e);
+		/* a contraction's candidates add in other orders (split-K, k
+		 * groups, other slices): its output is matched relative to its
+		 * largest value, as a product's is; other kernels element by
+		 * element */
+		bool contract = p->steps[x->step].flops > 0;
+		rc = try_cand(tu, x, i, &b, launch_kernel, &l, rtol_of(b.t[b.n - 1], contract && tu->t->tf32), contract,
+			      e);
 		rt_kfn_free(k);
 		if (i == 0 && !c->ok)
 			break;
@@ -919,10 +931,23 @@ static int measure_mm_kernel(tuner *tu, item *x, size_t i, const cg_mm *g, bufs 
 		return le.code && fatal(&le) ? sn_errf(e, SN_EINTERNAL, "autotuning: %s", le.msg) : SN_OK;
 	}
 	klaunch l = {.k = k, .c = c};
+	size_t lbytes[CG_MAX_ARGS] = {0};
 	for (unsigned a = 0; a < c->nargs; a++) {
 		uint32_t id = c->args[a];
-		l.args[a] = id == g->a ? b->d[0] : id == g->b ? b->d[1] : id == g->out ? b->d[2] : id == g->bias ? b->d[3]
-															: b->d[4];
+		unsigned r = id == g->a ? 0 : id == g->b ? 1 : id == g->out ? 2 : id == g->bias ? 3 : 4;
+		l.args[a] = b->d[r];
+		lbytes[a] = b->bytes[r];
+	}
+	/* the TMA variant's tensor maps, over these buffers */
+	bool tm_ok = true;
+	for (unsigned t = 0; tm_ok && t < c->ntmaps; t++)
+		tm_ok = c->tmaps[t].arg < c->nargs &&
+			rt_tmap_encode(tu->c, &c->tmaps[t], l.args[c->tmaps[t].arg], lbytes[c->tmaps[t].arg], &l.tm[t],
+				       &le) == SN_OK;
+	if (!tm_ok) {
+		rt_kfn_free(k);
+		tu->s->failed++;
+		return SN_OK;
 	}
 	int rc = try_cand(tu, x, i, b, launch_kernel, &l, rtol_of(g->dtype, g->tf32), true, e);
 	rt_kfn_free(k);
@@ -1201,6 +1226,8 @@ static int patch_mm_kernel(tuner *tu, item *x, cand *c, sn_err *e)
 		memcpy(k->name, c->name, sizeof k->name);
 		cg_spec_key(c->src, k->spec);
 		k->cfg = c->cfg;
+		k->ntmaps = c->ntmaps;
+		memcpy(k->tmaps, c->tmaps, sizeof k->tmaps);
 		k->cubin = c->cubin; /* moved: compile_kernels skips it */
 		k->cubin_size = c->cubin ? c->cubin_size : 0;
 		c->cubin = NULL;

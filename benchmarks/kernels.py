@@ -32,7 +32,6 @@ peak is of the best cuBLAS throughput measured in the same run on an
 8192^3 product of that dtype.
 """
 import argparse
-import glob
 import json
 import os
 import statistics
@@ -81,27 +80,6 @@ def gemm_bias_sir(m, n, k, dt):
             "  %%y = linear(%%x, %%w, %%b)\n  return %%y\n}\n") % (t, m, k, t, n, k, t, n, t, m, n)
 
 
-def winners(args, cache):
-    """What max-autotune chose, from the records in cache's tuning store
-    (dir/tuning/XX/*.json, one record each): "template v2 64x128
-    split_k=2", "cuBLASLt algo 21", "kernel v2 128x128"."""
-    got = []
-    for path in sorted(glob.glob(os.path.join(cache, "tuning", "*", "*.json"))):
-        try:
-            with open(path) as f:
-                r = json.loads(f.read())
-        except (OSError, ValueError):
-            continue
-        if r.get("kind") == "cublaslt":
-            got.append("cuBLASLt algo %d" % r["algo"]["id"])
-        elif "config" in r:
-            c = r["config"]
-            got.append("%s v%d %dx%d%s" % ("template" if r["kind"] == "gemm_template" else "kernel",
-                                           c["variant"], c["tile_m"], c["tile_n"],
-                                           " split_k=%d" % c["split_k"] if c["split_k"] else ""))
-    return "; ".join(got) or "?"
-
-
 def run_sinter(args, path, extra, cache=None):
     env = dict(os.environ, SINTER_CACHE_DIR=cache or os.path.join(os.path.dirname(path), "cache"))
     cmd = [args.sinter, "bench", path, "--init", "random", "--json", "--iters", str(args.iters),
@@ -110,9 +88,16 @@ def run_sinter(args, path, extra, cache=None):
     if p.returncode:
         return None, "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:])
     try:
-        j = json.loads(p.stdout.strip().splitlines()[-1])
+        j = json.loads([l for l in p.stdout.strip().splitlines() if l.startswith("{")][-1])
     except (ValueError, IndexError):
         return None, "no JSON: " + p.stdout[-300:]
+    if "--profile" in extra:
+        # what the plan runs (bench --profile lists its kernels): the GEMM template or cuBLASLt
+        ks = sorted({w.split()[0] for w in (x.strip() for x in p.stdout.splitlines())
+                     if w.startswith("gemm_tc_") or w.startswith("cublasLt")})
+        j["chose"] = (" ".join("template" if k.startswith("gemm_tc_") else "cuBLASLt" for k in ks) +
+                      (" (tuner %.2fx, %d scored out)" % (j.get("tune_speedup", 0), j.get("tune_failed", 0))))
+        return j, None
     for key in ("median_ms", "latency_median_ms", "ms_median"):
         if key in j:
             return j[key], None
@@ -198,22 +183,21 @@ def gemm_main(args, dev):
                    "sinter_ms": sm, "torch_epi_ms": te, "torch_epi_b2b_ms": teb, "torch_mm_ms": tm,
                    "torch_mm_b2b_ms": tmb, "peak_tflops": peaks[dt], "error": err}
             if args.tuned and dt != "fp8":
-                # max-autotune: linear + GELU (the template's tiles, split-K among them), and
-                # linear + bias alone (cuBLASLt's algorithms against the template's configs)
-                ma = ["--mode", "max-autotune", "--tune-progress", "quiet"]
-                c1 = os.path.join(work, name.replace(" ", "_") + "_ma")
-                row["sinter_ma_ms"], _ = run_sinter(args, path, prec + ma, c1)
-                row["sinter_ma_won"] = winners(args, c1)
+                # reduce-overhead against max-autotune (both replay a CUDA graph): linear + GELU (the
+                # template's tiles, split-K among them), and linear + bias alone (cuBLASLt's
+                # algorithms against the template's configs), with what the tuned plan runs
                 pb = os.path.join(work, name.replace(" ", "_") + "_bias.sir")
                 with open(pb, "w") as f:
                     f.write(gemm_bias_sir(m, n, k, dt))
-                row["sinter_bias_ms"], _ = run_sinter(args, pb, prec, os.path.join(work, "cache_bias"))
-                c2 = os.path.join(work, name.replace(" ", "_") + "_bias_ma")
-                row["sinter_bias_ma_ms"], _ = run_sinter(args, pb, prec + ma, c2)
-                row["sinter_bias_ma_won"] = winners(args, c2)
-                print("  max-autotune: linear+gelu %s (%s); linear+bias default %s, max-autotune %s (%s)" % (
-                    row["sinter_ma_ms"], row["sinter_ma_won"], row["sinter_bias_ms"], row["sinter_bias_ma_ms"],
-                    row["sinter_bias_ma_won"]), flush=True)
+                for key, pth in (("gelu", path), ("bias", pb)):
+                    row[key + "_ro_ms"], _ = run_sinter(args, pth, prec + ["--mode", "reduce-overhead"])
+                    j, _ = run_sinter(args, pth, prec + ["--mode", "max-autotune", "--tune-progress", "quiet",
+                                                         "--profile"])
+                    row[key + "_ma_ms"] = j["median_ms"] if j else None
+                    row[key + "_ma_chose"] = j["chose"] if j else "?"
+                print("  r-o / max-autotune: linear+gelu %s / %s (%s); linear+bias %s / %s (%s)" % (
+                    row["gelu_ro_ms"], row["gelu_ma_ms"], row["gelu_ma_chose"], row["bias_ro_ms"],
+                    row["bias_ma_ms"], row["bias_ma_chose"]), flush=True)
             rows.append(row)
             print("%-26s sinter %s  torch+gelu %.4f ms  torch matmul %.4f ms (b2b %.4f)" % (
                 name, "%.4f ms" % sm if sm else err, te, tm, tmb), flush=True)
@@ -237,17 +221,18 @@ def gemm_main(args, dev):
             r["name"], r["dtype"], sm, f / sm / 1e9, f / sm / 1e9 / pk, r["torch_epi_ms"], r["torch_mm_ms"], tmb,
             f / tmb / 1e9, f / tmb / 1e9 / pk, sm / r["torch_epi_ms"], sm / r["torch_mm_ms"]))
     if args.tuned:
-        print("\nmax-autotune (sinter bench --mode max-autotune, an empty cache each; torch matmul b2b as above)")
-        print("| product | dtype | linear+gelu default ms | linear+gelu m-a ms | m-a chose | linear+bias default "
-              "(cuBLASLt) ms | linear+bias m-a ms | m-a chose | torch matmul ms (b2b) |")
+        print("\nreduce-overhead against max-autotune (sinter bench, each a CUDA graph; median of %d calls)"
+              % args.iters)
+        print("| product | dtype | linear+gelu r-o ms | m-a ms | m-a runs | linear+bias r-o (cuBLASLt) ms | m-a ms "
+              "| m-a runs | torch matmul ms (b2b) |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         fmt = lambda v: "%.4f" % v if isinstance(v, float) else "-"
         for r in rows:
-            if "sinter_ma_ms" not in r:
+            if "gelu_ma_ms" not in r:
                 continue
             print("| %s | %s | %s | %s | %s | %s | %s | %s | %.4f (%.4f) |" % (
-                r["name"], r["dtype"], fmt(r["sinter_ms"]), fmt(r["sinter_ma_ms"]), r["sinter_ma_won"],
-                fmt(r["sinter_bias_ms"]), fmt(r["sinter_bias_ma_ms"]), r["sinter_bias_ma_won"], r["torch_mm_ms"],
+                r["name"], r["dtype"], fmt(r["gelu_ro_ms"]), fmt(r["gelu_ma_ms"]), r["gelu_ma_chose"],
+                fmt(r["bias_ro_ms"]), fmt(r["bias_ma_ms"]), r["bias_ma_chose"], r["torch_mm_ms"],
                 r["torch_mm_b2b_ms"]))
     return 1 if bad else 0
 
@@ -332,8 +317,8 @@ def main():
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--only", default="", help="gemm: comma list of row names to run (default: all)")
     ap.add_argument("--tuned", action="store_true",
-                    help="gemm: also sinter's max-autotune, on linear+gelu and on linear+bias alone (cuBLASLt "
-                         "against the GEMM template), with what it chose")
+                    help="gemm: also sinter's reduce-overhead against max-autotune, on linear+gelu and on "
+                         "linear+bias alone (cuBLASLt against the GEMM template), with what the tuned plan runs")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     args = ap.parse_args()
     import torch
