@@ -2,8 +2,9 @@
  * codegen (rendering a kernel again with another cg_config) and the
  * runtime (compiling candidates with NVRTC in parallel, timing them alone
  * on the device); neither calls it. For every kernel of a plan that has a
- * search space (today: elementwise kernels' block x vec, and cuBLASLt
- * products' algorithms from the heuristic's top candidates), the choice
+ * search space (generated kernels' configs, at_space; cuBLASLt products'
+ * algorithms from the heuristic's top candidates and, against them, the
+ * GEMM template's configs, at_gemm_space), the choice
  * comes from a tuning record when one is stored for this device, else from
  * timing the candidates within a time budget; the winner goes into the
  * plan and into a record. Prefix: at_. */

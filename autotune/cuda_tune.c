@@ -8,7 +8,11 @@
  *    (threads per block x vector width); a kernel whose renderer accepts it
  *    yields a candidate (its source, config and launch geometry), one that
  *    does not keeps its default. Products get the cuBLASLt heuristic's top
- *    algorithms. Kernels without any candidate are not tunable.
+ *    algorithms and, lowered again with cg_target.pick_mm, the GEMM
+ *    template's kernels for them (at_gemm_space), run on the product's
+ *    own buffers; a template that wins turns the plan's product steps into
+ *    launches (patch_mm_kernel) and is recorded as AT_GEMM. Kernels
+ *    without any candidate are not tunable.
  * 3. A stored record for (spec, this device) decides an item without
  *    timing, once the renderer (or cublasLtMatmulAlgoCheck) accepts its
  *    choice and the chosen kernel's output matches the default's on random
