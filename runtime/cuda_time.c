@@ -16,11 +16,15 @@ void rt_dev_free(rt_cuda *c, CUdeviceptr p)
 		c->d.MemFree(p);
 }
 
+/* On sinter's stream, then waited for: a plain cuMemcpyHtoD from pageable
+ * memory returns once the bytes are staged, before the DMA lands, and is not
+ * ordered with the (non-blocking) stream's next kernel, which could read the
+ * old contents (seen as gpu.check's one changed element not counted). */
 int rt_dev_upload(rt_cuda *c, CUdeviceptr dst, const void *src, size_t n, sn_err *e)
 {
-	if (rt_check(c, c->d.StreamSynchronize(c->stream), "cuStreamSynchronize", e))
+	if (n && rt_check(c, c->d.MemcpyHtoDAsync(dst, src, n, c->stream), "cuMemcpyHtoDAsync", e))
 		return e->code;
-	return n ? rt_check(c, c->d.MemcpyHtoD(dst, src, n), "cuMemcpyHtoD", e) : SN_OK;
+	return rt_check(c, c->d.StreamSynchronize(c->stream), "cuStreamSynchronize", e);
 }
 
 int rt_dev_download(rt_cuda *c, void *dst, CUdeviceptr src, size_t n, sn_err *e)
