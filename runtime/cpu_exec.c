@@ -642,11 +642,14 @@ static void *addr_of(rt_cpu *c, ir_ref r)
 }
 
 /* e^x for the tanh-GELU epilogue: Cody-Waite reduction and Cephes' expf
- * polynomial (as cl_emit.c's fexp), no libm call, so the loop vectorizes. */
+ * polynomial (as cl_emit.c's fexp), no libm call, so the loop vectorizes:
+ * rint(x log2 e) by adding and taking away 1.5 * 2^23 (exact for
+ * |x log2 e| < 2^22, the same round to nearest even as rintf; the build's
+ * ISO C keeps the sum from being folded or fused). */
 static inline float fast_exp(float x)
 {
 	float c = x > 88.0f ? 88.0f : x < -87.33654f ? -87.33654f : x == x ? x : 0.0f;
-	float n = rintf(c * 1.44269504088896341f);
+	float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
 	float r = c - n * 0.693359375f - n * -2.12194440e-4f;
 	float p = 1.9875691500e-4f;
 	p = p * r + 1.3981999507e-3f;
@@ -655,7 +658,7 @@ static inline float fast_exp(float x)
 	p = p * r + 1.6666665459e-1f;
 	p = p * r + 5.0000001201e-1f;
 	float y = p * r * r + r + 1.0f;
-	int32_t bits = ((int32_t)n + 127) << 23;
+	int32_t bits = ((int32_t)n + 127) * 8388608; /* << 23, n in [-126, 127] */
 	float e;
 	memcpy(&e, &bits, sizeof e);
 	return x != x ? x : y * e;
@@ -666,6 +669,38 @@ static inline float gelu_tanh(float v)
 {
 	float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
 	return v / (1.0f + fast_exp(-2.0f * u));
+}
+
+/* A product's activation over one row of a tile, o[0..n): relu (act 1)
+ * or tanh-GELU (act 2). Built for the baseline and, on x86-64, again for
+ * AVX2 (8 lanes; no FMA contraction under ISO C, so both give the same
+ * floats), picked once by what the host has. */
+#define ACT_ROW_BODY                                                                                                   \
+	{                                                                                                              \
+		if (act == 1)                                                                                          \
+			for (int64_t i = 0; i < n; i++)                                                                \
+				o[i] = o[i] < 0.0f ? 0.0f : o[i];                                                      \
+		else if (act == 2)                                                                                     \
+			for (int64_t i = 0; i < n; i++)                                                                \
+				o[i] = gelu_tanh(o[i]);                                                                \
+	}
+
+static void act_row_base(float *restrict o, int act, int64_t n) ACT_ROW_BODY
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void act_row_avx2(float *restrict o, int act, int64_t n) ACT_ROW_BODY
+#endif
+
+typedef void act_row_fn(float *restrict o, int act, int64_t n);
+static act_row_fn *act_row = act_row_base;
+static pthread_once_t act_once = PTHREAD_ONCE_INIT;
+static void act_pick(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		act_row = act_row_avx2;
+#endif
 }
 
 typedef struct gjob {
@@ -698,36 +733,39 @@ static void gemm_task(void *ctx, int64_t lo, int64_t hi, int tid)
 			c1 = c0 + j->tile < s->n ? c0 + j->tile : s->n;
 		}
 		const float *Bt = s->trans_b ? B + c0 * s->k : B + c0;
+		/* the bias (and the residual) first, the product added to it
+		 * (beta 1): OpenBLAS's zeroing pass over C becomes this one, and
+		 * no second pass reads the tile back for them */
+		float beta = 0.0f;
+		if (j->bias || R) {
+			for (int64_t i = r0; i < r1; i++) {
+				float *o = C + i * s->n + c0;
+				const float *rr = R ? R + i * s->n + c0 : NULL;
+				if (j->bias && rr)
+					for (int64_t jj = 0; jj < c1 - c0; jj++)
+						o[jj] = j->bias[c0 + jj] + rr[jj];
+				else if (j->bias)
+					memcpy(o, j->bias + c0, (size_t)(c1 - c0) * sizeof *o);
+				else if (rr != o)
+					memcpy(o, rr, (size_t)(c1 - c0) * sizeof *o);
+			}
+			beta = 1.0f;
+		}
 		if (r1 - r0 == 1) {
 			/* one row: a matrix-vector product, bound by reading B once */
 			if (s->trans_b)
 				cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)s->k, 1.0f, Bt,
-					    (blasint)s->k, A + r0 * s->k, 1, 0.0f, C + r0 * s->n + c0, 1);
+					    (blasint)s->k, A + r0 * s->k, 1, beta, C + r0 * s->n + c0, 1);
 			else
 				cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)s->k, (blasint)(c1 - c0), 1.0f, Bt,
-					    (blasint)s->n, A + r0 * s->k, 1, 0.0f, C + r0 * s->n + c0, 1);
+					    (blasint)s->n, A + r0 * s->k, 1, beta, C + r0 * s->n + c0, 1);
 		} else
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),
-			    (blasint)(c1 - c0), (blasint)s->k, 1.0f, A + r0 * s->k, (blasint)s->k, Bt,
-			    (blasint)(s->trans_b ? s->k : s->n), 0.0f, C + r0 * s->n + c0, (blasint)s->n);
-		if (!j->bias && !R && !s->act)
-			continue;
-		for (int64_t i = r0; i < r1; i++) {
-			float *o = C + i * s->n;
-			const float *rr = R ? R + i * s->n : NULL;
-			for (int64_t jj = c0; jj < c1; jj++) {
-				float v = o[jj];
-				if (j->bias)
-					v += j->bias[jj];
-				if (rr)
-					v += rr[jj];
-				if (s->act == 1)
-					v = v < 0.0f ? 0.0f : v;
-				else if (s->act == 2)
-					v = gelu_tanh(v);
-				o[jj] = v;
-			}
-		}
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),
+				    (blasint)(c1 - c0), (blasint)s->k, 1.0f, A + r0 * s->k, (blasint)s->k, Bt,
+				    (blasint)(s->trans_b ? s->k : s->n), beta, C + r0 * s->n + c0, (blasint)s->n);
+		if (s->act)
+			for (int64_t i = r0; i < r1; i++)
+				act_row(C + i * s->n + c0, s->act, c1 - c0);
 	}
 }
 
@@ -736,8 +774,10 @@ static void run_gemm(rt_cpu *c, const cl_step *s)
 	gjob j = {.c = c, .s = s, .a = addr_of(c, s->a), .b = addr_of(c, s->b), .bias = addr_of(c, s->bias),
 		  .res = addr_of(c, s->c), .out = addr_of(c, s->out)};
 	int n = c->pool->n;
-	/* tiles of rows when there are enough, else of columns */
-	j.by_rows = s->m >= 16 * n || s->m >= s->n;
+	/* split the dim whose repeated packing costs less: each task of rows
+	 * packs all of B (k x n), each task of columns all of its rows of A
+	 * (m x k); so rows when m > n (and enough of them), else columns */
+	j.by_rows = s->m > s->n && s->m >= 8 * n;
 	int64_t dim = j.by_rows ? s->m : s->n;
 	int64_t parts = s->batch >= n ? 1 : 2 * n;
 	int64_t tile = (dim + parts - 1) / parts;
@@ -749,6 +789,7 @@ static void run_gemm(rt_cpu *c, const cl_step *s)
 		tile = 1;
 	j.tile = tile;
 	int64_t per = (dim + tile - 1) / tile;
+	pthread_once(&act_once, act_pick);
 	pool_for(c->pool, s->batch * per, 1, gemm_task, &j);
 }
 
