@@ -80,10 +80,21 @@ static bool gemm_shape(const ir_graph *g, const ir_node *n, cl_step *s)
 	return true;
 }
 
-static bool attn_ok(const ir_graph *g, const ir_node *n)
+/* Attention the runtime runs: f32 q, k, v of rank 4 (GQA allowed), and
+ * an optional stored mask, bool (true keeps) or f32 (added), broadcast to
+ * the scores (batch, heads, L, S) from its own shape. */
+static bool attn_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
 {
-	if (n->op != IR_OP_scaled_dot_product_attention || n->nin != 3 || !f32_all(g, n))
+	if (n->op != IR_OP_scaled_dot_product_attention || (n->nin != 3 && n->nin != 4) || n->dtype != IR_F32)
 		return false;
+	for (uint32_t i = 0; i < 3; i++)
+		if (g->nodes[n->in[i]].dtype != IR_F32)
+			return false;
+	if (n->nin == 4) {
+		const ir_node *m = &g->nodes[n->in[3]];
+		if ((m->dtype != IR_F32 && m->dtype != IR_BOOL) || !fp->stored[n->in[3]] || m->shape.rank > 4)
+			return false;
+	}
 	const ir_shape *q = &g->nodes[n->in[0]].shape, *k = &g->nodes[n->in[1]].shape, *v = &g->nodes[n->in[2]].shape;
 	if (q->rank != 4 || k->rank != 4 || v->rank != 4)
 		return false;
@@ -351,7 +362,7 @@ int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, 
 			p->ngather++;
 			continue;
 		}
-		if (gr->kind == FU_NODE && attn_ok(g, core)) {
+		if (gr->kind == FU_NODE && attn_ok(g, fp, core)) {
 			st->kind = CL_ATTN;
 			p->nattn++;
 			continue;

@@ -1128,8 +1128,10 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	return SN_OK;
 }
 
-/* ---- attention: per (batch, head) scores = q k^T (sgemm), causal mask,
- * softmax, then p v (sgemm) ---- */
+/* ---- attention: per (batch, head) scores = q k^T (sgemm), the causal
+ * mask or a mask tensor (bool: false masks out; f32: added), softmax,
+ * then p v (sgemm). A row with every score masked is NaN, as the
+ * reference's (and PyTorch's). ---- */
 
 typedef struct ajob {
 	rt_cpu *c;
@@ -1138,6 +1140,9 @@ typedef struct ajob {
 	int64_t B, H, Hk, L, S, D, Dv;
 	float scale;
 	bool causal;
+	const void *mask; /* NULL: none */
+	bool mbool;
+	int64_t msb, msh, msl, mss; /* the mask's strides over (batch, head, L, S); 0 where broadcast */
 } ajob;
 
 static void attn_task(void *ctx, int64_t lo, int64_t hi, int tid)
@@ -1155,9 +1160,22 @@ static void attn_task(void *ctx, int64_t lo, int64_t hi, int tid)
 		for (int64_t i = 0; i < j->L; i++) {
 			float *r = sc + i * j->S;
 			int64_t valid = j->causal ? (i + 1 < j->S ? i + 1 : j->S) : j->S;
+			if (j->mask) {
+				int64_t mo = b * j->msb + h * j->msh + i * j->msl, ms = j->mss;
+				if (j->mbool) {
+					const uint8_t *m = (const uint8_t *)j->mask + mo;
+					for (int64_t s = 0; s < j->S; s++)
+						r[s] = m[s * ms] ? r[s] : -INFINITY;
+				} else {
+					const float *m = (const float *)j->mask + mo;
+					for (int64_t s = 0; s < j->S; s++)
+						r[s] += m[s * ms];
+				}
+			}
 			float mx = -INFINITY;
 			for (int64_t s = 0; s < valid; s++)
-				mx = r[s] > mx ? r[s] : mx;
+				mx = r[s] > mx || r[s] != r[s] ? r[s] : mx;
+			/* every score masked: mx is -inf and e^(-inf - -inf) NaN */
 			float sum = 0;
 			for (int64_t s = 0; s < valid; s++) {
 				r[s] = expf(r[s] - mx);
@@ -1184,6 +1202,23 @@ static int run_attn(rt_cpu *c, const cl_step *s, sn_err *e)
 	j.B = qs->d[0], j.H = qs->d[1], j.Hk = ks->d[1], j.L = qs->d[2], j.S = ks->d[2], j.D = qs->d[3], j.Dv = vs->d[3];
 	j.scale = (float)(n->attrs->scale != 0 ? n->attrs->scale : 1 / sqrt((double)j.D));
 	j.causal = n->attrs->causal;
+	if (n->nin > 3) {
+		/* the mask's dims line up with (B, H, L, S) from the right */
+		const ir_node *mn = &g->nodes[n->in[3]];
+		const ir_shape *m = &mn->shape;
+		int64_t *st[4] = {&j.msb, &j.msh, &j.msl, &j.mss}, full[4] = {j.B, j.H, j.L, j.S}, stride = 1;
+		for (int d = 3; d >= 0; d--) {
+			int md = d - (4 - m->rank);
+			int64_t ext = md >= 0 ? m->d[md] : 1;
+			if (ext != 1 && ext != full[d])
+				return sn_errf(e, SN_EINTERNAL, "cpu: attention mask dim %lld does not broadcast to %lld",
+					       (long long)ext, (long long)full[d]);
+			*st[d] = ext == 1 ? 0 : stride;
+			stride *= ext;
+		}
+		j.mask = addr_of(c, n->in[3]);
+		j.mbool = mn->dtype == IR_BOOL;
+	}
 	size_t need = (size_t)j.L * (size_t)j.S;
 	if (need > c->scratch_n) {
 		for (int i = 0; i < c->pool->n; i++) {

@@ -85,6 +85,57 @@ def extra_case(rng):
     return c
 
 
+def attention_case(rng):
+    """scaled_dot_product_attention with masks, all run natively on cpu
+    (main checks the plan): f32 masks added (full rank 4 with -inf in it,
+    (1, 1, L, S)), bool masks (L, S) with one row wholly masked (NaN in
+    both), (H, 1, S) broadcast over the queries, causal with L != S, GQA,
+    odd lengths and dims."""
+    c = R.Case("cpu_attention")
+
+    def f32(*shape):
+        return rng.uniform(-2, 2, size=shape).astype(np.float32)
+
+    B, H, Hk, L, S, D, Dv = 2, 4, 2, 7, 13, 5, 3
+    c.input("q", f32(B, H, L, D))
+    c.input("k", f32(B, H, S, D))
+    c.input("v", f32(B, H, S, Dv))
+    c.input("kg", f32(B, Hk, S, D))
+    c.input("vg", f32(B, Hk, S, Dv))
+    c.input("qc", f32(B, H, 9, D))
+    add4 = f32(B, H, L, S)
+    add4[rng.random(add4.shape) < 0.2] = -np.inf
+    add4[..., 0] = 0.0
+    c.input("madd4", add4)
+    c.input("madd2", f32(1, 1, L, S))
+    mb = rng.random((L, S)) < 0.6
+    mb[:, 1] = True
+    mb[3, :] = False  # a row with every score masked: NaN in both
+    c.input("mb2", mb)
+    mh = rng.random((H, 1, S)) < 0.5
+    mh[:, 0, 2] = True
+    c.input("mbh", mh)
+    c.line("%a4 = scaled_dot_product_attention(%q, %k, %v, %madd4)")
+    c.line("%a2 = scaled_dot_product_attention(%q, %kg, %vg, %madd2) scale=0.7")
+    c.line("%b2 = scaled_dot_product_attention(%q, %k, %v, %mb2)")
+    c.line("%bh = scaled_dot_product_attention(%q, %kg, %vg, %mbh)")
+    c.line("%cs = scaled_dot_product_attention(%q, %k, %v) causal=true")
+    c.line("%cl = scaled_dot_product_attention(%qc, %kg, %vg) causal=true")
+    for n, l in (("a4", L), ("a2", L), ("b2", L), ("bh", L), ("cs", L), ("cl", 9)):
+        c.out(n, np.zeros((B, H, l, Dv)))
+    return c
+
+
+def native_attention(sinter, sir, want):
+    """The plan runs want attention steps and nothing on the reference
+    interpreter (1 failure if not)."""
+    p = subprocess.run([sinter, "print", sir, "--device", "cpu"], capture_output=True, text=True)
+    m = re.search(r"(\d+) attention, .* (\d+) on the reference interpreter", p.stdout)
+    ok = p.returncode == 0 and m and int(m.group(1)) == want and int(m.group(2)) == 0
+    print("%s cpu_attention plan: %s" % ("ok  " if ok else "FAIL", m.group(0) if m else p.stdout + p.stderr))
+    return 0 if ok else 1
+
+
 def compare(got, want):
     """(what, failed) of cpu output got against ref output want."""
     if got.shape != want.shape or got.dtype != want.dtype:
@@ -155,7 +206,7 @@ def main():
     os.environ["SINTER_CACHE_DIR"] = os.path.join(work, "cache")
     failures = 0
     text = ""
-    for c in list(R.cases(rng)) + [extra_case(rng)] if "--samples-only" not in args else []:
+    for c in list(R.cases(rng)) + [extra_case(rng), attention_case(rng)] if "--samples-only" not in args else []:
         text += c.sir()
         sir = os.path.join(work, c.name + ".sir")
         with open(sir, "w") as f:
@@ -164,6 +215,8 @@ def main():
         inp = os.path.join(work, c.name + ".in.safetensors")
         R.st_write(inp, c.inputs)
         failures += check(sinter, "--ops " + c.name, [sir, "--inputs", inp], work, c.name)
+        if c.name == "cpu_attention":
+            failures += native_attention(sinter, sir, 6)
     ops_def = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ir", "ops.def")
     ops = [l.split("(")[1].split(",")[0].strip() for l in open(ops_def) if l.startswith("OP(")]
     missing = [o for o in ops if o != "input" and not re.search(r"\b%s\b" % o, text)]
