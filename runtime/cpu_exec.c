@@ -1015,8 +1015,10 @@ static void wino_task(void *ctx, int64_t lo, int64_t hi, int tid)
 /* Whether the convolution in j takes the Winograd path. */
 static bool wino_ok(const cjob *j)
 {
+	/* (on maps under 10x10 the 2x2 blocks are few and partly padding,
+	 * and the 16 products too small: im2col measured faster on 7x7) */
 	return j->KH == 3 && j->KW == 3 && j->sh == 1 && j->sw == 1 && j->dh == 1 && j->dw == 1 && j->C >= 16 &&
-	       j->O >= 16 && j->Ho >= 2 && j->Wo >= 2;
+	       j->O >= 16 && j->Ho * j->Wo >= 100;
 }
 
 static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
@@ -1035,11 +1037,11 @@ static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
 		pool_for(c->pool, j.O, 8, wino_weight_task, &j);
 	}
 	j.u = c->wino[si];
-	/* tiles per task: two tasks per thread at least, V within 1 MiB */
-	j.nt = (j.T + 2 * n - 1) / (2 * n);
+	/* tiles per task: as many as V takes within 1 MiB, since each of a
+	 * task's 16 products packs its part of U again; the output channels
+	 * split where that leaves fewer than two tasks per thread */
 	int64_t cap = 16384 / j.C;
-	if (j.nt > cap)
-		j.nt = cap;
+	j.nt = j.T < cap ? j.T : cap;
 	if (j.nt < 8)
 		j.nt = 8;
 	int64_t tchunks = (j.T + j.nt - 1) / j.nt;
@@ -1091,16 +1093,43 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	j.ebufs = ebufs;
 	if (s->fn >= 0 && s->out != s->args[0])
 		return sn_errf(e, SN_EINTERNAL, "cpu: convolution epilogue writes another buffer");
+	sn_log(SN_LOG_DEBUG, "cpu conv: %s pixels=%lld k=%lld out=%lld (%lldx%lld stride %lld)",
+	       wino_ok(&j) && !c->no_wino ? "winograd" : j.direct ? "direct" : "im2col", (long long)j.M, (long long)j.K,
+	       (long long)j.O, (long long)j.KH, (long long)j.KW, (long long)j.sh);
 	if (wino_ok(&j) && !c->no_wino)
 		return run_wino(c, s, &j, e);
-	/* pixel tiles: two per thread at least, their im2col rows within
-	 * 1 MiB (a core's L2), at least 64 rows for BLAS to work with */
-	j.tile = (j.M + 2 * c->pool->n - 1) / (2 * c->pool->n);
+	/* tasks: pixel tiles by output-channel tiles, two per thread at least.
+	 * Each task's sgemm packs its channels' weights (ctile x K) and its
+	 * pixels' rows (tile x K, copied by im2col first where not direct),
+	 * so of the splits that make enough tasks, the one packing least:
+	 * K (ntiles O + nct M) (twice the rows' part with im2col). Pixel
+	 * tiles' im2col rows within 1 MiB (a core's L2), 16 rows at least. */
+	int n2 = 2 * c->pool->n;
 	int64_t cap = (int64_t)(262144 / (j.K ? j.K : 1));
-	if (j.tile > cap)
-		j.tile = cap;
-	if (j.tile < 64)
-		j.tile = 64;
+	if (cap < 16)
+		cap = 16;
+	double best = -1;
+	int64_t ntiles = 1;
+	for (int64_t nct = 1; nct <= n2; nct++) {
+		int64_t ctile = ((j.O + nct - 1) / nct + 15) / 16 * 16;
+		if (nct > 1 && (ctile >= j.O || (j.O + ctile - 1) / ctile != nct))
+			continue; /* not a split of its own */
+		int64_t nt = (n2 + nct - 1) / nct;
+		if (!j.direct && (j.M + nt - 1) / nt > cap)
+			nt = (j.M + cap - 1) / cap;
+		int64_t tile = (j.M + nt - 1) / nt;
+		if (tile < 16)
+			tile = 16;
+		nt = (j.M + tile - 1) / tile;
+		double cost = (double)nt * (double)j.O + (j.direct ? 1.0 : 2.0) * (double)nct * (double)j.M;
+		if (best < 0 || cost < best) {
+			best = cost;
+			j.nct = nct;
+			j.ctile = nct == 1 ? j.O : ctile;
+			j.tile = tile;
+			ntiles = nt;
+		}
+	}
 	size_t need = (size_t)j.tile * (size_t)j.K;
 	if (!j.direct && need > c->scratch_n) {
 		for (int i = 0; i < c->pool->n; i++) {
@@ -1109,16 +1138,6 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 				return sn_errf(e, SN_EINTERNAL, "out of memory (im2col tiles)");
 		}
 		c->scratch_n = need;
-	}
-	/* few pixel tiles (the last stages' 7x7 maps): split the output
-	 * channels too, so every thread has work */
-	int64_t ntiles = (j.M + j.tile - 1) / j.tile;
-	j.nct = 1;
-	j.ctile = j.O;
-	if (ntiles < 2 * c->pool->n && j.O >= 64) {
-		j.nct = (2 * c->pool->n + ntiles - 1) / ntiles;
-		j.ctile = ((j.O + j.nct - 1) / j.nct + 15) / 16 * 16;
-		j.nct = (j.O + j.ctile - 1) / j.ctile;
 	}
 	pool_for(c->pool, ntiles * j.nct, 1, conv_task, &j);
 	if (j.epi && j.nct > 1) {
