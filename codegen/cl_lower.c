@@ -80,20 +80,29 @@ static bool gemm_shape(const ir_graph *g, const ir_node *n, cl_step *s)
 	return true;
 }
 
-/* Attention the runtime runs: f32 q, k, v of rank 4 (GQA allowed), and
- * an optional stored mask, bool (true keeps) or f32 (added), broadcast to
- * the scores (batch, heads, L, S) from its own shape. */
+/* Attention the runtime runs: q, k, v of rank 4 (GQA allowed), all f32
+ * or all bf16, and an optional stored mask broadcast to the scores
+ * (batch, heads, L, S) from its own shape: of their dtype (added), or
+ * bool (true keeps) with f32 (bf16 steps widen every operand as bf16). */
 static bool attn_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
 {
-	if (n->op != IR_OP_scaled_dot_product_attention || (n->nin != 3 && n->nin != 4) || n->dtype != IR_F32)
+	if (n->op != IR_OP_scaled_dot_product_attention || (n->nin != 3 && n->nin != 4))
 		return false;
-	for (uint32_t i = 0; i < 3; i++)
-		if (g->nodes[n->in[i]].dtype != IR_F32)
-			return false;
 	if (n->nin == 4) {
 		const ir_node *m = &g->nodes[n->in[3]];
-		if ((m->dtype != IR_F32 && m->dtype != IR_BOOL) || !fp->stored[n->in[3]] || m->shape.rank > 4)
+		if (!fp->stored[n->in[3]] || m->shape.rank > 4)
 			return false;
+		if (m->dtype == IR_BOOL) {
+			if (n->dtype != IR_F32)
+				return false;
+			for (uint32_t i = 0; i < 3; i++)
+				if (g->nodes[n->in[i]].dtype != IR_F32)
+					return false;
+		} else if (!f32_all(g, n)) {
+			return false;
+		}
+	} else if (!f32_all(g, n)) {
+		return false;
 	}
 	const ir_shape *q = &g->nodes[n->in[0]].shape, *k = &g->nodes[n->in[1]].shape, *v = &g->nodes[n->in[2]].shape;
 	if (q->rank != 4 || k->rank != 4 || v->rank != 4)

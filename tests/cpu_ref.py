@@ -126,6 +126,50 @@ def attention_case(rng):
     return c
 
 
+def products_case(rng):
+    """Products and convolutions on packed weights (runtime/cpu_exec.c
+    pk_tile: 6 x 16 tiles, 256-deep K blocks, 192-row blocks): rows, columns
+    and depths off those multiples, B as k x n and as n x k, bias,
+    residual, relu and tanh-GELU fused, convolutions with partial channel
+    panels and two K blocks."""
+    c = R.Case("cpu_products")
+
+    def f32(*shape):
+        return rng.uniform(-1, 1, size=shape).astype(np.float32)
+
+    c.input("x1", f32(37, 300))
+    c.param("w1", f32(45, 300))
+    c.param("b1", f32(45))
+    c.input("x2", f32(2, 13, 515))
+    c.param("w2", f32(515, 33))
+    c.param("b2", f32(33))
+    c.input("r2", f32(2, 13, 33))
+    c.input("x3", f32(250, 64))
+    c.param("w3", f32(64, 200))
+    c.input("xc", f32(1, 20, 11, 13))
+    c.param("wc1", f32(37, 20, 3, 3))
+    c.param("bc1", f32(37))
+    c.input("xd", f32(1, 300, 11, 13))
+    c.param("wc2", f32(70, 300, 1, 1))
+    c.param("bc2", f32(70))
+    c.line("%l1 = linear(%x1, %w1, %b1)")
+    c.line("%g1 = gelu(%l1) approximate=tanh")
+    c.line("%m2 = matmul(%x2, %w2)")
+    c.line("%a2 = add(%m2, %b2)")
+    c.line("%s2 = add(%a2, %r2)")
+    c.line("%y2 = relu(%s2)")
+    c.line("%y3 = matmul(%x3, %w3)")
+    c.line("%k1 = conv2d(%xc, %wc1, %bc1) stride=[2,2] pad=[1,1,1,1]")
+    c.line("%yc1 = relu(%k1)")
+    c.line("%yc2 = conv2d(%xd, %wc2, %bc2)")
+    c.out("g1", np.zeros((37, 45)))
+    c.out("y2", np.zeros((2, 13, 33)))
+    c.out("y3", np.zeros((250, 200)))
+    c.out("yc1", np.zeros((1, 37, 6, 7)))
+    c.out("yc2", np.zeros((1, 70, 11, 13)))
+    return c
+
+
 def native_attention(sinter, sir, want):
     """The plan runs want attention steps and nothing on the reference
     interpreter (1 failure if not)."""
@@ -206,7 +250,7 @@ def main():
     os.environ["SINTER_CACHE_DIR"] = os.path.join(work, "cache")
     failures = 0
     text = ""
-    for c in list(R.cases(rng)) + [extra_case(rng), attention_case(rng)] if "--samples-only" not in args else []:
+    for c in list(R.cases(rng)) + [extra_case(rng), attention_case(rng), products_case(rng)] if "--samples-only" not in args else []:
         text += c.sir()
         sir = os.path.join(work, c.name + ".sir")
         with open(sir, "w") as f:
