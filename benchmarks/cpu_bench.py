@@ -17,12 +17,19 @@ second process, from its start to its first output, which finds the plan
 in the plan cache (the weight image mapped, the objects from the kernel
 cache); warm ready: the same less that first run (start to a loaded plan).
 
-usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2]
+With --cpu-seconds S, also each side's CPU time (user + sys) per call on
+one thread (about S seconds of calls each), less sensitive to other load
+on the machine than latency.
+The temporary folder (models, weights: about 1 GB) is removed at the end.
+
+usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2] [--cpu-seconds S]
 Needs numpy, onnx and onnxruntime (tests/requirements.txt).
 """
 import argparse
 import json
 import os
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -162,8 +169,66 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--models", default="mlp,resnet50,gpt2")
+    ap.add_argument("--cpu-seconds", type=float, default=0,
+                    help="also each side's CPU time (user + sys) per call on 1 thread, over about this many seconds")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="sinter-cpu-bench-")
+    try:
+        rows = bench(a, work)
+    finally:
+        # the models, their weights and outputs: about 1 GB with GPT-2
+        shutil.rmtree(work, ignore_errors=True)
+    print("\n| model | threads | sinter cpu ms | onnxruntime ms | sinter / ort | cold compile s | warm start s "
+          "| warm ready s | vs ref |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print("| %s | %d | %.2f | %.2f | %.2f | %.3f | %.3f | %s | %s |" % (
+            r["model"], r["threads"], r["sinter_ms"], r["ort_ms"], r["ratio"], r["cold_compile_s"],
+            r["warm_start_s"], "%.3f" % r["warm_ready_s"] if r["warm_ready_s"] >= 0 else "-", "%.1fx (ref %.0f ms)" % (r["ref_speedup"], r["ref_ms"]) if "ref_ms" in r else "-"))
+    if a.cpu_seconds:
+        print("\n| model | sinter cpu ms/call, 1 thread | onnxruntime cpu ms/call, 1 thread | sinter / ort |")
+        print("| --- | --- | --- | --- |")
+        for r in rows:
+            print("| %s | %.1f | %.1f | %.2f |" % (r["model"], r["sinter_cpu_ms"], r["ort_cpu_ms"], r["cpu_ratio"]))
+
+
+def cpu_s(who):
+    u = resource.getrusage(who)
+    return u.ru_utime + u.ru_stime
+
+
+def cpu_time(a, name, path, sir, work, npz, x):
+    """CPU time (user + sys) per call on 1 thread, which the other load
+    on the machine moves far less than latency: onnxruntime's over n calls
+    in this process, n making about cpu_seconds of its time; sinter's as
+    the difference between two `sinter bench` processes of 5 and 5 + n
+    calls (the same compile and warm start in both, whose own variation
+    is then a few % of the difference)."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for _ in range(3):
+        sess.run(None, {"x": x})
+    t0 = cpu_s(resource.RUSAGE_SELF)
+    sess.run(None, {"x": x})
+    n = max(5, int(a.cpu_seconds / max(cpu_s(resource.RUSAGE_SELF) - t0, 1e-3)))
+    t0 = cpu_s(resource.RUSAGE_SELF)
+    for _ in range(n):
+        sess.run(None, {"x": x})
+    ort_ms = (cpu_s(resource.RUSAGE_SELF) - t0) / n * 1e3
+    del sess
+    used = []
+    for iters in (5, 5 + n):
+        t0 = cpu_s(resource.RUSAGE_CHILDREN)
+        sinter_json([a.sinter, "bench", sir, "--device", "cpu", "--threads", "1", "--weights",
+                     os.path.join(work, name + ".safetensors"), "--inputs", npz, "--iters", str(iters),
+                     "--warmup", "3", "--json"])
+        used.append(cpu_s(resource.RUSAGE_CHILDREN) - t0)
+    return (used[1] - used[0]) / n * 1e3, ort_ms
+
+
+def bench(a, work):
     rows = []
     for name in a.models.split(","):
         m, xs = {"mlp": mlp, "resnet50": resnet50, "gpt2": gpt2}[name](0)
@@ -210,15 +275,12 @@ def main():
                              os.path.join(work, name + ".safetensors"), "--inputs", npz, "--json"])
             row["ref_ms"] = r["run_s"] * 1e3
             row["ref_speedup"] = row["ref_ms"] / j["median_ms"]
+        if a.cpu_seconds:
+            row["sinter_cpu_ms"], row["ort_cpu_ms"] = cpu_time(a, name, path, sir, work, npz, x)
+            row["cpu_ratio"] = row["sinter_cpu_ms"] / row["ort_cpu_ms"]
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print("\n| model | threads | sinter cpu ms | onnxruntime ms | sinter / ort | cold compile s | warm start s "
-          "| warm ready s | vs ref |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        print("| %s | %d | %.2f | %.2f | %.2f | %.3f | %.3f | %s | %s |" % (
-            r["model"], r["threads"], r["sinter_ms"], r["ort_ms"], r["ratio"], r["cold_compile_s"],
-            r["warm_start_s"], "%.3f" % r["warm_ready_s"] if r["warm_ready_s"] >= 0 else "-", "%.1fx (ref %.0f ms)" % (r["ref_speedup"], r["ref_ms"]) if "ref_ms" in r else "-"))
+    return rows
 
 
 if __name__ == "__main__":

@@ -80,10 +80,30 @@ static bool gemm_shape(const ir_graph *g, const ir_node *n, cl_step *s)
 	return true;
 }
 
-static bool attn_ok(const ir_graph *g, const ir_node *n)
+/* Attention the runtime runs: q, k, v of rank 4 (GQA allowed), all f32
+ * or all bf16, and an optional stored mask broadcast to the scores
+ * (batch, heads, L, S) from its own shape: of their dtype (added), or
+ * bool (true keeps) with f32 (bf16 steps widen every operand as bf16). */
+static bool attn_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
 {
-	if (n->op != IR_OP_scaled_dot_product_attention || n->nin != 3 || !f32_all(g, n))
+	if (n->op != IR_OP_scaled_dot_product_attention || (n->nin != 3 && n->nin != 4))
 		return false;
+	if (n->nin == 4) {
+		const ir_node *m = &g->nodes[n->in[3]];
+		if (!fp->stored[n->in[3]] || m->shape.rank > 4)
+			return false;
+		if (m->dtype == IR_BOOL) {
+			if (n->dtype != IR_F32)
+				return false;
+			for (uint32_t i = 0; i < 3; i++)
+				if (g->nodes[n->in[i]].dtype != IR_F32)
+					return false;
+		} else if (!f32_all(g, n)) {
+			return false;
+		}
+	} else if (!f32_all(g, n)) {
+		return false;
+	}
 	const ir_shape *q = &g->nodes[n->in[0]].shape, *k = &g->nodes[n->in[1]].shape, *v = &g->nodes[n->in[2]].shape;
 	if (q->rank != 4 || k->rank != 4 || v->rank != 4)
 		return false;
@@ -351,7 +371,7 @@ int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, 
 			p->ngather++;
 			continue;
 		}
-		if (gr->kind == FU_NODE && attn_ok(g, core)) {
+		if (gr->kind == FU_NODE && attn_ok(g, fp, core)) {
 			st->kind = CL_ATTN;
 			p->nattn++;
 			continue;

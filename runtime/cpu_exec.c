@@ -168,7 +168,9 @@ struct rt_cpu {
 	void **addr;      /* per node, this run's */
 	float **scratch;  /* per thread: im2col tiles, attention scores */
 	size_t scratch_n;
-	float **wino;     /* per step: a Winograd convolution's transformed weights (first run) */
+	float **wino;     /* per step: a Winograd convolution's transformed weights, or a product's
+			   * weights packed for pk_kernel (first run) */
+	bool no_pack;     /* SINTER_CPU_PACK=0: products on weights by OpenBLAS (measurements) */
 	bool no_wino;     /* SINTER_CPU_WINOGRAD=0: 3x3 convolutions by im2col (measurements) */
 	float *stage;     /* bf16 steps: f32 copies of their operands and output (grown) */
 	size_t stage_n;
@@ -494,6 +496,8 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 	c->wino = calloc(p->nsteps ? p->nsteps : 1, sizeof *c->wino);
 	const char *wv = getenv("SINTER_CPU_WINOGRAD");
 	c->no_wino = wv && !strcmp(wv, "0");
+	const char *pv = getenv("SINTER_CPU_PACK");
+	c->no_pack = pv && !strcmp(pv, "0");
 	if (!c->pool || !c->fns || !c->addr || (p->arena_bytes && !c->arena) || !c->scratch || !c->wino) {
 		rc = sn_errf(e, SN_EINTERNAL, "out of memory (cpu arena, %llu bytes)", (unsigned long long)p->arena_bytes);
 		goto fail;
@@ -642,11 +646,14 @@ static void *addr_of(rt_cpu *c, ir_ref r)
 }
 
 /* e^x for the tanh-GELU epilogue: Cody-Waite reduction and Cephes' expf
- * polynomial (as cl_emit.c's fexp), no libm call, so the loop vectorizes. */
+ * polynomial (as cl_emit.c's fexp), no libm call, so the loop vectorizes:
+ * rint(x log2 e) by adding and taking away 1.5 * 2^23 (exact for
+ * |x log2 e| < 2^22, the same round to nearest even as rintf; the build's
+ * ISO C keeps the sum from being folded or fused). */
 static inline float fast_exp(float x)
 {
 	float c = x > 88.0f ? 88.0f : x < -87.33654f ? -87.33654f : x == x ? x : 0.0f;
-	float n = rintf(c * 1.44269504088896341f);
+	float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
 	float r = c - n * 0.693359375f - n * -2.12194440e-4f;
 	float p = 1.9875691500e-4f;
 	p = p * r + 1.3981999507e-3f;
@@ -655,7 +662,7 @@ static inline float fast_exp(float x)
 	p = p * r + 1.6666665459e-1f;
 	p = p * r + 5.0000001201e-1f;
 	float y = p * r * r + r + 1.0f;
-	int32_t bits = ((int32_t)n + 127) << 23;
+	int32_t bits = ((int32_t)n + 127) * 8388608; /* << 23, n in [-126, 127] */
 	float e;
 	memcpy(&e, &bits, sizeof e);
 	return x != x ? x : y * e;
@@ -666,6 +673,38 @@ static inline float gelu_tanh(float v)
 {
 	float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
 	return v / (1.0f + fast_exp(-2.0f * u));
+}
+
+/* A product's activation over one row of a tile, o[0..n): relu (act 1)
+ * or tanh-GELU (act 2). Built for the baseline and, on x86-64, again for
+ * AVX2 (8 lanes; no FMA contraction under ISO C, so both give the same
+ * floats), picked once by what the host has. */
+#define ACT_ROW_BODY                                                                                                   \
+	{                                                                                                              \
+		if (act == 1)                                                                                          \
+			for (int64_t i = 0; i < n; i++)                                                                \
+				o[i] = o[i] < 0.0f ? 0.0f : o[i];                                                      \
+		else if (act == 2)                                                                                     \
+			for (int64_t i = 0; i < n; i++)                                                                \
+				o[i] = gelu_tanh(o[i]);                                                                \
+	}
+
+static void act_row_base(float *restrict o, int act, int64_t n) ACT_ROW_BODY
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void act_row_avx2(float *restrict o, int act, int64_t n) ACT_ROW_BODY
+#endif
+
+typedef void act_row_fn(float *restrict o, int act, int64_t n);
+static act_row_fn *act_row = act_row_base;
+static pthread_once_t act_once = PTHREAD_ONCE_INIT;
+static void act_pick(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		act_row = act_row_avx2;
+#endif
 }
 
 typedef struct gjob {
@@ -698,37 +737,320 @@ static void gemm_task(void *ctx, int64_t lo, int64_t hi, int tid)
 			c1 = c0 + j->tile < s->n ? c0 + j->tile : s->n;
 		}
 		const float *Bt = s->trans_b ? B + c0 * s->k : B + c0;
+		/* the bias (and the residual) first, the product added to it
+		 * (beta 1): OpenBLAS's zeroing pass over C becomes this one, and
+		 * no second pass reads the tile back for them */
+		float beta = 0.0f;
+		if (j->bias || R) {
+			for (int64_t i = r0; i < r1; i++) {
+				float *o = C + i * s->n + c0;
+				const float *rr = R ? R + i * s->n + c0 : NULL;
+				if (j->bias && rr)
+					for (int64_t jj = 0; jj < c1 - c0; jj++)
+						o[jj] = j->bias[c0 + jj] + rr[jj];
+				else if (j->bias)
+					memcpy(o, j->bias + c0, (size_t)(c1 - c0) * sizeof *o);
+				else if (rr != o)
+					memcpy(o, rr, (size_t)(c1 - c0) * sizeof *o);
+			}
+			beta = 1.0f;
+		}
 		if (r1 - r0 == 1) {
 			/* one row: a matrix-vector product, bound by reading B once */
 			if (s->trans_b)
 				cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)s->k, 1.0f, Bt,
-					    (blasint)s->k, A + r0 * s->k, 1, 0.0f, C + r0 * s->n + c0, 1);
+					    (blasint)s->k, A + r0 * s->k, 1, beta, C + r0 * s->n + c0, 1);
 			else
 				cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)s->k, (blasint)(c1 - c0), 1.0f, Bt,
-					    (blasint)s->n, A + r0 * s->k, 1, 0.0f, C + r0 * s->n + c0, 1);
+					    (blasint)s->n, A + r0 * s->k, 1, beta, C + r0 * s->n + c0, 1);
 		} else
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),
-			    (blasint)(c1 - c0), (blasint)s->k, 1.0f, A + r0 * s->k, (blasint)s->k, Bt,
-			    (blasint)(s->trans_b ? s->k : s->n), 0.0f, C + r0 * s->n + c0, (blasint)s->n);
-		if (!j->bias && !R && !s->act)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),
+				    (blasint)(c1 - c0), (blasint)s->k, 1.0f, A + r0 * s->k, (blasint)s->k, Bt,
+				    (blasint)(s->trans_b ? s->k : s->n), beta, C + r0 * s->n + c0, (blasint)s->n);
+		if (s->act)
+			for (int64_t i = r0; i < r1; i++)
+				act_row(C + i * s->n + c0, s->act, c1 - c0);
+	}
+}
+
+/* ---- products on weights packed once (the first run): B in panels of
+ * 16 columns, [N/16][K][16], zero padded, so no call packs it again
+ * (OpenBLAS packs B on every call: a pass over the weights, which GPT-2
+ * reads from memory each time); C in 6 x 16 tiles by an AVX2/FMA
+ * micro-kernel (12 accumulators), A packed per task in [K/256][M/6][kc][6]
+ * blocks, C blocks of 8 panels kept in cache across the K blocks. ---- */
+
+#define PK_MR 6
+#define PK_NR 16
+#define PK_KC 256
+#define PK_NCP 8
+/* products of more rows (and convolutions of more pixels) stay on
+ * OpenBLAS: measured slower here on ResNet-50's 56x56 and 28x28 maps
+ * (3136 and 784 pixels), faster on 14x14 and 7x7 and GPT-2's 128 tokens */
+#define PK_MAX_ROWS 256
+#define PK_MC 192 /* rows per block (a product task's rows at most): whole 6-row tiles */
+
+static bool pk_host; /* the host has AVX2 and FMA */
+static pthread_once_t pk_once = PTHREAD_ONCE_INIT;
+static void pk_pick(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	pk_host = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* c (mr x nr of a 6 x 16 tile, row stride ldc) = or += a (kc x 6) b (kc x 16) */
+__attribute__((target("avx2,fma"))) static void pk_kernel(int64_t kc, const float *a, const float *b, float *c,
+							    int64_t ldc, bool add, int64_t mr, int64_t nr)
+{
+	__m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+	       c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+	for (int64_t k = 0; k < kc; k++) {
+		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), t;
+		t = _mm256_broadcast_ss(a + 0);
+		c00 = _mm256_fmadd_ps(t, b0, c00);
+		c01 = _mm256_fmadd_ps(t, b1, c01);
+		t = _mm256_broadcast_ss(a + 1);
+		c10 = _mm256_fmadd_ps(t, b0, c10);
+		c11 = _mm256_fmadd_ps(t, b1, c11);
+		t = _mm256_broadcast_ss(a + 2);
+		c20 = _mm256_fmadd_ps(t, b0, c20);
+		c21 = _mm256_fmadd_ps(t, b1, c21);
+		t = _mm256_broadcast_ss(a + 3);
+		c30 = _mm256_fmadd_ps(t, b0, c30);
+		c31 = _mm256_fmadd_ps(t, b1, c31);
+		t = _mm256_broadcast_ss(a + 4);
+		c40 = _mm256_fmadd_ps(t, b0, c40);
+		c41 = _mm256_fmadd_ps(t, b1, c41);
+		t = _mm256_broadcast_ss(a + 5);
+		c50 = _mm256_fmadd_ps(t, b0, c50);
+		c51 = _mm256_fmadd_ps(t, b1, c51);
+		a += PK_MR;
+		b += PK_NR;
+	}
+	__m256 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+	if (mr == PK_MR && nr == PK_NR) {
+		for (int r = 0; r < PK_MR; r++) {
+			float *cr = c + r * ldc;
+			if (add) {
+				acc[2 * r] = _mm256_add_ps(_mm256_loadu_ps(cr), acc[2 * r]);
+				acc[2 * r + 1] = _mm256_add_ps(_mm256_loadu_ps(cr + 8), acc[2 * r + 1]);
+			}
+			_mm256_storeu_ps(cr, acc[2 * r]);
+			_mm256_storeu_ps(cr + 8, acc[2 * r + 1]);
+		}
+		return;
+	}
+	float t[PK_MR * PK_NR];
+	for (int r = 0; r < PK_MR; r++) {
+		_mm256_storeu_ps(t + r * PK_NR, acc[2 * r]);
+		_mm256_storeu_ps(t + r * PK_NR + 8, acc[2 * r + 1]);
+	}
+	for (int64_t r = 0; r < mr; r++)
+		for (int64_t q = 0; q < nr; q++)
+			c[r * ldc + q] = add ? c[r * ldc + q] + t[r * PK_NR + q] : t[r * PK_NR + q];
+}
+#else
+static void pk_kernel(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool add, int64_t mr,
+		      int64_t nr)
+{
+	(void)kc, (void)a, (void)b, (void)c, (void)ldc, (void)add, (void)mr, (void)nr; /* pk_host is false */
+}
+#endif
+
+typedef struct pkjob {
+	const float *b; /* B as the graph has it: k x n, or n x k (trans) */
+	float *bp;
+	int64_t k, n;
+	bool trans;
+} pkjob;
+
+/* panels [lo, hi) of B packed */
+static void pk_pack_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	pkjob *j = ctx;
+	for (int64_t p = lo; p < hi; p++) {
+		float *d = j->bp + p * j->k * PK_NR;
+		int64_t c0 = p * PK_NR, w = j->n - c0 < PK_NR ? j->n - c0 : PK_NR;
+		if (!j->trans) {
+			for (int64_t k = 0; k < j->k; k++) {
+				memcpy(d + k * PK_NR, j->b + k * j->n + c0, (size_t)w * sizeof *d);
+				for (int64_t q = w; q < PK_NR; q++)
+					d[k * PK_NR + q] = 0.0f;
+			}
 			continue;
-		for (int64_t i = r0; i < r1; i++) {
-			float *o = C + i * s->n;
-			const float *rr = R ? R + i * s->n : NULL;
-			for (int64_t jj = c0; jj < c1; jj++) {
-				float v = o[jj];
-				if (j->bias)
-					v += j->bias[jj];
-				if (rr)
-					v += rr[jj];
-				if (s->act == 1)
-					v = v < 0.0f ? 0.0f : v;
-				else if (s->act == 2)
-					v = gelu_tanh(v);
-				o[jj] = v;
+		}
+		for (int64_t q = 0; q < PK_NR; q++) /* column q of the panel: row c0 + q of B */
+			for (int64_t k = 0; k < j->k; k++)
+				d[k * PK_NR + q] = q < w ? j->b[(c0 + q) * j->k + k] : 0.0f;
+	}
+}
+
+/* rows [0, m) of A (row stride lda) packed: [K/256][ceil(m/6)][kc][6] */
+static void pk_pack_a(const float *A, int64_t lda, int64_t m, int64_t K, float *ap)
+{
+	int64_t mp = (m + PK_MR - 1) / PK_MR * PK_MR;
+	for (int64_t k0 = 0; k0 < K; k0 += PK_KC) {
+		int64_t kc = K - k0 < PK_KC ? K - k0 : PK_KC;
+		float *blk = ap + k0 * mp;
+		for (int64_t i = 0; i < m; i += PK_MR) {
+			float *d = blk + i / PK_MR * kc * PK_MR;
+			int64_t mr = m - i < PK_MR ? m - i : PK_MR;
+			const float *r0 = A + i * lda + k0;
+			if (mr == PK_MR) {
+				const float *r1 = r0 + lda, *r2 = r1 + lda, *r3 = r2 + lda, *r4 = r3 + lda, *r5 = r4 + lda;
+				for (int64_t k = 0; k < kc; k++, d += PK_MR) {
+					d[0] = r0[k];
+					d[1] = r1[k];
+					d[2] = r2[k];
+					d[3] = r3[k];
+					d[4] = r4[k];
+					d[5] = r5[k];
+				}
+				continue;
+			}
+			for (int64_t k = 0; k < kc; k++)
+				for (int64_t r = 0; r < PK_MR; r++)
+					d[k * PK_MR + r] = r < mr ? r0[r * lda + k] : 0.0f;
+		}
+	}
+}
+
+/* C (rows [0, m), row stride ldc) columns of panels [p0, p1) of bp (K x
+ * N packed) = or += (add) A (m x K, row stride lda) times them, then the
+ * activation on each block of panels while it is in cache; ap holds A
+ * packed (m rounded up to 6, times K). */
+static void pk_tile(const float *A, int64_t lda, int64_t m, int64_t K, const float *bp, int64_t N, int64_t p0,
+		    int64_t p1, float *C, int64_t ldc, bool add, int act, float *ap)
+{
+	pk_pack_a(A, lda, m, K, ap);
+	int64_t mp = (m + PK_MR - 1) / PK_MR * PK_MR;
+	/* blocks of PK_MC rows: a block's packed A (PK_MC x 256) stays in
+	 * L2 while the panels go by */
+	for (int64_t i0 = 0; i0 < m; i0 += PK_MC) {
+		int64_t i1 = i0 + PK_MC < m ? i0 + PK_MC : m, mb = i1 - i0;
+		for (int64_t jc = p0; jc < p1; jc += PK_NCP) {
+			int64_t je = jc + PK_NCP < p1 ? jc + PK_NCP : p1;
+			for (int64_t k0 = 0; k0 < K; k0 += PK_KC) {
+				int64_t kc = K - k0 < PK_KC ? K - k0 : PK_KC;
+				const float *a = ap + k0 * mp;
+				for (int64_t p = jc; p < je; p++) {
+					const float *b = bp + (p * K + k0) * PK_NR;
+					int64_t nr = N - p * PK_NR < PK_NR ? N - p * PK_NR : PK_NR;
+					/* the next panel's block fetched from memory while
+					 * this one is used: a share of its lines per tile */
+					const char *nb = (const char *)(p + 1 < p1 ? bp + ((p + 1) * K + k0) * PK_NR : b);
+					int64_t lines = kc * PK_NR * 4 / 64, per = (lines * PK_MR + mb - 1) / mb, l = 0;
+					for (int64_t i = i0; i < i1; i += PK_MR) {
+						for (int64_t q = 0; q < per && l < lines; q++, l++)
+							__builtin_prefetch(nb + l * 64, 0, 3);
+						pk_kernel(kc, a + i / PK_MR * kc * PK_MR, b, C + i * ldc + p * PK_NR, ldc,
+							  add || k0 > 0, i1 - i < PK_MR ? i1 - i : PK_MR, nr);
+					}
+				}
+			}
+			if (act) {
+				int64_t a0 = jc * PK_NR, a1 = je * PK_NR < N ? je * PK_NR : N;
+				for (int64_t i = i0; i < i1; i++)
+					act_row(C + i * ldc + a0, act, a1 - a0);
 			}
 		}
 	}
+}
+
+typedef struct pgjob {
+	rt_cpu *c;
+	const cl_step *s;
+	const float *a, *bp, *bias, *res;
+	float *out;
+	int64_t rb, nrb, pchunk, nchunk; /* rows per task, row blocks; panels per task, panel chunks */
+} pgjob;
+
+static void pgemm_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	pgjob *j = ctx;
+	const cl_step *s = j->s;
+	int64_t K = s->k, N = s->n, np = (N + PK_NR - 1) / PK_NR;
+	float *ap = j->c->scratch[tid];
+	for (int64_t t = lo; t < hi; t++) {
+		int64_t rbi = t / j->nchunk, ch = t % j->nchunk;
+		int64_t r0 = rbi * j->rb, r1 = r0 + j->rb < s->m ? r0 + j->rb : s->m, m = r1 - r0;
+		int64_t p0 = ch * j->pchunk, p1 = p0 + j->pchunk < np ? p0 + j->pchunk : np;
+		int64_t c0 = p0 * PK_NR, c1 = p1 * PK_NR < N ? p1 * PK_NR : N;
+		float *C = j->out + r0 * N;
+		/* the bias and the residual first, as run_gemm's */
+		bool add = j->bias || j->res;
+		for (int64_t i = 0; add && i < m; i++) {
+			float *o = C + i * N + c0;
+			const float *rr = j->res ? j->res + (r0 + i) * N + c0 : NULL;
+			if (j->bias && rr)
+				for (int64_t q = 0; q < c1 - c0; q++)
+					o[q] = j->bias[c0 + q] + rr[q];
+			else if (j->bias)
+				memcpy(o, j->bias + c0, (size_t)(c1 - c0) * sizeof *o);
+			else if (rr != o)
+				memcpy(o, rr, (size_t)(c1 - c0) * sizeof *o);
+		}
+		pk_tile(j->a + r0 * K, K, m, K, j->bp, N, p0, p1, C, N, add, s->act, ap);
+	}
+}
+
+/* Whether the product runs on packed weights: B a weight (not batched),
+ * 2 to PK_MAX_ROWS rows, and a host with AVX2 and FMA. */
+static bool is_weight(const rt_cpu *c, ir_ref r)
+{
+	if (r == IR_NONE)
+		return false;
+	while (c->p->vals[r].where == CL_VIEW)
+		r = c->p->vals[r].index;
+	return c->p->vals[r].where == CL_WEIGHT;
+}
+
+static bool pk_ok(const rt_cpu *c, const cl_step *s)
+{
+	return !c->no_pack && pk_host && s->batch == 1 && s->m >= 2 && s->m <= PK_MAX_ROWS && is_weight(c, s->b);
+}
+
+static int run_pgemm(rt_cpu *c, const cl_step *s, sn_err *e)
+{
+	size_t si = (size_t)(s - c->p->steps);
+	int n = c->pool->n;
+	int64_t np = (s->n + PK_NR - 1) / PK_NR;
+	if (!c->wino[si]) {
+		if (!(c->wino[si] = aligned_alloc(CL_ALIGN, (size_t)(np * s->k * PK_NR) * sizeof(float))))
+			return sn_errf(e, SN_EINTERNAL, "out of memory (packed weights)");
+		pkjob pj = {.b = addr_of(c, s->b), .bp = c->wino[si], .k = s->k, .n = s->n, .trans = s->trans_b};
+		pool_for(c->pool, np, 1, pk_pack_task, &pj);
+	}
+	pgjob j = {.c = c, .s = s, .a = addr_of(c, s->a), .bp = c->wino[si], .bias = addr_of(c, s->bias),
+		   .res = addr_of(c, s->c), .out = addr_of(c, s->out)};
+	/* row blocks of up to PK_MC rows (whole 6-row tiles), then chunks of
+	 * panels for two tasks per thread at least; each task packs its rows
+	 * of A, which costs little next to B's panels it streams */
+	j.nrb = (s->m + PK_MC - 1) / PK_MC;
+	j.rb = ((s->m + j.nrb - 1) / j.nrb + PK_MR - 1) / PK_MR * PK_MR;
+	j.nrb = (s->m + j.rb - 1) / j.rb;
+	j.nchunk = (2 * n + j.nrb - 1) / j.nrb;
+	if (j.nchunk > np)
+		j.nchunk = np;
+	j.pchunk = (np + j.nchunk - 1) / j.nchunk;
+	j.nchunk = (np + j.pchunk - 1) / j.pchunk;
+	size_t need = (size_t)j.rb * (size_t)s->k;
+	if (need > c->scratch_n) {
+		for (int i = 0; i < n; i++) {
+			free(c->scratch[i]);
+			if (!(c->scratch[i] = malloc(need * sizeof(float))))
+				return sn_errf(e, SN_EINTERNAL, "out of memory (packed rows)");
+		}
+		c->scratch_n = need;
+	}
+	pool_for(c->pool, j.nrb * j.nchunk, 1, pgemm_task, &j);
+	return SN_OK;
 }
 
 static void run_gemm(rt_cpu *c, const cl_step *s)
@@ -736,8 +1058,10 @@ static void run_gemm(rt_cpu *c, const cl_step *s)
 	gjob j = {.c = c, .s = s, .a = addr_of(c, s->a), .b = addr_of(c, s->b), .bias = addr_of(c, s->bias),
 		  .res = addr_of(c, s->c), .out = addr_of(c, s->out)};
 	int n = c->pool->n;
-	/* tiles of rows when there are enough, else of columns */
-	j.by_rows = s->m >= 16 * n || s->m >= s->n;
+	/* split the dim whose repeated packing costs less: each task of rows
+	 * packs all of B (k x n), each task of columns all of its rows of A
+	 * (m x k); so rows when m > n (and enough of them), else columns */
+	j.by_rows = s->m > s->n && s->m >= 8 * n;
 	int64_t dim = j.by_rows ? s->m : s->n;
 	int64_t parts = s->batch >= n ? 1 : 2 * n;
 	int64_t tile = (dim + parts - 1) / parts;
@@ -749,6 +1073,7 @@ static void run_gemm(rt_cpu *c, const cl_step *s)
 		tile = 1;
 	j.tile = tile;
 	int64_t per = (dim + tile - 1) / tile;
+	pthread_once(&act_once, act_pick);
 	pool_for(c->pool, s->batch * per, 1, gemm_task, &j);
 }
 
@@ -767,6 +1092,8 @@ typedef struct cjob {
 	kern_fn *epi;
 	int64_t ctile, nct; /* output channels per task, tasks per pixel tile */
 	int64_t tile;       /* output pixels per task */
+	const float *wp;    /* the weights packed for pk_kernel, or NULL (OpenBLAS) */
+	size_t apoff;       /* where a task's packed rows start in its scratch */
 } cjob;
 
 static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
@@ -826,8 +1153,13 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 				memcpy(C + (p - p0) * j->O + o0, j->bias + o0, (size_t)(o1 - o0) * sizeof *C);
 			beta = 1.0f;
 		}
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(p1 - p0), (blasint)(o1 - o0), (blasint)j->K,
-			    1.0f, A, (blasint)j->K, j->w + o0 * j->K, (blasint)j->K, beta, C + o0, (blasint)j->O);
+		if (j->wp)
+			pk_tile(A, j->K, p1 - p0, j->K, j->wp, j->O, o0 / PK_NR, (o1 + PK_NR - 1) / PK_NR, C, j->O, beta != 0.0f,
+				0, col + j->apoff);
+		else
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(p1 - p0), (blasint)(o1 - o0),
+				    (blasint)j->K, 1.0f, A, (blasint)j->K, j->w + o0 * j->K, (blasint)j->K, beta, C + o0,
+				    (blasint)j->O);
 		/* the fused epilogue on the tile while it is in cache: its rows
 		 * are output pixels of O channels (after the whole conv when
 		 * the channels are split) */
@@ -974,8 +1306,10 @@ static void wino_task(void *ctx, int64_t lo, int64_t hi, int tid)
 /* Whether the convolution in j takes the Winograd path. */
 static bool wino_ok(const cjob *j)
 {
+	/* (on maps under 10x10 the 2x2 blocks are few and partly padding,
+	 * and the 16 products too small: im2col measured faster on 7x7) */
 	return j->KH == 3 && j->KW == 3 && j->sh == 1 && j->sw == 1 && j->dh == 1 && j->dw == 1 && j->C >= 16 &&
-	       j->O >= 16 && j->Ho >= 2 && j->Wo >= 2;
+	       j->O >= 16 && j->Ho * j->Wo >= 100;
 }
 
 static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
@@ -994,11 +1328,11 @@ static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
 		pool_for(c->pool, j.O, 8, wino_weight_task, &j);
 	}
 	j.u = c->wino[si];
-	/* tiles per task: two tasks per thread at least, V within 1 MiB */
-	j.nt = (j.T + 2 * n - 1) / (2 * n);
+	/* tiles per task: as many as V takes within 1 MiB, since each of a
+	 * task's 16 products packs its part of U again; the output channels
+	 * split where that leaves fewer than two tasks per thread */
 	int64_t cap = 16384 / j.C;
-	if (j.nt > cap)
-		j.nt = cap;
+	j.nt = j.T < cap ? j.T : cap;
 	if (j.nt < 8)
 		j.nt = 8;
 	int64_t tchunks = (j.T + j.nt - 1) / j.nt;
@@ -1050,34 +1384,67 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	j.ebufs = ebufs;
 	if (s->fn >= 0 && s->out != s->args[0])
 		return sn_errf(e, SN_EINTERNAL, "cpu: convolution epilogue writes another buffer");
+	sn_log(SN_LOG_DEBUG, "cpu conv: %s pixels=%lld k=%lld out=%lld (%lldx%lld stride %lld)",
+	       wino_ok(&j) && !c->no_wino ? "winograd" : j.direct ? "direct" : "im2col", (long long)j.M, (long long)j.K,
+	       (long long)j.O, (long long)j.KH, (long long)j.KW, (long long)j.sh);
 	if (wino_ok(&j) && !c->no_wino)
 		return run_wino(c, s, &j, e);
-	/* pixel tiles: two per thread at least, their im2col rows within
-	 * 1 MiB (a core's L2), at least 64 rows for BLAS to work with */
-	j.tile = (j.M + 2 * c->pool->n - 1) / (2 * c->pool->n);
+	/* tasks: pixel tiles by output-channel tiles, two per thread at least.
+	 * Each task's sgemm packs its channels' weights (ctile x K) and its
+	 * pixels' rows (tile x K, copied by im2col first where not direct),
+	 * so of the splits that make enough tasks, the one packing least:
+	 * K (ntiles O + nct M) (twice the rows' part with im2col). Pixel
+	 * tiles' im2col rows within 1 MiB (a core's L2), 16 rows at least. */
+	int n2 = 2 * c->pool->n;
 	int64_t cap = (int64_t)(262144 / (j.K ? j.K : 1));
-	if (j.tile > cap)
-		j.tile = cap;
-	if (j.tile < 64)
-		j.tile = 64;
-	size_t need = (size_t)j.tile * (size_t)j.K;
-	if (!j.direct && need > c->scratch_n) {
+	if (cap < 16)
+		cap = 16;
+	double best = -1;
+	int64_t ntiles = 1;
+	for (int64_t nct = 1; nct <= n2; nct++) {
+		int64_t ctile = ((j.O + nct - 1) / nct + 15) / 16 * 16;
+		if (nct > 1 && (ctile >= j.O || (j.O + ctile - 1) / ctile != nct))
+			continue; /* not a split of its own */
+		int64_t nt = (n2 + nct - 1) / nct;
+		if (!j.direct && (j.M + nt - 1) / nt > cap)
+			nt = (j.M + cap - 1) / cap;
+		int64_t tile = (j.M + nt - 1) / nt;
+		if (tile < 16)
+			tile = 16;
+		nt = (j.M + tile - 1) / tile;
+		double cost = (double)nt * (double)j.O + (j.direct ? 1.0 : 2.0) * (double)nct * (double)j.M;
+		if (best < 0 || cost < best) {
+			best = cost;
+			j.nct = nct;
+			j.ctile = nct == 1 ? j.O : ctile;
+			j.tile = tile;
+			ntiles = nt;
+		}
+	}
+	/* the weights packed once (first run) for pk_kernel when they are a
+	 * weight of the plan: output-channel tiles are whole panels */
+	size_t si = (size_t)(s - c->p->steps);
+	pthread_once(&pk_once, pk_pick);
+	if (pk_host && !c->no_pack && j.M <= PK_MAX_ROWS && (j.nct == 1 || j.ctile % PK_NR == 0) &&
+	    is_weight(c, n->in[1])) {
+		int64_t np = (j.O + PK_NR - 1) / PK_NR;
+		if (!c->wino[si]) {
+			if (!(c->wino[si] = aligned_alloc(CL_ALIGN, (size_t)(np * j.K * PK_NR) * sizeof(float))))
+				return sn_errf(e, SN_EINTERNAL, "out of memory (packed weights)");
+			pkjob pj = {.b = j.w, .bp = c->wino[si], .k = j.K, .n = j.O, .trans = true};
+			pool_for(c->pool, np, 1, pk_pack_task, &pj);
+		}
+		j.wp = c->wino[si];
+	}
+	j.apoff = j.direct ? 0 : (size_t)j.tile * (size_t)j.K;
+	size_t need = j.apoff + (j.wp ? (size_t)((j.tile + PK_MR - 1) / PK_MR * PK_MR) * (size_t)j.K : 0);
+	if (need > c->scratch_n) {
 		for (int i = 0; i < c->pool->n; i++) {
 			free(c->scratch[i]);
 			if (!(c->scratch[i] = malloc(need * sizeof(float))))
 				return sn_errf(e, SN_EINTERNAL, "out of memory (im2col tiles)");
 		}
 		c->scratch_n = need;
-	}
-	/* few pixel tiles (the last stages' 7x7 maps): split the output
-	 * channels too, so every thread has work */
-	int64_t ntiles = (j.M + j.tile - 1) / j.tile;
-	j.nct = 1;
-	j.ctile = j.O;
-	if (ntiles < 2 * c->pool->n && j.O >= 64) {
-		j.nct = (2 * c->pool->n + ntiles - 1) / ntiles;
-		j.ctile = ((j.O + j.nct - 1) / j.nct + 15) / 16 * 16;
-		j.nct = (j.O + j.ctile - 1) / j.ctile;
 	}
 	pool_for(c->pool, ntiles * j.nct, 1, conv_task, &j);
 	if (j.epi && j.nct > 1) {
@@ -1087,8 +1454,10 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	return SN_OK;
 }
 
-/* ---- attention: per (batch, head) scores = q k^T (sgemm), causal mask,
- * softmax, then p v (sgemm) ---- */
+/* ---- attention: per (batch, head) scores = q k^T (sgemm), the causal
+ * mask or a mask tensor (bool: false masks out; f32: added), softmax,
+ * then p v (sgemm). A row with every score masked is NaN, as the
+ * reference's (and PyTorch's). ---- */
 
 typedef struct ajob {
 	rt_cpu *c;
@@ -1097,6 +1466,9 @@ typedef struct ajob {
 	int64_t B, H, Hk, L, S, D, Dv;
 	float scale;
 	bool causal;
+	const void *mask; /* NULL: none */
+	bool mbool;
+	int64_t msb, msh, msl, mss; /* the mask's strides over (batch, head, L, S); 0 where broadcast */
 } ajob;
 
 static void attn_task(void *ctx, int64_t lo, int64_t hi, int tid)
@@ -1114,9 +1486,22 @@ static void attn_task(void *ctx, int64_t lo, int64_t hi, int tid)
 		for (int64_t i = 0; i < j->L; i++) {
 			float *r = sc + i * j->S;
 			int64_t valid = j->causal ? (i + 1 < j->S ? i + 1 : j->S) : j->S;
+			if (j->mask) {
+				int64_t mo = b * j->msb + h * j->msh + i * j->msl, ms = j->mss;
+				if (j->mbool) {
+					const uint8_t *m = (const uint8_t *)j->mask + mo;
+					for (int64_t s = 0; s < j->S; s++)
+						r[s] = m[s * ms] ? r[s] : -INFINITY;
+				} else {
+					const float *m = (const float *)j->mask + mo;
+					for (int64_t s = 0; s < j->S; s++)
+						r[s] += m[s * ms];
+				}
+			}
 			float mx = -INFINITY;
 			for (int64_t s = 0; s < valid; s++)
-				mx = r[s] > mx ? r[s] : mx;
+				mx = r[s] > mx || r[s] != r[s] ? r[s] : mx;
+			/* every score masked: mx is -inf and e^(-inf - -inf) NaN */
 			float sum = 0;
 			for (int64_t s = 0; s < valid; s++) {
 				r[s] = expf(r[s] - mx);
@@ -1143,6 +1528,23 @@ static int run_attn(rt_cpu *c, const cl_step *s, sn_err *e)
 	j.B = qs->d[0], j.H = qs->d[1], j.Hk = ks->d[1], j.L = qs->d[2], j.S = ks->d[2], j.D = qs->d[3], j.Dv = vs->d[3];
 	j.scale = (float)(n->attrs->scale != 0 ? n->attrs->scale : 1 / sqrt((double)j.D));
 	j.causal = n->attrs->causal;
+	if (n->nin > 3) {
+		/* the mask's dims line up with (B, H, L, S) from the right */
+		const ir_node *mn = &g->nodes[n->in[3]];
+		const ir_shape *m = &mn->shape;
+		int64_t *st[4] = {&j.msb, &j.msh, &j.msl, &j.mss}, full[4] = {j.B, j.H, j.L, j.S}, stride = 1;
+		for (int d = 3; d >= 0; d--) {
+			int md = d - (4 - m->rank);
+			int64_t ext = md >= 0 ? m->d[md] : 1;
+			if (ext != 1 && ext != full[d])
+				return sn_errf(e, SN_EINTERNAL, "cpu: attention mask dim %lld does not broadcast to %lld",
+					       (long long)ext, (long long)full[d]);
+			*st[d] = ext == 1 ? 0 : stride;
+			stride *= ext;
+		}
+		j.mask = addr_of(c, n->in[3]);
+		j.mbool = mn->dtype == IR_BOOL;
+	}
 	size_t need = (size_t)j.L * (size_t)j.S;
 	if (need > c->scratch_n) {
 		for (int i = 0; i < c->pool->n; i++) {
@@ -1469,8 +1871,9 @@ static int run_staged(rt_cpu *c, const cl_step *s, void **bufs, sn_err *e)
 	cl_step t = *s;
 	t.fn = -1;
 	int rc = SN_OK;
-	bool nw = c->no_wino;
+	bool nw = c->no_wino, np = c->no_pack;
 	c->no_wino = true;
+	c->no_pack = true; /* nor packed f32 weights */
 	switch (s->kind) {
 	case CL_CONV: rc = run_conv(c, &t, bufs, e); break;
 	case CL_ATTN: rc = run_attn(c, &t, e); break;
@@ -1478,6 +1881,7 @@ static int run_staged(rt_cpu *c, const cl_step *s, void **bufs, sn_err *e)
 	default: rc = sn_errf(e, SN_EINTERNAL, "cpu: step kind %d has no bf16 path", (int)s->kind); break;
 	}
 	c->no_wino = nw;
+	c->no_pack = np;
 	for (uint32_t q = 0; q < nn; q++)
 		c->addr[nodes[q]] = saved[q];
 	if (rc)
@@ -1594,8 +1998,12 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 			break;
 		}
 		case CL_GEMM:
+			pthread_once(&pk_once, pk_pick);
+			pthread_once(&act_once, act_pick);
 			if (g->nodes[s->out].dtype == IR_BF16)
 				rc = run_gemm_bf16(c, s, e);
+			else if (pk_ok(c, s))
+				rc = run_pgemm(c, s, e);
 			else
 				run_gemm(c, s);
 			break;

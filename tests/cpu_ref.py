@@ -85,6 +85,101 @@ def extra_case(rng):
     return c
 
 
+def attention_case(rng):
+    """scaled_dot_product_attention with masks, all run natively on cpu
+    (main checks the plan): f32 masks added (full rank 4 with -inf in it,
+    (1, 1, L, S)), bool masks (L, S) with one row wholly masked (NaN in
+    both), (H, 1, S) broadcast over the queries, causal with L != S, GQA,
+    odd lengths and dims."""
+    c = R.Case("cpu_attention")
+
+    def f32(*shape):
+        return rng.uniform(-2, 2, size=shape).astype(np.float32)
+
+    B, H, Hk, L, S, D, Dv = 2, 4, 2, 7, 13, 5, 3
+    c.input("q", f32(B, H, L, D))
+    c.input("k", f32(B, H, S, D))
+    c.input("v", f32(B, H, S, Dv))
+    c.input("kg", f32(B, Hk, S, D))
+    c.input("vg", f32(B, Hk, S, Dv))
+    c.input("qc", f32(B, H, 9, D))
+    add4 = f32(B, H, L, S)
+    add4[rng.random(add4.shape) < 0.2] = -np.inf
+    add4[..., 0] = 0.0
+    c.input("madd4", add4)
+    c.input("madd2", f32(1, 1, L, S))
+    mb = rng.random((L, S)) < 0.6
+    mb[:, 1] = True
+    mb[3, :] = False  # a row with every score masked: NaN in both
+    c.input("mb2", mb)
+    mh = rng.random((H, 1, S)) < 0.5
+    mh[:, 0, 2] = True
+    c.input("mbh", mh)
+    c.line("%a4 = scaled_dot_product_attention(%q, %k, %v, %madd4)")
+    c.line("%a2 = scaled_dot_product_attention(%q, %kg, %vg, %madd2) scale=0.7")
+    c.line("%b2 = scaled_dot_product_attention(%q, %k, %v, %mb2)")
+    c.line("%bh = scaled_dot_product_attention(%q, %kg, %vg, %mbh)")
+    c.line("%cs = scaled_dot_product_attention(%q, %k, %v) causal=true")
+    c.line("%cl = scaled_dot_product_attention(%qc, %kg, %vg) causal=true")
+    for n, l in (("a4", L), ("a2", L), ("b2", L), ("bh", L), ("cs", L), ("cl", 9)):
+        c.out(n, np.zeros((B, H, l, Dv)))
+    return c
+
+
+def products_case(rng):
+    """Products and convolutions on packed weights (runtime/cpu_exec.c
+    pk_tile: 6 x 16 tiles, 256-deep K blocks, 192-row blocks): rows, columns
+    and depths off those multiples, B as k x n and as n x k, bias,
+    residual, relu and tanh-GELU fused, convolutions with partial channel
+    panels and two K blocks."""
+    c = R.Case("cpu_products")
+
+    def f32(*shape):
+        return rng.uniform(-1, 1, size=shape).astype(np.float32)
+
+    c.input("x1", f32(37, 300))
+    c.param("w1", f32(45, 300))
+    c.param("b1", f32(45))
+    c.input("x2", f32(2, 13, 515))
+    c.param("w2", f32(515, 33))
+    c.param("b2", f32(33))
+    c.input("r2", f32(2, 13, 33))
+    c.input("x3", f32(250, 64))
+    c.param("w3", f32(64, 200))
+    c.input("xc", f32(1, 20, 11, 13))
+    c.param("wc1", f32(37, 20, 3, 3))
+    c.param("bc1", f32(37))
+    c.input("xd", f32(1, 300, 11, 13))
+    c.param("wc2", f32(70, 300, 1, 1))
+    c.param("bc2", f32(70))
+    c.line("%l1 = linear(%x1, %w1, %b1)")
+    c.line("%g1 = gelu(%l1) approximate=tanh")
+    c.line("%m2 = matmul(%x2, %w2)")
+    c.line("%a2 = add(%m2, %b2)")
+    c.line("%s2 = add(%a2, %r2)")
+    c.line("%y2 = relu(%s2)")
+    c.line("%y3 = matmul(%x3, %w3)")
+    c.line("%k1 = conv2d(%xc, %wc1, %bc1) stride=[2,2] pad=[1,1,1,1]")
+    c.line("%yc1 = relu(%k1)")
+    c.line("%yc2 = conv2d(%xd, %wc2, %bc2)")
+    c.out("g1", np.zeros((37, 45)))
+    c.out("y2", np.zeros((2, 13, 33)))
+    c.out("y3", np.zeros((250, 200)))
+    c.out("yc1", np.zeros((1, 37, 6, 7)))
+    c.out("yc2", np.zeros((1, 70, 11, 13)))
+    return c
+
+
+def native_attention(sinter, sir, want):
+    """The plan runs want attention steps and nothing on the reference
+    interpreter (1 failure if not)."""
+    p = subprocess.run([sinter, "print", sir, "--device", "cpu"], capture_output=True, text=True)
+    m = re.search(r"(\d+) attention, .* (\d+) on the reference interpreter", p.stdout)
+    ok = p.returncode == 0 and m and int(m.group(1)) == want and int(m.group(2)) == 0
+    print("%s cpu_attention plan: %s" % ("ok  " if ok else "FAIL", m.group(0) if m else p.stdout + p.stderr))
+    return 0 if ok else 1
+
+
 def compare(got, want):
     """(what, failed) of cpu output got against ref output want."""
     if got.shape != want.shape or got.dtype != want.dtype:
@@ -155,7 +250,7 @@ def main():
     os.environ["SINTER_CACHE_DIR"] = os.path.join(work, "cache")
     failures = 0
     text = ""
-    for c in list(R.cases(rng)) + [extra_case(rng)] if "--samples-only" not in args else []:
+    for c in list(R.cases(rng)) + [extra_case(rng), attention_case(rng), products_case(rng)] if "--samples-only" not in args else []:
         text += c.sir()
         sir = os.path.join(work, c.name + ".sir")
         with open(sir, "w") as f:
@@ -164,6 +259,8 @@ def main():
         inp = os.path.join(work, c.name + ".in.safetensors")
         R.st_write(inp, c.inputs)
         failures += check(sinter, "--ops " + c.name, [sir, "--inputs", inp], work, c.name)
+        if c.name == "cpu_attention":
+            failures += native_attention(sinter, sir, 6)
     ops_def = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ir", "ops.def")
     ops = [l.split("(")[1].split(",")[0].strip() for l in open(ops_def) if l.startswith("OP(")]
     missing = [o for o in ops if o != "input" and not re.search(r"\b%s\b" % o, text)]
