@@ -39,15 +39,29 @@ typedef struct pool {
 	pthread_t *th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv, done;
-	uint64_t gen;
-	int busy;
-	bool quit;
+	atomic_ullong gen;  /* written under mu, read by spinning workers too */
+	atomic_int busy;    /* workers still in this round */
+	atomic_bool quit;
 	task_fn *fn;
 	void *ctx;
 	int64_t total, chunk;
 	atomic_llong next;
 	atomic_int nworker; /* worker ids */
 } pool;
+
+/* How long a worker looks for the next round, and the caller for the
+ * workers' end, before sleeping on the condition variable: about 2^12
+ * pause instructions, tens of microseconds. */
+#define POOL_SPIN 4096
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 
 static void run_chunks(pool *p, int tid)
 {
@@ -65,20 +79,25 @@ static void *worker(void *arg)
 	pool *p = arg;
 	int tid = atomic_fetch_add(&p->nworker, 1) + 1;
 	uint64_t seen = 0;
-	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->quit && p->gen == seen)
-			pthread_cond_wait(&p->cv, &p->mu);
-		if (p->quit)
-			break;
-		seen = p->gen;
-		pthread_mutex_unlock(&p->mu);
-		run_chunks(p, tid);
+		/* the next step is usually a few microseconds away: look for
+		 * it a while before sleeping (a wake-up costs tens of them) */
+		for (int i = 0; i < POOL_SPIN && atomic_load(&p->gen) == seen && !atomic_load(&p->quit); i++)
+			cpu_relax();
 		pthread_mutex_lock(&p->mu);
-		if (--p->busy == 0)
+		while (!atomic_load(&p->quit) && atomic_load(&p->gen) == seen)
+			pthread_cond_wait(&p->cv, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+		if (atomic_load(&p->quit))
+			break;
+		seen = atomic_load(&p->gen);
+		run_chunks(p, tid);
+		if (atomic_fetch_sub(&p->busy, 1) == 1) {
+			pthread_mutex_lock(&p->mu);
 			pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->mu);
+		}
 	}
-	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
 
@@ -88,7 +107,7 @@ static void pool_free(pool *p)
 		return;
 	if (p->th) {
 		pthread_mutex_lock(&p->mu);
-		p->quit = true;
+		atomic_store(&p->quit, true);
 		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->mu);
 		for (int i = 0; i < p->n - 1; i++)
@@ -146,15 +165,19 @@ static void pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, voi
 	p->total = total;
 	p->chunk = chunk;
 	atomic_store(&p->next, 0);
-	p->busy = p->n - 1;
-	p->gen++;
+	atomic_store(&p->busy, p->n - 1);
+	atomic_fetch_add(&p->gen, 1); /* after the round's fields: a spinning worker reads them once it sees gen move */
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	run_chunks(p, 0);
-	pthread_mutex_lock(&p->mu);
-	while (p->busy)
-		pthread_cond_wait(&p->done, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < POOL_SPIN && atomic_load(&p->busy); i++)
+		cpu_relax();
+	if (atomic_load(&p->busy)) {
+		pthread_mutex_lock(&p->mu);
+		while (atomic_load(&p->busy))
+			pthread_cond_wait(&p->done, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+	}
 }
 
 /* ---- the loaded plan ---- */
