@@ -632,7 +632,7 @@ static void test_gemm_tc(void)
 		{{.variant = 3, .tile_m = 128, .warps = 8}, 90, "warps 8: tile_m 128 takes 12"},
 		{{.variant = 3, .stages = 9}, 90, "stages 9 is not in [2, 8]"},
 		{{.variant = 2}, 80, "wgmma needs sm_90"},
-		{{.variant = 2, .split_k = 2}, 90, "split_k is not built for the wgmma variant"},
+		{{.variant = 3, .split_k = 2}, 90, "split_k is not built for the TMA variant"},
 		{{.variant = 2, .tile_m = 128, .warps = 4}, 90, "tile_m 128 must be 64 rows per warpgroup"},
 		{{.variant = 1, .tile_k = 48}, 90, "tile_k 48"},
 		{{.variant = 1, .tile_m = 256, .tile_n = 256, .warps = 2}, 90, "cannot split a 256x256 tile"},
