@@ -352,6 +352,29 @@ static void cache_store(const char *path, const cl_plan *p, const sinter_model *
 		chmod(path, 0640);
 }
 
+/* A compiled cpu model over plan p (which it will own once loaded) for
+ * graph g: NULL on failure, e set when cloning g failed (else out of
+ * memory). Its stats from the plan go into s. Free with api_cpu_free. */
+static api_cpu *cpu_new(const ir_graph *g, const cl_plan *p, const sinter_compile_options *o,
+			sinter_compile_stats *s, sn_err *e)
+{
+	api_cpu *c = calloc(1, sizeof *c);
+	if (!c || !(c->desc = calloc(1, sizeof *c->desc)) || !(c->desc->g = ir_graph_clone(g, e))) {
+		if (c)
+			free(c->desc);
+		free(c);
+		return NULL;
+	}
+	c->device = API_DEV_CPU;
+	c->poison = o && o->poison;
+	s->steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->ngather + p->nref;
+	s->kernels = s->unique_kernels = p->nfns;
+	s->ref_steps = p->nref;
+	s->arena_bytes = p->arena_bytes;
+	s->weight_bytes = p->weight_bytes;
+	return c;
+}
+
 sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
 			      sinter_compile_stats *stats, sinter_error *err)
 {
@@ -392,22 +415,11 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 		return st;
 	s.plan_s = s.plan_hit ? sn_now() - t0 : 0;
 again:;
-	api_cpu *c = calloc(1, sizeof *c);
-	if (!c || !(c->desc = calloc(1, sizeof *c->desc)) || !(c->desc->g = ir_graph_clone(m->g, &e))) {
-		if (c)
-			free(c->desc);
-		free(c);
+	api_cpu *c = cpu_new(m->g, p, o, &s, &e);
+	if (!c) {
 		cl_plan_free(p);
 		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
-	c->device = API_DEV_CPU;
-	c->poison = o && o->poison;
-	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->ngather + p->nref;
-	s.kernels = p->nfns;
-	s.unique_kernels = p->nfns;
-	s.ref_steps = p->nref;
-	s.arena_bytes = p->arena_bytes;
-	s.weight_bytes = p->weight_bytes;
 	rt_cpu_stats rs;
 	t0 = sn_now();
 	if (rt_cpu_load(p, dir, o ? o->threads : 0, o && o->warn ? o->warn : api_warn_stderr, o ? o->warn_ctx : NULL, &rs,
@@ -512,22 +524,12 @@ static sinter_status cpu_load_package(const char *path, const sinter_compile_opt
 	if (cl_package_read(path, &p, &info, &e) != SN_OK)
 		return api_fail(err, &e);
 	s.plan_s = sn_now() - t0;
-	api_cpu *c = calloc(1, sizeof *c);
-	if (!c || !(c->desc = calloc(1, sizeof *c->desc)) || !(c->desc->g = ir_graph_clone(p->g, &e))) {
-		if (c)
-			free(c->desc);
-		free(c);
+	api_cpu *c = cpu_new(p->g, p, o, &s, &e);
+	if (!c) {
 		cl_plan_free(p);
 		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
-	c->device = API_DEV_CPU;
-	c->poison = o && o->poison;
 	s.plan_hit = true;
-	s.steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->ngather + p->nref;
-	s.kernels = s.unique_kernels = p->nfns;
-	s.ref_steps = p->nref;
-	s.arena_bytes = p->arena_bytes;
-	s.weight_bytes = p->weight_bytes;
 	rt_cpu_stats rs;
 	t0 = sn_now();
 	/* no cache: the package's objects are linked as they are */
