@@ -802,6 +802,19 @@ static int launch_kernel(void *ctx, sn_err *e)
 	return rt_kfn_launch_tm(l->k, l->c->grid, l->c->block, l->c->smem, l->args, l->c->nargs, l->tm, l->c->ntmaps, e);
 }
 
+/* The candidate's tensor maps (the TMA variant's), over the buffers it is
+ * launched with (lbytes: their sizes); false when one cannot be encoded. */
+static bool encode_tmaps(tuner *tu, klaunch *l, const size_t *lbytes, sn_err *e)
+{
+	const cand *c = l->c;
+	for (unsigned t = 0; t < c->ntmaps; t++) {
+		unsigned a = c->tmaps[t].arg;
+		if (a >= c->nargs || rt_tmap_encode(tu->c, &c->tmaps[t], l->args[a], lbytes[a], &l->tm[t], e) != SN_OK)
+			return false;
+	}
+	return true;
+}
+
 typedef struct blaunch {
 	rt_blas *b;
 	rt_gemm *gm;
@@ -896,12 +909,7 @@ static int measure_kernel(tuner *tu, item *x, sn_err *e)
 					lbytes[a] = b.bytes[j];
 					break;
 				}
-		bool tm_ok = true;
-		for (unsigned t = 0; tm_ok && t < c->ntmaps; t++)
-			tm_ok = c->tmaps[t].arg < c->nargs &&
-				rt_tmap_encode(tu->c, &c->tmaps[t], l.args[c->tmaps[t].arg], lbytes[c->tmaps[t].arg],
-					       &l.tm[t], &le) == SN_OK;
-		if (!tm_ok) {
+		if (!encode_tmaps(tu, &l, lbytes, &le)) {
 			rt_kfn_free(k);
 			tu->s->failed += i > 0;
 			if (i == 0)
@@ -942,13 +950,7 @@ static int measure_mm_kernel(tuner *tu, item *x, size_t i, const cg_mm *g, bufs 
 		l.args[a] = b->d[r];
 		lbytes[a] = b->bytes[r];
 	}
-	/* the TMA variant's tensor maps, over these buffers */
-	bool tm_ok = true;
-	for (unsigned t = 0; tm_ok && t < c->ntmaps; t++)
-		tm_ok = c->tmaps[t].arg < c->nargs &&
-			rt_tmap_encode(tu->c, &c->tmaps[t], l.args[c->tmaps[t].arg], lbytes[c->tmaps[t].arg], &l.tm[t],
-				       &le) == SN_OK;
-	if (!tm_ok) {
+	if (!encode_tmaps(tu, &l, lbytes, &le)) {
 		rt_kfn_free(k);
 		tu->s->failed++;
 		return SN_OK;
