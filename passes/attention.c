@@ -6,7 +6,12 @@
  *
  *   P = softmax(X, last axis)
  *   X = where(causal, -inf, Y)    causal: greater(col, row) or less(row, col)
- *                                 over iotas of the last two axes (j > i)
+ *                                 over iotas of the last two axes (j > i),
+ *                                 or a bool const (or a bool param whose
+ *                                 weights are known) true exactly where
+ *                                 j > i (ONNX exports write triu(ones, 1))
+ *     | where(C, -inf, Y)         C: any other bool const; the mask is its
+ *                                 negation, a new const (false hides)
  *     | add(Y, M) | add(M, Y)     M: an additive float mask
  *     | Y
  *   Y = mul(S, c) | mul(c, S)     c: a scalar const, the scale
@@ -27,6 +32,7 @@
 typedef struct att {
 	const ir_graph *g;
 	uint32_t *uses;
+	const ir_wstore *ws; /* NULL when the weights are unknown */
 } att;
 
 static const ir_node *N(const ir_graph *g, ir_ref r)
@@ -66,6 +72,43 @@ static bool is_causal(const ir_graph *g, ir_ref cond)
 	return false;
 }
 
+/* The values of a bool const, or of a bool param whose weights are known
+ * (ONNX initializers import as params; a compiled plan holds its weights,
+ * and the plan cache rebuilds when they change). NULL otherwise. */
+static const uint8_t *bool_values(const att *a, const ir_node *c)
+{
+	if (c->dtype != IR_BOOL)
+		return NULL;
+	if (c->op == IR_OP_const)
+		return c->data;
+	if (c->op != IR_OP_param || !a->ws || !c->pname)
+		return NULL;
+	const ir_tensor *t = ir_ws_get(a->ws, c->pname);
+	int64_t n = ir_numel(&c->shape);
+	if (!t || t->dtype != IR_BOOL || n < 0 || t->nbytes != (size_t)n || !ir_shape_eq(&t->shape, &c->shape))
+		return NULL;
+	return t->data;
+}
+
+/* c's values are known, its leading axes all 1, true exactly where j > i. */
+static bool causal_values(const att *a, ir_ref cond)
+{
+	const ir_node *c = N(a->g, cond);
+	const uint8_t *b = bool_values(a, c);
+	int rk = c->shape.rank;
+	if (!b || rk < 2)
+		return false;
+	for (int d = 0; d < rk - 2; d++)
+		if (c->shape.d[d] != 1)
+			return false;
+	int64_t L = c->shape.d[rk - 2], S = c->shape.d[rk - 1];
+	for (int64_t i = 0; i < L; i++)
+		for (int64_t j = 0; j < S; j++)
+			if ((b[i * S + j] != 0) != (j > i))
+				return false;
+	return true;
+}
+
 static bool last_axis(const ir_node *n)
 {
 	return ir_axis(n->attrs->axis, n->shape.rank) == n->shape.rank - 1;
@@ -91,9 +134,16 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 	bool causal = false;
 	const ir_node *xn = N(g, x);
 	double ninf;
-	if (xn->op == IR_OP_where && once(a, x) && is_causal(g, xn->in[0]) && scalar_const(g, xn->in[1], &ninf) &&
-	    isinf(ninf) && ninf < 0) {
-		causal = true;
+	const uint8_t *hide = NULL; /* a bool const whose true entries hide */
+	const ir_node *hn = NULL;
+	if (xn->op == IR_OP_where && once(a, x) && scalar_const(g, xn->in[1], &ninf) && isinf(ninf) && ninf < 0) {
+		hn = N(g, xn->in[0]);
+		if (is_causal(g, xn->in[0]) || causal_values(a, xn->in[0]))
+			causal = true;
+		else if (hn->op == IR_OP_const && hn->dtype == IR_BOOL && hn->data)
+			hide = hn->data;
+		else
+			return IR_NONE;
 		x = xn->in[2];
 	} else if (xn->op == IR_OP_add && once(a, x)) {
 		/* the operand that leads to the scores is Y; the other the mask */
@@ -153,6 +203,21 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 	uint32_t nin = 3;
 	if (mask != IR_NONE)
 		in[nin++] = r->map[mask];
+	if (hide) { /* SDPA's bool mask keeps where true: the negation */
+		int64_t n = ir_numel(&hn->shape);
+		uint8_t *keep = malloc(n > 0 ? (size_t)n : 1);
+		if (!keep) {
+			sn_errf(e, SN_EINTERNAL, "out of memory");
+			return IR_NONE;
+		}
+		for (int64_t i = 0; i < n; i++)
+			keep[i] = !hide[i];
+		in[nin] = ir_add_const(r->dst, IR_BOOL, &hn->shape, keep, &sub);
+		free(keep);
+		if (in[nin] == IR_NONE)
+			return IR_NONE;
+		nin++;
+	}
 	ir_ref out = ir_add(r->dst, IR_OP_scaled_dot_product_attention, in, nin, &at, &sub);
 	if (out == IR_NONE)
 		return IR_NONE; /* the shapes do not fit: leave it as written */
@@ -167,8 +232,7 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 
 int pass_attention(ir_graph **g, pass_ctx *ctx, sn_err *e)
 {
-	(void)ctx;
-	att a = {.g = *g, .uses = rw_uses(*g)};
+	att a = {.g = *g, .uses = rw_uses(*g), .ws = ctx ? ctx->ws : NULL};
 	if (!a.uses)
 		return sn_errf(e, SN_EINTERNAL, "attention: out of memory");
 	ir_graph *ng = rw_map(*g, rewrite, &a, e);

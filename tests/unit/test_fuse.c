@@ -280,12 +280,68 @@ static void attention_rewrite(void)
 		ir_graph_free(a);
 		return;
 	}
-	CHECK(count_op(b, IR_OP_scaled_dot_product_attention) == 3);
+	CHECK(count_op(b, IR_OP_scaled_dot_product_attention) == 5);
 	CHECK(count_op(b, IR_OP_softmax) == 1); /* the one whose scores are an output */
 	ir_wstore *ws = ir_ws_new();
 	CHECK(ws != NULL);
 	equiv_fill_params(a, ws, 7); /* (it has none: a no-op) */
 	CHECK(equiv_check(a, b, ws, 1e-5, "attention rewrite"));
+	ir_ws_free(ws);
+	ir_graph_free(a);
+	ir_graph_free(b);
+}
+
+/* The mask as ONNX imports it: an initializer, so a bool param whose values
+ * are in the weights. Triangular values (true where j > i) make the causal
+ * kernel, equivalent on the reference; any other values, or no weights,
+ * leave the graph as written. */
+static const char attn_param[] =
+	"sinter 1\n"
+	"func @main(%q: f32[1,2,6,8], %k: f32[1,2,6,8], %v: f32[1,2,6,8]) -> (f32[1,2,6,8]) {\n"
+	"  %kt = transpose(%k) perm=[0,1,3,2]\n"
+	"  %s = matmul(%q, %kt)\n"
+	"  %c = const f32[] 0.5\n"
+	"  %x = mul(%s, %c)\n"
+	"  %mask = param bool[6,6] \"mask\"\n"
+	"  %ninf = const f32[] -inf\n"
+	"  %y = where(%mask, %ninf, %x)\n"
+	"  %p = softmax(%y)\n"
+	"  %a = matmul(%p, %v)\n"
+	"  return %a\n"
+	"}\n";
+
+static void attention_param_mask(int form) /* 0 triangular, 1 another, 2 no weights */
+{
+	sn_err e = {0};
+	ir_graph *a = NULL;
+	CHECK(sir_parse(attn_param, sizeof attn_param - 1, "attn_param", NULL, 0, &a, &e) == SN_OK);
+	if (!a)
+		return;
+	ir_wstore *ws = ir_ws_new();
+	uint8_t *m = malloc(36);
+	CHECK(ws && m);
+	if (!ws || !m) {
+		free(m);
+		ir_ws_free(ws);
+		ir_graph_free(a);
+		return;
+	}
+	for (int i = 0; i < 6; i++)
+		for (int j = 0; j < 6; j++)
+			m[i * 6 + j] = j > i || (form == 1 && i == 5 && j == 0);
+	ir_tensor t = {.dtype = IR_BOOL, .shape = {.rank = 2, .d = {6, 6}}, .data = m, .nbytes = 36};
+	CHECK(ir_ws_put(ws, "mask", t, &e) == SN_OK);
+	ir_graph *b = ir_graph_clone(a, &e);
+	pass_ctx ctx = {.ws = form == 2 ? NULL : ws};
+	CHECK(b && pass_run_list(&b, "attention,canonicalize", &ctx, &e) == SN_OK);
+	if (b) {
+		int want = form == 0;
+		CHECK(count_op(b, IR_OP_scaled_dot_product_attention) == want);
+		for (uint32_t i = 0; i < b->nnodes; i++)
+			if (b->nodes[i].op == IR_OP_scaled_dot_product_attention)
+				CHECK(b->nodes[i].attrs->causal && b->nodes[i].nin == 3);
+		CHECK(equiv_check(a, b, ws, 1e-5, form == 0 ? "attention, triangular param mask" : "attention, param mask kept"));
+	}
 	ir_ws_free(ws);
 	ir_graph_free(a);
 	ir_graph_free(b);
@@ -333,6 +389,8 @@ int main(void)
 	rules();
 	layouts();
 	attention_rewrite();
+	for (int form = 0; form < 3; form++)
+		attention_param_mask(form);
 	samples();
 	printf("fuse: %d checks, %d failures\n", check_count, check_failures);
 	return check_failures != 0;
