@@ -814,11 +814,24 @@ static int run_package(opts *o)
 	t0 = now();
 	if (sinter_compiled_run(c, ins, nins, &outs, &err))
 		goto fail;
+	double run_s = now() - t0;
 	nout = sinter_compiled_num_outputs(c);
-	for (size_t i = 0; i < nout; i++)
-		summarize(&outs[i]);
-	printf("ran %s on %s in %.3f s (package loaded in %.3f s)\n", o->file, sinter_compiled_device(c), now() - t0,
-	       load_s);
+	if (o->json) {
+		printf("{\"ok\": true, \"file\": ");
+		json_str(o->file);
+		printf(", \"device\": \"%s\", \"package\": true, \"run_s\": %.6f, \"load_s\": %.6f,\n \"outputs\": [",
+		       sinter_compiled_device(c), run_s, load_s);
+		for (size_t i = 0; i < nout; i++) {
+			printf("%s", i ? ",\n  " : "");
+			json_output(&outs[i]);
+		}
+		printf("]}\n");
+	} else {
+		for (size_t i = 0; i < nout; i++)
+			summarize(&outs[i]);
+		printf("ran %s on %s in %.3f s (package loaded in %.3f s)\n", o->file, sinter_compiled_device(c), run_s,
+		       load_s);
+	}
 	if (o->out && sinter_tensors_write(o->out, outs, nout, &err))
 		goto fail;
 	sinter_tensors_free(outs, nout);

@@ -128,6 +128,9 @@ if "$sinter" run tiny.sir --device cpu --shape N=1 --init random >out.txt 2>err.
 		expect 0 "" -- "$sinter" run cpu.$p.sinterpkg --inputs px.safetensors -o pkg.$p.safetensors --cache-dir nocache
 		expect_out "first: 13 0 0 0"
 		expect_out "ran cpu.$p.sinterpkg on cpu"
+		expect 0 "" -- "$sinter" run cpu.$p.sinterpkg --inputs px.safetensors --json
+		python3 -c 'import json,sys; d=json.load(open("out.txt")); o=d["outputs"][0]; sys.exit(not (d["ok"] and d["package"] and d["device"] == "cpu" and o["shape"] == [2, 2] and o["first"] == [13, 0, 0, 0]))' ||
+			{ echo "FAIL: run PKG --json:"; sed 's/^/    /' out.txt; fails=$((fails + 1)); }
 		[ ! -e nocache ] || { echo "FAIL: a cpu package run touched a cache"; fails=$((fails + 1)); }
 		expect 0 "" -- "$sinter" run tiny.sir --shape N=2 --device cpu --precision $p --weights pw.safetensors --inputs px.safetensors -o plan.$p.safetensors --cache-dir cpucache
 		cmp -s pkg.$p.safetensors plan.$p.safetensors || { echo "FAIL: the $p package's output differs from the compiled plan's"; fails=$((fails + 1)); }
