@@ -484,15 +484,16 @@ const cg_config at_space[] = {
 	{.variant = 4, .tile_m = 128, .tile_n = 96}, {.variant = 3, .tile_m = 128, .tile_n = 64},
 	/* the GEMM template (cg_gemm_tc.c): wgmma fed by TMA on sm_90
 	 * (variant 3, its default there), wgmma fed by cp.async (variant 2),
-	 * mma.sync in two k groups (variant 1); the tiles above without a
-	 * variant apply to its default variant */
+	 * mma.sync (variant 1; in two k groups of 8 warps, a 64x64 tile spilled
+	 * on an untransposed B); the tiles above without a variant apply to its
+	 * default variant */
 	{.variant = 3, .tile_m = 128, .tile_n = 256, .warps = 12, .stages = 4},
 	{.variant = 3, .tile_m = 128, .tile_n = 128, .warps = 12, .stages = 6},
 	{.variant = 3, .tile_m = 64, .tile_n = 128, .warps = 8, .stages = 8},
 	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
 	{.variant = 2, .tile_m = 128, .tile_n = 256, .warps = 8, .stages = 3},
 	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8},
-	{.variant = 1, .tile_m = 64, .tile_n = 64, .warps = 8, .stages = 4, .split_k = 2},
+	{.variant = 1, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4},
 	/* ... and split-K over a cluster of blocks (wgmma), for small grids
 	 * (the products' configs against cuBLASLt, at_gemm_space, too) */
 	{.variant = 2, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 6},
