@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """conv_bench.py: sinter's conv2d kernels against cuDNN on the convolutions
-of ResNet-50 at batch 32 (bf16, channels-last), in one run on one GPU.
+of ResNet-50 at batch 32 (or --batch N; bf16, channels-last), in one run
+on one GPU.
 
   python3 benchmarks/conv_bench.py --bench build/tests/conv_bench
-                                   [--tf32] [--out DIR] [CONFIG ...]
+                                   [--tf32] [--batch N] [--out DIR] [CONFIG ...]
 
 cuDNN runs through torch.nn.functional.conv2d (channels_last, bias,
 torch.backends.cudnn.benchmark on, so it picks its fastest algorithm);
@@ -68,8 +69,9 @@ def torch_ms(rows, batch, tf32):
     return out
 
 
-def sinter_rows(bench, tf32, configs):
-    cmd = [bench, "--reps", str(REPS), "--iters", str(ITERS)] + (["--tf32"] if tf32 else []) + configs
+def sinter_rows(bench, tf32, configs, batch):
+    cmd = [bench, "--reps", str(REPS), "--iters", str(ITERS), "--batch", str(batch)]
+    cmd += (["--tf32"] if tf32 else []) + configs
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
         sys.exit("conv_bench failed (%d): %s" % (p.returncode, p.stderr.strip()))
@@ -105,19 +107,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", default=os.path.join(os.path.dirname(HERE), "build", "tests", "conv_bench"))
     ap.add_argument("--tf32", action="store_true")
+    ap.add_argument("--batch", type=int, default=32, help="the batch of every conv (default 32)")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     ap.add_argument("configs", nargs="*")
     a = ap.parse_args()
     import torch
     fl = floor.measure()
     peak = fl["tf32_tflops"] if a.tf32 else fl["bf16_tflops"]
-    head, srows = sinter_rows(a.bench, a.tf32, a.configs)
+    head, srows = sinter_rows(a.bench, a.tf32, a.configs, a.batch)
     names = []
     for r in srows:
         if r["name"] not in names:
             names.append(r["name"])
     shapes = [parse_name(n) for n in names]
-    tms = torch_ms(shapes, 32, a.tf32)
+    tms = torch_ms(shapes, a.batch, a.tf32)
     by = {}
     for r in srows:
         by.setdefault(r["name"], []).append(r)
