@@ -14,7 +14,8 @@
  * with its own defaults (v3 the older mma.sync kernel, v6 the few-channel
  * kernel), or wgTMxTNwWsS[kG] for the wgmma kernel (variant 7, sm_90),
  * e.g. wg128x256w8s4, or wpTMxTNwWsS for variant 8 (a producer
- * warpgroup beside W consumer warps). --skip STR leaves
+ * warpgroup beside W consumer warps), or wcTMxTNwWsSkG for variant 9
+ * (split-K over a cluster of G blocks; "wc" alone: its own default). --skip STR leaves
  * out the shapes whose name contains STR ("1x1 ": the stride-1 1x1s). A
  * config the renderer refuses for a shape is reported as such. Each
  * measurement is one plan holding R copies of the conv (same inputs,
@@ -110,6 +111,16 @@ static int parse_cfg(const char *s, cg_config *c)
 		if (sscanf(s + 2, "%dx%dw%ds%d", &tm, &tn, &w, &st) < 4)
 			return -1;
 		*c = (cg_config){.variant = 8, .tile_m = tm, .tile_n = tn, .warps = w, .stages = st};
+		return 0;
+	}
+	if (!strncmp(s, "wc", 2)) { /* split-K over a cluster of G blocks: wcTMxTNwWsSkG, or wc alone */
+		if (!s[2]) {
+			*c = (cg_config){.variant = 9};
+			return 0;
+		}
+		if (sscanf(s + 2, "%dx%dw%ds%dk%d", &tm, &tn, &w, &st, &sk) < 5)
+			return -1;
+		*c = (cg_config){.variant = 9, .tile_m = tm, .tile_n = tn, .warps = w, .stages = st, .split_k = sk};
 		return 0;
 	}
 	if (!strncmp(s, "wg", 2)) { /* the wgmma kernel: wgTMxTNwWsS[kG] */
@@ -255,7 +266,7 @@ int main(int argc, char **argv)
 		else if (argv[i][0] != '-' && ncfg < 32 && strcmp(argv[i], "default"))
 			cfgs[ncfg++] = argv[i];
 		else {
-			fprintf(stderr, "usage: conv_bench [--tf32] [--batch N] [--reps R] [--iters I] [--skip STR] [kernel | TMxTNxTKwWsS[kG] | vN | wgTMxTNwWsS[kG] ...]\n");
+			fprintf(stderr, "usage: conv_bench [--tf32] [--batch N] [--reps R] [--iters I] [--skip STR] [kernel | TMxTNxTKwWsS[kG] | vN | wgTMxTNwWsS[kG] | wpTMxTNwWsS | wcTMxTNwWsSkG ...]\n");
 			return 2;
 		}
 	}

@@ -10,7 +10,8 @@
  * NHWC 1x1 convs of stride 1 without padding or groups are a plain matrix
  * product, [N*H*W, C] x [O, C]^T: a cuBLASLt step (CG_STEP_GEMM) with
  * their bias, unless a config is asked for or a fusion epilogue is set
- * (cuBLASLt's own epilogues come through fusion's gemm groups).
+ * (cuBLASLt's own epilogues come through fusion's gemm groups), or the
+ * product is small (under 2^29 flops) and variant 7 can take it.
  * Kernels (cg_config.variant; the default is the first that applies):
  *  7 wgmma (cg_conv_wg.c), on sm_90 (compiled for sm_90a): what variant 4
  *    takes, with both operands from 128-byte-swizzled shared memory;
@@ -21,6 +22,14 @@
  *    consumers' (4, 8 or 12), the producer's 128 threads come on top;
  *    the default instead of 7 where its own default tile has at least
  *    128 rows;
+ *  9 variant 7 split over K across a thread-block cluster (cg_conv_wg.c):
+ *    split_k blocks (2 to 8) of a cluster each take a share of the k
+ *    slices, stage their fp32 partial tile, and each stores a share of
+ *    the tile summed over the cluster through DSMEM (in rank order);
+ *    tile_m/n, warps and stages as variant 7's. Where 7's or 8's default
+ *    grid fills under half the SMs (batch 1), the default is the best of
+ *    narrower tiles and 1 to 8 blocks per cluster by an estimate of the
+ *    time (cg_conv_wg_split_default): variant 9, or 7 when one block;
  *  4 the tensor-core pipeline (cg_conv_tc.c): NHWC, f16/bf16, or f32 under
  *    --precision tf32 (m16n8k8 on operands rounded to TF32), channels per
  *    group a multiple of 8 (4 for f32); cp.async stages, ldmatrix, tiles
@@ -133,19 +142,32 @@ void cg_conv_head(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int thre
 	cg_conv_head_min(b, cv, epi, threads, 0);
 }
 
-void cg_conv_head_min(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads, int min_blocks)
+static void head(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads, int min_blocks, int cluster)
 {
 	const char *ct = cg_ctype(cv->t);
+	char cl[48] = "";
+	if (cluster > 1)
+		snprintf(cl, sizeof cl, " __cluster_dims__(%d, 1, 1)", cluster);
 	if (min_blocks > 0)
-		sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d, %d)\n", threads, min_blocks);
+		sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d, %d)%s\n", threads, min_blocks, cl);
 	else
-		sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n", threads);
+		sn_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)%s\n", threads, cl);
 	sn_buf_printf(b, "%s(const %s *__restrict__ x, const %s *__restrict__ wt, ", CG_NAME, ct, ct);
 	if (cv->bias)
 		sn_buf_printf(b, "const %s *__restrict__ bias, ", ct);
 	if (epi)
 		sn_buf_printf(b, "%s%s", epi->params[0] == ',' ? epi->params + 1 : epi->params, epi->params[0] ? ", " : "");
 	sn_buf_printf(b, "%s *__restrict__ y)\n{\n", cg_ctype(epi ? epi->dtype : cv->t));
+}
+
+void cg_conv_head_min(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads, int min_blocks)
+{
+	head(b, cv, epi, threads, min_blocks, 0);
+}
+
+void cg_conv_head_cluster(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads, int cluster)
+{
+	head(b, cv, epi, threads, 0, cluster);
 }
 
 void cg_conv_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const char *ind, const char *idx,
@@ -428,10 +450,10 @@ static void emit_direct(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi)
 }
 
 /* variants (cg_config.variant) */
-enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_STEM, V_WG, V_WGP, V_COUNT };
+enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_STEM, V_WG, V_WGP, V_WGC, V_COUNT };
 static const char *const vnames[V_COUNT] = {"default", "direct", "SIMT", "mma.sync (register double buffer)",
 					    "tensor-core pipeline", "depthwise", "few input channels (stem)", "wgmma",
-					    "wgmma with a producer warpgroup"};
+					    "wgmma with a producer warpgroup", "wgmma split-K over a cluster"};
 
 /* Why variant v cannot compute cv on tg, or NULL when it can. */
 static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
@@ -458,6 +480,7 @@ static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
 	case V_STEM: return cg_conv_stem_cannot(cv, tg);
 	case V_WG: return cg_conv_wg_cannot(cv, tg);
 	case V_WGP: return cg_conv_wg_ws_cannot(cv, tg);
+	case V_WGC: return cg_conv_wg_cannot(cv, tg);
 	default: return "there is no such variant";
 	}
 }
@@ -472,9 +495,16 @@ bool cg_conv_is_gemm(const ir_graph *g, ir_ref r, const cg_target *tg)
 	bool pad0 = true;
 	for (int i = 0; i < 4; i++)
 		pad0 &= nd->attrs->pad.v[i] == 0;
-	return cv.nhwc && cv.kh == 1 && cv.kw == 1 && cv.sh == 1 && cv.sw == 1 && pad0 && cv.groups == 1 &&
-	       cv.ho == cv.h && cv.wo == cv.w && (cv.t == IR_F32 || cv.t == IR_F16 || cv.t == IR_BF16) && cv.m > 0 &&
-	       cv.o > 0 && cv.c > 0;
+	bool product = cv.nhwc && cv.kh == 1 && cv.kw == 1 && cv.sh == 1 && cv.sw == 1 && pad0 && cv.groups == 1 &&
+		       cv.ho == cv.h && cv.wo == cv.w && (cv.t == IR_F32 || cv.t == IR_F16 || cv.t == IR_BF16) &&
+		       cv.m > 0 && cv.o > 0 && cv.c > 0;
+	/* a small product (under 2^29 flops: ResNet-50's 1x1s at batch 1,
+	 * 0.1 to 0.2 GFLOP, against 3.3 and up at batch 32) stays on the
+	 * wgmma kernel where it applies: cuBLASLt took 8 to 13 us on each of
+	 * those on the H100, the kernel 4 to 7 (PERF.md, 2026-11-23 session 4) */
+	if (product && tg && 2.0 * (double)cv.m * (double)cv.o * (double)cv.c < 536870912.0 && !cg_conv_wg_cannot(&cv, tg))
+		return false;
+	return product;
 }
 
 int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st, sn_err *e)
@@ -526,11 +556,13 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			kind = want->variant;
 		}
 		bool tiles = want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages || want->split_k;
-		if (tiles && kind != V_TC && kind != V_WG && kind != V_WGP)
-			return sn_errf(e, SN_EUSAGE, "conv2d: %s applies to variants %d (%s), %d (%s) and %d (%s) only, not to %s",
+		if (tiles && kind != V_TC && kind != V_WG && kind != V_WGP && kind != V_WGC)
+			return sn_errf(e, SN_EUSAGE,
+				       "conv2d: %s applies to variants %d (%s), %d (%s), %d (%s) and %d (%s) only, not to %s",
 				       want->tile_m ? "tile_m" : want->tile_n ? "tile_n" : want->tile_k ? "tile_k"
 				       : want->warps ? "warps" : want->stages ? "stages" : "split_k",
-				       V_TC, vnames[V_TC], V_WG, vnames[V_WG], V_WGP, vnames[V_WGP], vnames[kind]);
+				       V_TC, vnames[V_TC], V_WG, vnames[V_WG], V_WGP, vnames[V_WGP], V_WGC, vnames[V_WGC],
+				       vnames[kind]);
 	}
 	/* the default on sm_90 for f16/bf16: variant 8 where its own default
 	 * takes a tile of at least 128 rows (10-20 % faster than variant 7 on
@@ -544,16 +576,40 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		if (ws.tm >= 128)
 			kind = V_WGP;
 	}
+	/* where that default's grid fills under half the SMs (batch 1):
+	 * narrower tiles, split over the k of a cluster where the estimate
+	 * says so (variant 9; cg_conv_wg_split_default); asked for alone,
+	 * variant 9 takes that, or variant 7's default over 2 blocks */
+	cg_conv_wg split = {0};
+	bool have_split = false;
+	if ((kind == V_WG || kind == V_WGP) && !asked) {
+		cg_conv_wg d = kind == V_WGP ? cg_conv_wg_ws_default(&cv) : cg_conv_wg_default(&cv, !half);
+		if ((have_split = cg_conv_wg_split_default(&cv, !half, &d, &split)))
+			kind = split.cl > 1 ? V_WGC : V_WG;
+	} else if (kind == V_WGC) {
+		cg_conv_wg d = cg_conv_wg_default(&cv, !half);
+		if (!cg_conv_wg_split_default(&cv, !half, &d, &split) || split.cl < 2) {
+			split = d;
+			split.cl = 2;
+		}
+		have_split = true;
+	}
 	cg_conv_wg wgc = {0};
-	if (kind == V_WG || kind == V_WGP) {
-		wgc = kind == V_WGP ? cg_conv_wg_ws_default(&cv) : cg_conv_wg_default(&cv, !half);
+	if (kind == V_WG || kind == V_WGP || kind == V_WGC) {
+		wgc = have_split ? split : kind == V_WGP ? cg_conv_wg_ws_default(&cv) : cg_conv_wg_default(&cv, !half);
 		wgc.b_rounded = !half && cg_tf32_weight(g, nd->in[1], tg);
 		if (want && (want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages || want->split_k)) {
 			int tke = half ? 64 : 32;
 			if (want->tile_k && want->tile_k != tke)
 				return sn_errf(e, SN_EUSAGE, "conv2d (wgmma): tile_k %d: its slices are 128 bytes, tile_k %d for %s",
 					       (int)want->tile_k, tke, half ? "f16/bf16" : "tf32");
-			wgc.kg = want->split_k; /* one k group unless asked */
+			if (kind == V_WGC && want->split_k == 1)
+				return sn_errf(e, SN_EUSAGE, "conv2d (wgmma, split-K over a cluster): split_k 1: 2 to 8 blocks "
+					       "(variant 7 is the kernel of one)");
+			/* variant 9: split_k blocks of a cluster (the default's
+			 * unless asked); 7: k groups, one unless asked */
+			wgc.kg = kind == V_WGC ? 1 : want->split_k;
+			wgc.cl = kind == V_WGC ? (want->split_k ? want->split_k : wgc.cl) : 0;
 			wgc.ws = kind == V_WGP;
 			if (want->tile_m)
 				wgc.tm = want->tile_m;
@@ -587,7 +643,7 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	}
 	bool vec_a = kind == V_MMA && cv.nhwc && cv.cg % 8 == 0 && cv.c % 8 == 0;
 	bool vec_b = kind == V_MMA && cv.k % 8 == 0;
-	bool wgk = kind == V_WG || kind == V_WGP;
+	bool wgk = kind == V_WG || kind == V_WGP || kind == V_WGC;
 	int tm = kind == V_TC ? tc.tm : wgk ? wgc.tm : 64, tn = kind == V_TC ? tc.tn : wgk ? wgc.tn : 64;
 	int dwv = 1; /* depthwise: channels per thread */
 	if (kind == V_DW && cv.nhwc) {
@@ -596,7 +652,7 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	}
 	int64_t mt = (cv.m + tm - 1) / tm, nt = (cv.og + tn - 1) / tn;
 	bool tiled = kind == V_SIMT || kind == V_MMA || kind == V_TC || wgk;
-	if (tiled && (mt > 0x7fffffff || nt > 65535 || cv.groups > 65535))
+	if (tiled && (mt * (kind == V_WGC ? 8 : 1) > 0x7fffffff || nt > 65535 || cv.groups > 65535))
 		return sn_errf(e, SN_EINPUT, "conv2d: too large for one launch");
 	if (cv.k > 0x7fffffff / 2 || cv.og > 0x7fffffff / 2)
 		return sn_errf(e, SN_EINPUT, "conv2d: reduction too large");
@@ -629,6 +685,14 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			 (long long)cv.m, (long long)cv.og, (long long)cv.k, wgc.tn, half ? 16 : 8,
 			 half ? (cv.t == IR_BF16 ? "bf16" : "f16") : "tf32", wgc.tm, wgc.tn, wgc.warps / 4, wgc.mwg, wgc.kg,
 			 wgc.mi, wgc.stages);
+		break;
+	case V_WGC:
+		snprintf(cfg, sizeof cfg,
+			 "implicit GEMM per group: M=%lld N=%lld K=%lld; wgmma m64n%dk%d %s, %dx%d tiles of 128-byte k slices, "
+			 "%d warpgroups, %d stages, cp.async, 128-byte swizzle; K split over clusters of %d blocks, summed "
+			 "through DSMEM",
+			 (long long)cv.m, (long long)cv.og, (long long)cv.k, wgc.tn, half ? 16 : 8,
+			 half ? (cv.t == IR_BF16 ? "bf16" : "f16") : "tf32", wgc.tm, wgc.tn, wgc.warps / 4, wgc.stages, wgc.cl);
 		break;
 	case V_WGP:
 		snprintf(cfg, sizeof cfg,
@@ -689,7 +753,7 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			k->block[0] = (unsigned)thr;
 			k->cfg = (cg_config){.variant = kind, .block = thr, .tile_m = wgc.tm, .tile_n = wgc.tn,
 					     .tile_k = half ? 64 : 32, .warps = wgc.warps, .stages = wgc.stages,
-					     .split_k = wgc.kg > 1 ? wgc.kg : 0};
+					     .split_k = kind == V_WGC ? wgc.cl : wgc.kg > 1 ? wgc.kg : 0};
 		} else if (kind == V_TC) {
 			cg_conv_emit_tc(&b, &cv, epi, &tc);
 			k->smem = cg_conv_tc_smem(&tc, tc.tf32 ? 4 : 2);
@@ -707,7 +771,7 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			k->block[0] = 256;
 			k->cfg = (cg_config){.variant = V_SIMT, .block = 256, .tile_m = 64, .tile_n = 64, .tile_k = 16, .stages = 2};
 		}
-		k->grid[0] = (unsigned)(mt > 0 ? mt : 1);
+		k->grid[0] = (unsigned)(mt > 0 ? mt : 1) * (unsigned)(kind == V_WGC ? wgc.cl : 1);
 		k->grid[1] = (unsigned)(nt > 0 ? nt : 1);
 		k->grid[2] = (unsigned)cv.groups;
 	}

@@ -35,6 +35,9 @@ void cg_conv_index_fns(sn_buf *b, bool nhwc);
 void cg_conv_head(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads);
 /* The same, asking for min_blocks resident blocks per SM (0: no bound). */
 void cg_conv_head_min(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads, int min_blocks);
+/* The same, for blocks launched in clusters of cluster blocks along x
+ * (__cluster_dims__; 0 or 1: no cluster). */
+void cg_conv_head_cluster(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int threads, int cluster);
 /* One store of float expression val at linear output element idx (an ix
  * expression): st_<t>(y, ...) or the epilogue's st_<dtype>(y, i,
  * sn_epi(val, i args)). ind: the indentation. */
@@ -54,8 +57,13 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 /* The way out of a tile staged in shared memory as fp32 (cs: TM rows of
  * TN + 4 floats; m0, n0, g, tid in scope): bias, the fusion epilogue, the
  * cast, 16-byte stores where the channel counts allow; nt threads. Closes
- * the kernel's body. */
-void cg_conv_emit_staged_out(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int nt);
+ * the kernel's body. sk > 1: the tile is split over the k of a cluster of
+ * sk blocks (rank, peer_sum4 and peer_sum1 in scope, every block's
+ * partial tile staged and the cluster synchronized): block rank stores
+ * every sk-th piece of the tile, each the sum of the sk blocks' partial
+ * sums in rank order, then the cluster meets once more so that no block
+ * leaves while the others read its shared memory. */
+void cg_conv_emit_staged_out(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int nt, int sk);
 
 /* cg_conv_wg.c: the wgmma implicit GEMM (sm_90, compiled for sm_90a).
  * tm = 64 x mwg x mi rows: mwg m groups of warpgroups, each of mi m64
@@ -68,6 +76,7 @@ typedef struct cg_conv_wg {
 	bool tf32;
 	bool b_rounded; /* tf32: the weights are stored rounded (cg_tf32_weight): B is taken as it lands */
 	bool ws;	/* variant 8: a producer warpgroup beside warps / 4 consumer ones (kg 1) */
+	int cl;		/* variant 9: split-K over a cluster of cl blocks (2 to 8; 0 or 1: none; kg 1, not ws) */
 } cg_conv_wg;
 
 /* Why the wgmma kernel cannot compute cv on tg at all, or NULL. */
@@ -85,6 +94,10 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
  * cannot compute cv on tg, or NULL; its default config. */
 const char *cg_conv_wg_ws_cannot(const cg_conv *cv, const cg_target *tg);
 cg_conv_wg cg_conv_wg_ws_default(const cg_conv *cv);
+/* Variant 9 (variant 7 split over the k of a cluster, c->cl blocks) for
+ * a conv whose default config d (variant 7 or 8) fills under half the
+ * SMs: true and *out when a split config is estimated faster than d. */
+bool cg_conv_wg_split_default(const cg_conv *cv, bool tf32, const cg_conv_wg *d, cg_conv_wg *out);
 /* Depthwise (one input channel per group): threads over output pixels x
  * channel vectors; vec channels per thread (NHWC), 1 for NCHW. */
 void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec);

@@ -139,24 +139,31 @@ cg_conv_tc cg_conv_tc_default(const cg_conv *cv, const cg_target *tg, bool tf32)
 }
 
 /* The staged tile's way out (cg_conv.h): rows of TN + 4 floats at cs. */
-void cg_conv_emit_staged_out(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int nt)
+void cg_conv_emit_staged_out(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int nt, int sk)
 {
+	/* split over a cluster: block rank takes every sk-th piece, each the
+	 * sum of the cluster's partial tiles (read through DSMEM) */
+	char first[32] = "tid", step[32];
+	if (sk > 1)
+		snprintf(first, sizeof first, "tid + rank * %d", nt);
+	snprintf(step, sizeof step, "%d", sk > 1 ? nt * sk : nt);
 	const char *tn = ir_dtype_name(cv->t);
 	int vo = 16 / (int)ir_dtype_size(cv->t);
 	/* an epilogue storing the conv's own dtype applies to each staged
 	 * element before the 16-byte store */
 	bool v16 = (!epi || epi->dtype == cv->t) && cv->og % vo == 0 && cv->o % vo == 0;
 	if (v16) {
-		sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * (TN / %d); q += %d) {\n"
+		sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = %s; q < TM * (TN / %d); q += %s) {\n"
 				 "\t\tint row = q / (TN / %d), col = q %% (TN / %d) * %d;\n"
 				 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
 				 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
 				 "\t\to += g * OG;\n"
 				 "\t\tfloat4 f[%d];\n"
 				 "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n"
-				 "\t\t\tf[e] = *(const float4 *)&cs[row * (TN + 4) + col + 4 * e];\n"
+				 "\t\t\tf[e] = %s&cs[row * (TN + 4) + col + 4 * e]%s;\n"
 				 "\t\tfloat *v = (float *)f;\n",
-			      vo, nt, vo, vo, vo, vo / 4, vo / 4);
+			      first, vo, step, vo, vo, vo, vo / 4, vo / 4, sk > 1 ? "peer_sum4(" : "*(const float4 *)",
+			      sk > 1 ? ")" : "");
 		if (cv->bias)
 			sn_buf_printf(b, "#pragma unroll\n\t\tfor (int e = 0; e < %d; e++)\n\t\t\tv[e] += ld_%s(bias, o + e);\n",
 				      vo, tn);
@@ -176,20 +183,23 @@ void cg_conv_emit_staged_out(sn_buf *b, const cg_conv *cv, const cg_epilogue *ep
 					 "\t\t}\n"
 					 "\t\t*(uint4 *)(y + y_off(m, o)) = make_uint4(u[0], u[1], u[2], u[3]);\n",
 				      cv->t == IR_BF16 ? "bf16" : "f16", cv->t == IR_BF16 ? "bf16" : "f16");
-		sn_buf_puts(b, "\t}\n}\n");
+		sn_buf_puts(b, "\t}\n");
 	} else {
-		sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = tid; q < TM * TN; q += %d) {\n"
+		sn_buf_printf(b, "#pragma unroll 4\n\tfor (int q = %s; q < TM * TN; q += %s) {\n"
 				 "\t\tint row = q / TN, col = q %% TN;\n"
 				 "\t\tix m = m0 + row;\n\t\tint o = n0 + col;\n"
 				 "\t\tif (m >= MM || o >= OG)\n\t\t\tcontinue;\n"
 				 "\t\to += g * OG;\n"
-				 "\t\tfloat v = cs[row * (TN + 4) + col];\n",
-			      nt);
+				 "\t\tfloat v = %s;\n",
+			      first, step, sk > 1 ? "peer_sum1(&cs[row * (TN + 4) + col])" : "cs[row * (TN + 4) + col]");
 		if (cv->bias)
 			sn_buf_printf(b, "\t\tv += ld_%s(bias, o);\n", tn);
 		cg_conv_store(b, cv, epi, "\t\t", "y_off(m, o)", "v");
-		sn_buf_puts(b, "\t}\n}\n");
+		sn_buf_puts(b, "\t}\n");
 	}
+	if (sk > 1) /* the peers' shared memory stays until every block has read it */
+		sn_buf_puts(b, "\tcluster_sync();\n");
+	sn_buf_puts(b, "}\n");
 }
 
 /* The epilogue of the tensor-core kernel. Accumulator fragments: c0,c1 at
@@ -225,7 +235,7 @@ static void emit_tc_store(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, 
 					       "\t\t\t\t*p_ = make_float2(o_.x + acc[i][j][h * 2], o_.y + acc[i][j][h * 2 + 1]);\n\t\t\t}\n");
 			sn_buf_puts(b, "\t__syncthreads();\n");
 		}
-		cg_conv_emit_staged_out(b, cv, epi, nt);
+		cg_conv_emit_staged_out(b, cv, epi, nt, 1);
 		return;
 	}
 	bool pair = !epi && cv->og % 2 == 0 && cv->o % 2 == 0 && (cv->t == IR_BF16 || cv->t == IR_F16 || cv->t == IR_F32);

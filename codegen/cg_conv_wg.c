@@ -101,6 +101,14 @@ int cg_conv_wg_check(const cg_conv *cv, cg_conv_wg *c, sn_err *e)
 			       "conv2d (wgmma, producer warpgroup): warps %d: 4, 8 or 12 consumer warps (the producer's 4 "
 			       "come on top)",
 			       c->warps);
+	if (c->cl < 1)
+		c->cl = 1;
+	if (c->cl > 8)
+		return sn_errf(e, SN_EUSAGE, "conv2d (wgmma, split-K over a cluster): split_k %d is not in [2, 8] (blocks of "
+			       "one cluster)", c->cl);
+	if (c->cl > 1 && (c->ws || c->kg != 1))
+		return sn_errf(e, SN_EUSAGE, "conv2d (wgmma, split-K over a cluster): no producer warpgroup and no k groups "
+			       "beside the cluster's blocks");
 	if ((c->kg != 1 && c->kg != 2 && c->kg != 4) || nwg % c->kg)
 		return sn_errf(e, SN_EUSAGE,
 			       "conv2d (wgmma): split_k %d: the k groups must be 1, 2 or 4 and divide the %d warpgroups",
@@ -196,6 +204,35 @@ static const char round_fn[] =
 	"\tasm volatile(\"st.shared.v4.b32 [%0], {%1,%2,%3,%4};\" :: \"r\"(a), \"r\"(v[0]), \"r\"(v[1]), \"r\"(v[2]), \"r\"(v[3]) : \"memory\");\n"
 	"}\n\n";
 
+/* split-K over a cluster (variant 9; SK defined): the block's rank, the
+ * cluster barrier (release / acquire: the staged partial tiles are seen
+ * by every block after it), and the sum over the cluster's blocks, in
+ * rank order, of the float(s) at the same shared address in each */
+static const char cluster_fns[] =
+	"static __device__ __forceinline__ unsigned cta_rank()\n{\n"
+	"\tunsigned r;\n\tasm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r));\n\treturn r;\n}\n\n"
+	"static __device__ __forceinline__ void cluster_sync()\n{\n"
+	"\tasm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n}\n\n"
+	"static __device__ __forceinline__ float4 peer_sum4(const float *p)\n{\n"
+	"\tconst unsigned a = smem_u32(p);\n"
+	"\tfloat4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+	"#pragma unroll\n\tfor (unsigned r = 0; r < SK; r++) {\n"
+	"\t\tunsigned q;\n\t\tfloat4 v;\n"
+	"\t\tasm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(q) : \"r\"(a), \"r\"(r));\n"
+	"\t\tasm volatile(\"ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\" : \"=f\"(v.x), \"=f\"(v.y), \"=f\"(v.z), "
+	"\"=f\"(v.w) : \"r\"(q) : \"memory\");\n"
+	"\t\ts.x += v.x;\n\t\ts.y += v.y;\n\t\ts.z += v.z;\n\t\ts.w += v.w;\n"
+	"\t}\n\treturn s;\n}\n\n"
+	"static __device__ __forceinline__ float peer_sum1(const float *p)\n{\n"
+	"\tconst unsigned a = smem_u32(p);\n"
+	"\tfloat s = 0.0f;\n"
+	"#pragma unroll\n\tfor (unsigned r = 0; r < SK; r++) {\n"
+	"\t\tunsigned q;\n\t\tfloat v;\n"
+	"\t\tasm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(q) : \"r\"(a), \"r\"(r));\n"
+	"\t\tasm volatile(\"ld.shared::cluster.f32 %0, [%1];\" : \"=f\"(v) : \"r\"(q) : \"memory\");\n"
+	"\t\ts += v;\n"
+	"\t}\n\treturn s;\n}\n\n";
+
 static void emit_ws(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_wg *c);
 
 void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_wg *c)
@@ -216,13 +253,17 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 	cg_wgmma_emit_mma(b, "wg_mma", c->tn, ty, false);
 	if (c->tf32)
 		sn_buf_puts(b, round_fn);
-	cg_conv_head(b, cv, epi, nt);
+	if (c->cl > 1) {
+		sn_buf_printf(b, "#define SK %d\n", c->cl);
+		sn_buf_puts(b, cluster_fns);
+	}
+	cg_conv_head_cluster(b, cv, epi, nt, c->cl);
 	sn_buf_printf(b, "\textern __shared__ __align__(1024) unsigned char smem[];\n"
 			 "\tconst unsigned sbase = (smem_u32(smem) + 1023u) & ~1023u;\n"
 			 "\tconst int tid = threadIdx.x, g = blockIdx.z;\n"
 			 "\tconst int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); /* provably warp-uniform for ptxas */\n"
 			 "\tconst int mg = wg %% MWG, kg = wg / MWG;\n"
-			 "\tconst ix m0 = (ix)blockIdx.x * TM;\n\tconst int n0 = blockIdx.y * TN;\n"
+			 "\tconst ix m0 = (ix)blockIdx.x%s * TM;\n\tconst int n0 = blockIdx.y * TN;\n"
 			 "\tconst int ch = tid & 7, r0 = tid >> 3; /* chunk ch of rows r0 + i * RA */\n"
 			 "\tconst unsigned sw = (unsigned)((ch ^ (r0 & 7)) << 4); /* RA is a multiple of 8 */\n"
 			 "\tpix px[%d];\n"
@@ -232,7 +273,7 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "\t\tint o = n0 + r0 + j * RA;\n"
 			 "\t\tbok[j] = o < OG;\n"
 			 "\t\tbp[j] = wt + ((ix)g * OG + (bok[j] ? o : 0)) * KK + ch * VE;\n\t}\n",
-		      ai, ai, cg_ctype(cv->t), bi, bi, bi);
+		      c->cl > 1 ? " / SK" : "", ai, ai, cg_ctype(cv->t), bi, bi, bi);
 	const char *bguard = c->tn % ra ? "if (r0 + j * RA < TN) " : "";
 	sn_buf_printf(b, "#define LOAD(slot, kt) do { \\\n"
 			 "\t\tunsigned sa_ = sbase + (slot) * SLOT, sb_ = sa_ + TM * 128; \\\n"
@@ -263,9 +304,9 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 	sn_buf_printf(b, "\tfloat acc[MI][TN / 2];\n"
 			 "#pragma unroll\n\tfor (int i = 0; i < MI; i++)\n"
 			 "#pragma unroll\n\t\tfor (int x_ = 0; x_ < TN / 2; x_++)\n\t\t\tacc[i][x_] = 0.0f;\n"
-			 "\tconst int tiles = (KK + TKE - 1) / TKE;\n"
+			 "%s"
 			 "#pragma unroll\n\tfor (int s = 0; s < ST - 2; s++) {\n"
-			 "\t\tif (s < tiles)\n\t\t\tLOAD(s, s);\n"
+			 "\t\tif (s < tiles)\n\t\t\tLOAD(s, %ss);\n"
 			 "\t\tcp_commit();\n\t}\n"
 			 "\tconst unsigned aoff = (unsigned)(mg * MI * 64 * 128), koff = (unsigned)(kg * KPG * 32);\n"
 			 "\tfor (int t = 0; t < tiles; t++) {\n"
@@ -274,7 +315,7 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "\t\tasm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
 			 "\t\t__syncthreads(); /* every thread's; slice t - 2's products done */\n"
 			 "\t\tconst int nx = t + ST - 2;\n"
-			 "\t\tif (nx < tiles)\n\t\t\tLOAD(nx %% ST, nx);\n"
+			 "\t\tif (nx < tiles)\n\t\t\tLOAD(nx %% ST, %snx);\n"
 			 "\t\tcp_commit();\n"
 			 "\t\tconst unsigned sa = sbase + (t %% ST) * SLOT + aoff + koff, sb = sbase + (t %% ST) * SLOT + TM * 128 + koff;\n"
 			 "\t\twg_fence();\n"
@@ -289,7 +330,11 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "\tcp_wait<0>();\n"
 			 "\t__syncthreads();\n"
 			 "#undef LOAD\n",
-		      c->tf32 ? "\t\tROUND(t % ST);\n" : "");
+		      c->cl > 1 ? "\t/* split-K: block rank of the cluster takes slices [all rank / SK, all (rank + 1) / SK) */\n"
+				  "\tconst int all = (KK + TKE - 1) / TKE, rank = (int)cta_rank();\n"
+				  "\tconst int kt0 = (int)((long)all * rank / SK), tiles = (int)((long)all * (rank + 1) / SK) - kt0;\n"
+				: "\tconst int tiles = (KK + TKE - 1) / TKE;\n",
+		      c->cl > 1 ? "kt0 + " : "", c->tf32 ? "\t\tROUND(t % ST);\n" : "", c->cl > 1 ? "kt0 + " : "");
 	if (c->tf32)
 		sn_buf_puts(b, "#undef ROUND\n");
 	/* the accumulators, staged: d[j * 4 + h * 2 + q] of the warpgroup's
@@ -311,7 +356,9 @@ void cg_conv_emit_wg(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 				     : "float2 o_ = *p_;\n\t\t\t\t*p_ = make_float2(o_.x + acc[i][j * 4 + h * 2], "
 				       "o_.y + acc[i][j * 4 + h * 2 + 1]);");
 	}
-	cg_conv_emit_staged_out(b, cv, epi, nt);
+	if (c->cl > 1) /* every block's partial tile is staged */
+		sn_buf_puts(b, "\tcluster_sync();\n");
+	cg_conv_emit_staged_out(b, cv, epi, nt, c->cl);
 }
 
 const char *cg_conv_wg_ws_cannot(const cg_conv *cv, const cg_target *tg)
@@ -454,5 +501,60 @@ static void emit_ws(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const 
 			 "\t}\n"
 			 "\t__syncthreads();\n",
 		      ai, ai, cg_ctype(cv->t), ai, bi, c->tn % 16 ? "if (r0 + j * 16 < TN) " : "", nc * 128);
-	cg_conv_emit_staged_out(b, cv, epi, nt);
+	cg_conv_emit_staged_out(b, cv, epi, nt, 1);
+}
+
+/* Variant 9's default: an estimate of each config's time in us on the
+ * H100, fitted to ResNet-50's convs at batch 1 (PERF.md, 2026-11-23
+ * session 4; variant 7 alone, one block per SM): about 3 for the launch,
+ * the pipeline's fill and the store, and per slice of a block 0.22 + TM
+ * x TN x 1.9e-5 (64x32 0.26, 64x64 0.30, 64x128 0.37, 256x128 0.84: a
+ * block that has an SM to itself waits on its copies more than it
+ * multiplies), times the blocks on the busiest SM; a cluster's two
+ * barriers and its sum through DSMEM 1 + 0.2 per block (clusters of 2
+ * to 8 of 64x32 and 64x64 tiles came out 1 to 2 over the rest). */
+static double split_est(int tm, int tn, int64_t blocks, int64_t slices, int sk)
+{
+	int64_t per_sm = (blocks + 131) / 132;
+	return 3.0 + (double)per_sm * (double)slices * (0.22 + tm * tn * 1.9e-5) + (sk > 1 ? 1.0 + 0.2 * sk : 0.0);
+}
+
+/* Where d's grid fills under half the SMs (ResNet-50 at batch 1 from
+ * layer 1's 3x3 on: 4 to 64 blocks), narrow tiles of one warpgroup, 6
+ * stages (4 slices in flight: a block with an SM to itself waits on its
+ * copies), 64x32 and 64x64 split over the k of clusters of up to 8
+ * blocks, each block at least 2 slices (64x128 alone: split, its sum
+ * through DSMEM cost 3 to 4 more than the estimate); taken where the
+ * estimate beats d's by 5 %. */
+bool cg_conv_wg_split_default(const cg_conv *cv, bool tf32, const cg_conv_wg *d, cg_conv_wg *out)
+{
+	static const struct {
+		int tm, tn, warps, stages, max_sk;
+	} cand[] = {{64, 32, 4, 6, 8}, {64, 64, 4, 6, 8}, {64, 128, 4, 4, 1}};
+	int tke = tf32 ? 32 : 64;
+	int64_t slices = (cv->k + tke - 1) / tke;
+	int64_t dblocks = (cv->m + d->tm - 1) / d->tm * ((cv->og + d->tn - 1) / d->tn) * cv->groups;
+	if (dblocks > 66 || d->tm <= 0 || d->tn <= 0)
+		return false;
+	double best = 0.95 * split_est(d->tm, d->tn, dblocks, slices, 1);
+	bool found = false;
+	for (size_t i = 0; i < SN_COUNT(cand); i++) {
+		if ((cv->og <= 64 && cand[i].tn > 64) || (cv->og <= 128 && cand[i].tn > 128))
+			continue;
+		for (int sk = 1; sk <= cand[i].max_sk && (sk == 1 || 2 * sk <= slices); sk++) {
+			cg_conv_wg c = {.tm = cand[i].tm, .tn = cand[i].tn, .warps = cand[i].warps,
+					.stages = cand[i].stages, .kg = 1, .cl = sk, .tf32 = tf32};
+			sn_err e = {0};
+			if (cg_conv_wg_check(cv, &c, &e) != SN_OK)
+				continue;
+			int64_t blocks = (cv->m + c.tm - 1) / c.tm * ((cv->og + c.tn - 1) / c.tn) * cv->groups * sk;
+			double t = split_est(c.tm, c.tn, blocks, (slices + sk - 1) / sk, sk);
+			if (t < best) {
+				best = t;
+				*out = c;
+				found = true;
+			}
+		}
+	}
+	return found;
 }

@@ -13,6 +13,10 @@
  *  - variant 8 over the same grid in bf16 with its default and seven
  *    asked-for configs (1 to 3 consumer warpgroups, 2 to 8 stages), every
  *    shape through about half of them, and in f16 with one;
+ *  - variant 9 (split-K over a cluster of 2 to 8 blocks) over the same
+ *    grid in bf16 with its default and four asked-for configs, about
+ *    half each, in f16 and f32 under TF32 with one; ResNet-50's layer 4
+ *    at batch 1 by default (clusters of 8);
  *  - the fusion epilogue relu(v + residual) on several configs and
  *    dtypes (the add and relu steps dropped, as in test_cuda_conv_tc.c),
  *    with staged 16-byte stores and with the scalar way out (odd channel
@@ -44,9 +48,10 @@ static int render(const ir_graph *g, int sm, bool tf32, const cg_config *want, b
 {
 	cg_target tg = {.sm = sm, .tf32 = tf32, .conv_kernels = true};
 	int rc = gpu_conv_render(g, &tg, want, fuse, st, e);
-	/* the default is 7 or 8 by shape (f16/bf16); asked for, the one asked */
+	/* the default is 7, 8 (f16/bf16) or 9 (small grids) by shape; asked
+	 * for, the one asked */
 	bool ok = want && want->variant ? st->k.cfg.variant == want->variant
-					: st->k.cfg.variant == 7 || (st->k.cfg.variant == 8 && !tf32);
+					: st->k.cfg.variant == 7 || st->k.cfg.variant == 9 || (st->k.cfg.variant == 8 && !tf32);
 	if (!rc && !ok) {
 		rc = sn_errf(e, SN_EINTERNAL, "test: the conv was rendered with variant %d, not the wgmma kernel's",
 			     (int)st->k.cfg.variant);
@@ -152,6 +157,17 @@ static const cg_config wscfgs[] = {
 	{.variant = 8, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 2},
 };
 
+/* variant 9 (split-K over a cluster of split_k blocks): 2 to 8 blocks
+ * (3: slices not a multiple), one or two warpgroups, tiles 64 to 128
+ * rows and 32 to 128 channels, its own default (variant alone) */
+static const cg_config clcfgs[] = {
+	{.variant = 9},
+	{.variant = 9, .tile_m = 64, .tile_n = 32, .warps = 4, .stages = 6, .split_k = 8},
+	{.variant = 9, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 6, .split_k = 3},
+	{.variant = 9, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4, .split_k = 2},
+	{.variant = 9, .tile_m = 64, .tile_n = 128, .warps = 4, .stages = 4, .split_k = 4},
+};
+
 int main(int argc, char **argv)
 {
 	compile_only = argc > 1 && !strcmp(argv[1], "compile");
@@ -177,7 +193,25 @@ int main(int argc, char **argv)
 			if ((i + k) % 2 == 0 || compile_only)
 				conv(&grid[i], IR_BF16, false, &wscfgs[k], false);
 		conv(&grid[i], IR_F16, false, &wscfgs[(i + 1) % SN_COUNT(wscfgs)], false);
+		for (size_t k = 0; k < SN_COUNT(clcfgs); k++)
+			if ((i + k) % 2 == 0 || compile_only)
+				conv(&grid[i], IR_BF16, false, &clcfgs[k], false);
+		conv(&grid[i], IR_F16, false, &clcfgs[(i + 1) % SN_COUNT(clcfgs)], false);
+		conv(&grid[i], IR_F32, true, &clcfgs[(i + 2) % SN_COUNT(clcfgs)], false);
 	}
+	/* ResNet-50's layer 4 at batch 1: its 3x3 and 1x1s by default (split
+	 * over clusters of 8: 72 and 32 slices) */
+	static const cspec l4[] = {
+		{1, 512, 7, 7, 512, 3, 3, 1, 1, P4(1), 1, 1, true},
+		{1, 2048, 7, 7, 512, 1, 1, 1, 1, P4(0), 1, 1, true},
+		{1, 1024, 14, 14, 2048, 1, 1, 2, 2, P4(0), 1, 1, false},
+	};
+	for (size_t i = 0; i < SN_COUNT(l4); i++) {
+		conv(&l4[i], IR_BF16, false, NULL, false);
+		conv(&l4[i], IR_F32, true, NULL, false);
+	}
+	conv(&l4[0], IR_BF16, false, NULL, true);
+	conv(&l4[1], IR_F16, false, NULL, true);
 	/* the fusion epilogue: staged 16-byte stores, k groups, scalar stores */
 	conv(&grid[0], IR_BF16, false, NULL, true);
 	conv(&grid[5], IR_BF16, false, &cfgs[0], true);
@@ -189,6 +223,9 @@ int main(int argc, char **argv)
 	conv(&grid[5], IR_BF16, false, &wscfgs[1], true);
 	conv(&grid[9], IR_F16, false, &wscfgs[2], true);
 	conv(&grid[4], IR_BF16, false, &wscfgs[5], true);
+	conv(&grid[5], IR_BF16, false, &clcfgs[2], true);
+	conv(&grid[1], IR_F16, false, &clcfgs[1], true);
+	conv(&grid[3], IR_F32, true, &clcfgs[3], true);
 	if (compile_only) {
 		rt_nvrtc *nv = NULL;
 		sn_err e = {0};

@@ -792,11 +792,13 @@ static void test_conv(void)
 		CHECK(st.k.nbufs == 3 && st.k.bufs[2] == r);
 	}
 	step_free(&st);
-	/* sm_90's default for it: the wgmma kernel; M = 784 fills few SMs
+	/* sm_90's wgmma kernel's own default for it (variant 7 asked for; the
+	 * default is split over clusters, below); M = 784 fills few SMs
 	 * with any tile, so the most blocks: 13 x 2 tiles of 64x64 (one
 	 * warpgroup of m64n64), 6 stages of 128 rows x 128 bytes in the
 	 * 128-byte swizzle, 1024 bytes for its alignment */
-	if (render(cg_render_conv, r, &st, "conv wg")) {
+	const cg_config v7 = {.variant = 7};
+	if (render_with(cg_render_conv, r, &h90, &v7, NULL, &st, "conv wg")) {
 		CHECK(st.k.cfg.variant == 7 && st.k.cfg.tile_m == 64 && st.k.cfg.tile_n == 64 && st.k.cfg.tile_k == 64);
 		CHECK(st.k.grid[0] == 13 && st.k.grid[1] == 2 && st.k.block[0] == 128 && st.k.smem == 6 * 128 * 128 + 1024);
 		CHECK(strstr(st.k.src, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != NULL);
@@ -883,6 +885,87 @@ static void test_conv(void)
 		refused(r, &h90t, (cg_config){.variant = 8}, "f16 and bf16");
 		fresh();
 	}
+	/* ResNet-50 at batch 1 on sm_90 (PERF.md, 2026-11-23 session 4): where
+	 * the batch-32 default fills under half the SMs, narrow tiles of one
+	 * warpgroup, split over the k of clusters (variant 9) where the
+	 * estimate says so; the small 1x1 products stay kernels (no cuBLASLt) */
+	{
+		const struct {
+			cspec c;
+			int variant, tm, tn, sk;
+		} one[] = {
+			{{1, 512, 7, 7, 512, 3, 1, 1, 1, 1, true}, 9, 64, 32, 8},	  /* layer 4's 3x3: 72 slices, 128 blocks */
+			{{1, 256, 14, 14, 256, 3, 1, 1, 1, 1, true}, 9, 64, 64, 6},	  /* layer 3's: 36, 96 */
+			{{1, 128, 28, 28, 128, 3, 1, 1, 1, 1, true}, 9, 64, 64, 5},	  /* layer 2's: 18, 130 */
+			{{1, 64, 56, 56, 64, 3, 1, 1, 1, 1, true}, 7, 64, 32, 0},	  /* layer 1's: 9, 98 blocks of one */
+			{{1, 2048, 7, 7, 512, 1, 1, 0, 1, 1, true}, 9, 64, 32, 8},	  /* layer 4's 1x1 2048-512 */
+			{{1, 1024, 14, 14, 256, 1, 1, 0, 1, 1, true}, 9, 64, 32, 4},   /* layer 3's 1x1 1024-256 */
+			{{1, 1024, 14, 14, 2048, 1, 2, 0, 1, 1, true}, 9, 64, 64, 4},  /* layer 4's 1x1/2 */
+			{{1, 512, 7, 7, 2048, 1, 1, 0, 1, 1, true}, 7, 64, 32, 0},	  /* layer 4's 1x1 512-2048: 64 blocks */
+		};
+		for (size_t i = 0; i < SN_COUNT(one); i++) {
+			fresh();
+			r = conv_node(&one[i].c, IR_BF16, IR_NHWC);
+			CHECK(!cg_conv_is_gemm(G, r, &h90));
+			snprintf(label, sizeof label, "conv wg batch 1 default %zu", i);
+			if (render_with(cg_render_conv, r, &h90, NULL, NULL, &st, label)) {
+				CHECK(st.k.cfg.variant == one[i].variant && st.k.cfg.tile_m == one[i].tm &&
+				      st.k.cfg.tile_n == one[i].tn && st.k.cfg.split_k == one[i].sk);
+				/* a cluster of split_k blocks along x, summed through DSMEM */
+				CHECK((one[i].sk > 1) == !!strstr(st.k.src, "__cluster_dims__"));
+				CHECK((one[i].sk > 1) == !!strstr(st.k.src, "ld.shared::cluster.v4.f32"));
+				int64_t mt = (one[i].c.n * (one[i].c.h / one[i].c.stride) * (one[i].c.w / one[i].c.stride) + 63) / 64;
+				CHECK(st.k.grid[0] == (unsigned)(mt * (one[i].sk > 1 ? one[i].sk : 1)));
+			}
+			step_free(&st);
+		}
+		/* at batch 32 the same 1x1 is a cuBLASLt product, and f32 (no
+		 * wgmma without tf32) stays one at batch 1 */
+		cspec b32 = one[4].c;
+		b32.n = 32;
+		fresh();
+		CHECK(cg_conv_is_gemm(G, conv_node(&b32, IR_BF16, IR_NHWC), &h90));
+		fresh();
+		CHECK(cg_conv_is_gemm(G, conv_node(&one[4].c, IR_F32, IR_NHWC), &h90));
+		/* variant 9 asked for: bf16, f16 and f32 under TF32, the scalar
+		 * way out (odd channels), a fusion-free partial tile; refused
+		 * outside 2 to 8 blocks */
+		cg_target h90t = h90;
+		h90t.tf32 = true;
+		const struct {
+			cspec c;
+			ir_dtype t;
+			cg_config want;
+		} ask[] = {
+			{{1, 256, 14, 14, 256, 3, 1, 1, 1, 1, true},
+			 IR_BF16,
+			 {.variant = 9, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4, .split_k = 4}},
+			{{2, 64, 9, 9, 96, 3, 1, 1, 1, 1, false},
+			 IR_F16,
+			 {.variant = 9, .tile_m = 128, .tile_n = 96, .warps = 8, .stages = 3, .split_k = 3}},
+			{{1, 128, 7, 9, 204, 3, 2, 1, 1, 4, true}, IR_BF16, {.variant = 9, .split_k = 2}},
+			{{1, 512, 7, 7, 512, 3, 1, 1, 1, 1, true}, IR_F32, {.variant = 9}},
+			{{1, 256, 14, 14, 256, 1, 1, 0, 1, 1, true},
+			 IR_F32,
+			 {.variant = 9, .tile_m = 64, .tile_n = 32, .warps = 4, .stages = 6, .split_k = 8}},
+		};
+		for (size_t i = 0; i < SN_COUNT(ask); i++) {
+			fresh();
+			r = conv_node(&ask[i].c, ask[i].t, IR_NHWC);
+			snprintf(label, sizeof label, "conv wg split asked %zu", i);
+			if (render_with(cg_render_conv, r, ask[i].t == IR_F32 ? &h90t : &h90, &ask[i].want, NULL, &st, label))
+				CHECK(st.k.cfg.variant == 9 && st.k.cfg.split_k >= 2 && st.k.cfg.split_k <= 8 &&
+				      (!ask[i].want.split_k || st.k.cfg.split_k == ask[i].want.split_k) &&
+				      strstr(st.k.src, "__cluster_dims__") != NULL);
+			step_free(&st);
+		}
+		fresh();
+		r = conv_node(&ask[0].c, IR_BF16, IR_NHWC);
+		refused(r, &h90, (cg_config){.variant = 9, .split_k = 9}, "[2, 8]");
+		refused(r, &h90, (cg_config){.variant = 9, .split_k = 1}, "split_k 1");
+		refused(r, &h80, (cg_config){.variant = 9}, "sm_90");
+		fresh();
+	}
 	/* ResNet-50's 1x1 expand at batch 32 is a cuBLASLt product by
 	 * default: [100352, 64] x [256, 64]^T with its bias */
 	cspec big = cases[1];
@@ -931,10 +1014,11 @@ static void test_conv(void)
 	if (render_with(cg_render_conv, r, &t90, &v4, NULL, &st, "conv tf32"))
 		CHECK(strstr(st.k.src, "cvt.rna.tf32.f32") && strstr(st.k.src, "m16n8k8") && st.k.cfg.tile_k == 32);
 	step_free(&st);
-	/* sm_90's default under TF32: wgmma's tf32 form, operands rounded in shared memory */
+	/* sm_90's default under TF32: wgmma's tf32 form, operands rounded in
+	 * shared memory; M = 784 fills few SMs: split over a cluster (variant 9) */
 	if (render_with(cg_render_conv, r, &t90, NULL, NULL, &st, "conv wg tf32"))
 		CHECK(strstr(st.k.src, "cvt.rna.tf32.f32") && strstr(st.k.src, "k8.f32.tf32.tf32") && st.k.cfg.tile_k == 32 &&
-		      st.k.cfg.variant == 7);
+		      st.k.cfg.variant == 9 && strstr(st.k.src, "__cluster_dims__"));
 	step_free(&st);
 	/* B (the weights) is rounded in the kernel unless the weight image
 	 * holds it rounded: an f32 param whose every use is a conv's weight */
@@ -1027,7 +1111,7 @@ static void test_conv(void)
 	refused(conv_node(&cases[2], IR_BF16, IR_NCHW), &h90, (cg_config){.variant = 7}, "NHWC");
 	refused(conv_node(&cases[2], IR_F32, IR_NHWC), &h90, (cg_config){.variant = 7}, "tf32");
 	refused(r, &h90, (cg_config){.variant = 5}, "variant 5");
-	refused(r, &h90, (cg_config){.variant = 9}, "variant 9");
+	refused(r, &h90, (cg_config){.variant = 10}, "variant 10");
 	refused(r, &h90, (cg_config){.variant = 1, .tile_m = 64}, "tile_m");
 	refused(conv_node(&cases[2], IR_BF16, IR_NCHW), &h90, (cg_config){.variant = 4}, "variant 4");
 	refused(conv_node(&cases[9], IR_BF16, IR_NHWC), &h90, (cg_config){.variant = 4}, "multiple of 8");
