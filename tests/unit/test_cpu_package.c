@@ -180,8 +180,8 @@ static bool find_entry(const char *cache, char *out, size_t cap)
 		while (d2 && !found && (f = readdir(d2))) {
 			size_t n = strlen(f->d_name);
 			if (n > 5 && !strcmp(f->d_name + n - 5, ".plan")) {
-				snprintf(out, cap, "%s/%s", p, f->d_name);
-				found = true;
+				/* a path that does not fit is not found */
+				found = snprintf(out, cap, "%s/%s", p, f->d_name) < (int)cap;
 			}
 		}
 		if (d2)
