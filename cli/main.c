@@ -618,6 +618,17 @@ static void json_output(const sinter_tensor *t)
 	printf("]}");
 }
 
+/* The run object's last member and its close: each output's summary. */
+static void json_outputs(const sinter_tensor *outs, size_t n)
+{
+	printf(",\n \"outputs\": [");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s", i ? ",\n  " : "");
+		json_output(&outs[i]);
+	}
+	printf("]}\n");
+}
+
 /* Element i as a double, for the summary (via the bit layouts of the dtypes). */
 static double elem(const sinter_tensor *t, size_t i)
 {
@@ -819,13 +830,9 @@ static int run_package(opts *o)
 	if (o->json) {
 		printf("{\"ok\": true, \"file\": ");
 		json_str(o->file);
-		printf(", \"device\": \"%s\", \"package\": true, \"run_s\": %.6f, \"load_s\": %.6f,\n \"outputs\": [",
+		printf(", \"device\": \"%s\", \"package\": true, \"run_s\": %.6f, \"load_s\": %.6f",
 		       sinter_compiled_device(c), run_s, load_s);
-		for (size_t i = 0; i < nout; i++) {
-			printf("%s", i ? ",\n  " : "");
-			json_output(&outs[i]);
-		}
-		printf("]}\n");
+		json_outputs(outs, nout);
 	} else {
 		for (size_t i = 0; i < nout; i++)
 			summarize(&outs[i]);
@@ -920,12 +927,7 @@ static int cmd_run(opts *o)
 			       cs.plan_hit ? "true" : "false", cs.context_s, cs.passes_s, cs.codegen_s, cs.nvrtc_s, cs.load_s,
 			       cs.upload_s, cs.plan_s, cs.key_s, cs.blas_s, cs.tune_s, t1 - t0c, cs.steps, cs.kernels,
 			       cs.cache_hits, cs.arena_bytes, cs.weight_bytes, cs.tune_timings, cs.ref_steps);
-		printf(",\n \"outputs\": [");
-		for (size_t i = 0; i < nout; i++) {
-			printf("%s", i ? ",\n  " : "");
-			json_output(&outs[i]);
-		}
-		printf("]}\n");
+		json_outputs(outs, nout);
 	} else {
 		for (size_t i = 0; i < nout; i++)
 			summarize(&outs[i]);
