@@ -195,6 +195,7 @@ struct rt_cpu {
 			   * weights packed for pk_kernel (first run) */
 	bool no_pack;     /* SINTER_CPU_PACK=0: products on weights by OpenBLAS (measurements) */
 	bool no_wino;     /* SINTER_CPU_WINOGRAD=0: 3x3 convolutions by im2col (measurements) */
+	int wino_m;       /* SINTER_CPU_WINOGRAD=2 or 4: that output block only (measurements); 0: by the map */
 	float *stage;     /* bf16 steps: f32 copies of their operands and output (grown) */
 	size_t stage_n;
 };
@@ -519,6 +520,7 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 	c->wino = calloc(p->nsteps ? p->nsteps : 1, sizeof *c->wino);
 	const char *wv = getenv("SINTER_CPU_WINOGRAD");
 	c->no_wino = wv && !strcmp(wv, "0");
+	c->wino_m = wv && !strcmp(wv, "2") ? 2 : wv && !strcmp(wv, "4") ? 4 : 0;
 	const char *pv = getenv("SINTER_CPU_PACK");
 	c->no_pack = pv && !strcmp(pv, "0");
 	if (!c->pool || !c->fns || !c->addr || (p->arena_bytes && !c->arena) || !c->scratch || !c->wino) {
@@ -1191,89 +1193,204 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 	}
 }
 
-/* ---- Winograd F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for
- * Convolutional Neural Networks", 2016) for 3x3 stride-1 undilated
- * convolutions: each 2x2 block of output pixels from a 4x4 input patch,
- * V = B^T d B per channel, 16 products (tiles x C) by (C x O) on the
- * transformed weights U = G g G^T, then Y = A^T M A: 16 multiplies per 4
- * outputs instead of 36, by cblas_sgemm as the im2col path. ---- */
+/* ---- Winograd F(m x m, 3x3), m = 2 or 4 (Lavin and Gray, "Fast
+ * Algorithms for Convolutional Neural Networks", 2016), for 3x3 stride-1
+ * undilated convolutions: each m x m block of output pixels from an
+ * (m + 2)^2 input patch, V = B^T d B per channel, (m + 2)^2 products
+ * (tiles x C) by (C x O) on the transformed weights U = G g G^T, then
+ * Y = A^T M A. Multiplies per output: 36 / 4 = 9 direct, 16 / 4 = 4 with
+ * m = 2, 36 / 16 = 2.25 with m = 4 (whose transforms take larger
+ * coefficients: its error in fp32 is about 10x m = 2's, still within the
+ * cpu device's 2e-5 against the reference; measured in tests/cpu_ref.py).
+ * U is made on the first run (every run when the weights are not a weight
+ * of the plan), in panels for pk_kernel on an AVX2/FMA host (no packing
+ * of U per task), else [slots][O][C] for cblas_sgemm. ---- */
 
 typedef struct wjob {
 	rt_cpu *c;
 	const float *x, *w, *bias;
-	float *u; /* [16][O][C] */
+	float *u;    /* panels: [slots][ceil(O/16)][C][16]; else [slots][O][C] */
+	bool panels;
+	int m, al;   /* output block m x m, patch al x al (al = m + 2): al^2 slots */
 	float *out;
 	int64_t H, W, C, O, Ho, Wo, pt, pl, th, tw, T;
 	int64_t nt, nco, ocw; /* tiles per task, channel tasks, channels per task */
 } wjob;
 
-/* U = G g G^T for output channels [lo, hi): G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]. */
+/* g (3 taps) -> u (al values) = G g. m = 2: G = [1 0 0; .5 .5 .5; .5 -.5
+ * .5; 0 0 1]; m = 4: G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24
+ * 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]. */
+static void wino_g(int m, const float g[3], float *u)
+{
+	if (m == 2) {
+		u[0] = g[0];
+		u[1] = 0.5f * (g[0] + g[1] + g[2]);
+		u[2] = 0.5f * (g[0] - g[1] + g[2]);
+		u[3] = g[2];
+		return;
+	}
+	u[0] = g[0] / 4.0f;
+	u[1] = -(g[0] + g[1] + g[2]) / 6.0f;
+	u[2] = -(g[0] - g[1] + g[2]) / 6.0f;
+	u[3] = g[0] / 24.0f + g[1] / 12.0f + g[2] / 6.0f;
+	u[4] = g[0] / 24.0f - g[1] / 12.0f + g[2] / 6.0f;
+	u[5] = g[2];
+}
+
+/* U = G g G^T for output channels [lo, hi). */
 static void wino_weight_task(void *ctx, int64_t lo, int64_t hi, int tid)
 {
 	(void)tid;
 	wjob *j = ctx;
-	int64_t C = j->C, O = j->O;
+	int64_t C = j->C, O = j->O, np = (O + PK_NR - 1) / PK_NR;
+	int al = j->al;
 	for (int64_t o = lo; o < hi; o++)
 		for (int64_t ci = 0; ci < C; ci++) {
-			float g[3][3], t[4][3];
-			for (int r = 0; r < 3; r++)
-				for (int q = 0; q < 3; q++)
-					g[r][q] = j->w[((o * 3 + r) * 3 + q) * C + ci];
-			for (int q = 0; q < 3; q++) {
-				t[0][q] = g[0][q];
-				t[1][q] = 0.5f * (g[0][q] + g[1][q] + g[2][q]);
-				t[2][q] = 0.5f * (g[0][q] - g[1][q] + g[2][q]);
-				t[3][q] = g[2][q];
+			float t[6][3], u[6];
+			for (int q = 0; q < 3; q++) { /* columns: t = G g */
+				float g[3] = {j->w[((o * 3 + 0) * 3 + q) * C + ci], j->w[((o * 3 + 1) * 3 + q) * C + ci],
+					      j->w[((o * 3 + 2) * 3 + q) * C + ci]};
+				wino_g(j->m, g, u);
+				for (int a = 0; a < al; a++)
+					t[a][q] = u[a];
 			}
-			for (int a = 0; a < 4; a++) {
-				float u[4] = {t[a][0], 0.5f * (t[a][0] + t[a][1] + t[a][2]), 0.5f * (t[a][0] - t[a][1] + t[a][2]),
-					      t[a][2]};
-				for (int b = 0; b < 4; b++)
-					j->u[((int64_t)(a * 4 + b) * O + o) * C + ci] = u[b];
+			for (int a = 0; a < al; a++) { /* rows: t G^T */
+				wino_g(j->m, t[a], u);
+				for (int b = 0; b < al; b++) {
+					int64_t xi = a * al + b;
+					if (j->panels)
+						j->u[((xi * np + o / PK_NR) * C + ci) * PK_NR + o % PK_NR] = u[b];
+					else
+						j->u[(xi * O + o) * C + ci] = u[b];
+				}
 			}
 		}
 }
 
-/* One B^T step over n channels: (y0..y3) = B^T (x0..x3), vectorized. */
-static void wino_bt(const float *restrict x0, const float *restrict x1, const float *restrict x2,
-		    const float *restrict x3, float *restrict y0, float *restrict y1, float *restrict y2,
-		    float *restrict y3, int64_t n)
+/* F(4x4, 3x3)'s transforms, 8 channels at a time: m = 4 runs only on a
+ * host with AVX2 and FMA (its products are pk_kernel's), and GCC left
+ * these six-way loops scalar. B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4
+ * -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1]; A^T = [1 1 1 1 1
+ * 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]. */
+#define WINO4_BT(L, S, ADD, SUB, MUL, FMA, FNMA, K)                                                              \
+	do {                                                                                                       \
+		float *y0_ = y + (i), *y1_ = y0_ + ys, *y2_ = y1_ + ys, *y3_ = y2_ + ys, *y4_ = y3_ + ys,             \
+		      *y5_ = y4_ + ys;                                                                             \
+		__typeof__(L(x[0] + (i))) a = L(x[0] + (i)), b = L(x[1] + (i)), c = L(x[2] + (i)),                    \
+					  d = L(x[3] + (i)), e = L(x[4] + (i)), f = L(x[5] + (i));                    \
+		__typeof__(a) p = FNMA(K(4.0f), c, e), q = FNMA(K(4.0f), b, d), r = SUB(e, c),                       \
+			      s_ = MUL(K(2.0f), SUB(d, b));                                                         \
+		S(y0_, ADD(FNMA(K(5.0f), c, MUL(K(4.0f), a)), e));                                                  \
+		S(y1_, ADD(p, q));                                                                                 \
+		S(y2_, SUB(p, q));                                                                                 \
+		S(y3_, ADD(r, s_));                                                                                \
+		S(y4_, SUB(r, s_));                                                                                \
+		S(y5_, ADD(FNMA(K(5.0f), d, MUL(K(4.0f), b)), f));                                                  \
+	} while (0)
+#define WINO4_AT(L, S, ADD, SUB, MUL, FMA, FNMA, K, B0)                                                          \
+	do {                                                                                                       \
+		__typeof__(L(x[0] + (i))) x1_ = L(x[1] + (i)), x2_ = L(x[2] + (i)), x3_ = L(x[3] + (i)),            \
+					  x4_ = L(x[4] + (i)), b0 = (B0);                                           \
+		__typeof__(x1_) s1 = ADD(x1_, x2_), d1 = SUB(x1_, x2_), s2 = ADD(x3_, x4_), d2 = SUB(x3_, x4_);       \
+		S(y[0] + (i), ADD(ADD(L(x[0] + (i)), ADD(s1, s2)), b0));                                            \
+		S(y[1] + (i), ADD(FMA(K(2.0f), d2, d1), b0));                                                      \
+		S(y[2] + (i), ADD(FMA(K(4.0f), s2, s1), b0));                                                      \
+		S(y[3] + (i), ADD(ADD(FMA(K(8.0f), d2, d1), L(x[5] + (i))), b0));                                   \
+	} while (0)
+#define SC_L(p) (*(p))
+#define SC_S(p, v) (*(p) = (v))
+#define SC_ADD(a, b) ((a) + (b))
+#define SC_SUB(a, b) ((a) - (b))
+#define SC_MUL(a, b) ((a) * (b))
+#define SC_FMA(a, b, c) ((a) * (b) + (c))
+#define SC_FNMA(a, b, c) ((c) - (a) * (b))
+#define SC_K(v) (v)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) static void wino4_bt(const float *const *x, float *y, int64_t ys, int64_t n)
 {
-	for (int64_t i = 0; i < n; i++) {
-		float a = x0[i], b = x1[i], c = x2[i], d = x3[i];
-		y0[i] = a - c;
-		y1[i] = b + c;
-		y2[i] = c - b;
-		y3[i] = b - d;
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		WINO4_BT(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_fmadd_ps,
+			 _mm256_fnmadd_ps, _mm256_set1_ps);
+	for (; i < n; i++)
+		WINO4_BT(SC_L, SC_S, SC_ADD, SC_SUB, SC_MUL, SC_FMA, SC_FNMA, SC_K);
+}
+
+__attribute__((target("avx2,fma"))) static void wino4_at(const float *const *x, float *const *y, const float *bias,
+							   int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		WINO4_AT(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_fmadd_ps,
+			 _mm256_fnmadd_ps, _mm256_set1_ps, bias ? _mm256_loadu_ps(bias + i) : _mm256_setzero_ps());
+	for (; i < n; i++)
+		WINO4_AT(SC_L, SC_S, SC_ADD, SC_SUB, SC_MUL, SC_FMA, SC_FNMA, SC_K, bias ? bias[i] : 0.0f);
+}
+#else
+static void wino4_bt(const float *const *x, float *y, int64_t ys, int64_t n)
+{
+	(void)x, (void)y, (void)ys, (void)n; /* m = 4 needs pk_host, false here */
+}
+static void wino4_at(const float *const *x, float *const *y, const float *bias, int64_t n)
+{
+	(void)x, (void)y, (void)bias, (void)n;
+}
+#endif
+
+/* One B^T step over n channels: y[i] = (B^T x)[i], x and y al vectors of
+ * n channels (y's at stride ys floats), vectorized over the channels. */
+static void wino_bt(int m, const float *const *x, float *restrict y, int64_t ys, int64_t n)
+{
+	if (m == 2) {
+		const float *restrict x0 = x[0], *restrict x1 = x[1], *restrict x2 = x[2], *restrict x3 = x[3];
+		float *restrict y0 = y, *restrict y1 = y + ys, *restrict y2 = y + 2 * ys, *restrict y3 = y + 3 * ys;
+		for (int64_t i = 0; i < n; i++) {
+			float a = x0[i], b = x1[i], c = x2[i], d = x3[i];
+			y0[i] = a - c;
+			y1[i] = b + c;
+			y2[i] = c - b;
+			y3[i] = b - d;
+		}
+		return;
 	}
+	wino4_bt(x, y, ys, n);
 }
 
-/* One A^T step over n channels: (y0, y1) = A^T (x0..x3) (+ bias). */
-static void wino_at(const float *restrict x0, const float *restrict x1, const float *restrict x2,
-		    const float *restrict x3, float *restrict y0, float *restrict y1, const float *restrict bias,
-		    int64_t n)
+/* One A^T step over n channels: y[k] = (A^T x)[k] (+ bias), x al vectors,
+ * y m pointers. m = 2: A^T = [1 1 1 0; 0 1 -1 -1]; m = 4: A^T = [1 1 1 1
+ * 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]. */
+static void wino_at(int m, const float *const *x, float *const *y, const float *restrict bias, int64_t n)
 {
-	if (bias)
-		for (int64_t i = 0; i < n; i++) {
-			y0[i] = x0[i] + x1[i] + x2[i] + bias[i];
-			y1[i] = x1[i] - x2[i] - x3[i] + bias[i];
-		}
-	else
-		for (int64_t i = 0; i < n; i++) {
-			y0[i] = x0[i] + x1[i] + x2[i];
-			y1[i] = x1[i] - x2[i] - x3[i];
-		}
+	if (m == 2) {
+		const float *restrict x0 = x[0], *restrict x1 = x[1], *restrict x2 = x[2], *restrict x3 = x[3];
+		float *restrict y0 = y[0], *restrict y1 = y[1];
+		if (bias)
+			for (int64_t i = 0; i < n; i++) {
+				y0[i] = x0[i] + x1[i] + x2[i] + bias[i];
+				y1[i] = x1[i] - x2[i] - x3[i] + bias[i];
+			}
+		else
+			for (int64_t i = 0; i < n; i++) {
+				y0[i] = x0[i] + x1[i] + x2[i];
+				y1[i] = x1[i] - x2[i] - x3[i];
+			}
+		return;
+	}
+	wino4_at(x, y, bias, n);
 }
 
 static void wino_task(void *ctx, int64_t lo, int64_t hi, int tid)
 {
 	wjob *j = ctx;
 	int64_t C = j->C, O = j->O, nt = j->nt, ocw = j->ocw;
-	float *V = j->c->scratch[tid];         /* [16][nt][C] */
-	float *Mb = V + 16 * nt * C;          /* [16][nt][ocw] */
-	float *E = Mb + 16 * nt * ocw;        /* [16][max(C, ocw)]: a tile's rows between the two steps */
+	int m = j->m, al = j->al, ns = al * al;
 	int64_t es = C > ocw ? C : ocw;
-	float *zero = E + 16 * es;            /* C zeros */
+	float *V = j->c->scratch[tid];  /* [slots][nt][C] */
+	float *Mb = V + ns * nt * C;    /* [slots][nt][ocw] */
+	float *E = Mb + ns * nt * ocw;  /* [slots][es]: a tile's rows between the two steps */
+	float *zero = E + ns * es;      /* C zeros */
+	float *ap = zero + C;           /* pk_tile's packed rows */
 	for (int64_t t = lo; t < hi; t++) {
 		int64_t tc = t / j->nco, oc = t % j->nco;
 		int64_t t0 = tc * nt, t1 = t0 + nt < j->T ? t0 + nt : j->T, n = t1 - t0;
@@ -1281,58 +1398,70 @@ static void wino_task(void *ctx, int64_t lo, int64_t hi, int tid)
 		/* V = B^T d B: rows first (into E), then columns (into V) */
 		for (int64_t ti = 0; ti < n; ti++) {
 			int64_t tt = t0 + ti, tx = tt % j->tw, ty = tt / j->tw % j->th, nb = tt / (j->tw * j->th);
-			const float *d[4][4];
-			for (int r = 0; r < 4; r++)
-				for (int q = 0; q < 4; q++) {
-					int64_t hi_ = ty * 2 - j->pt + r, wi = tx * 2 - j->pl + q;
-					d[r][q] = hi_ < 0 || hi_ >= j->H || wi < 0 || wi >= j->W
-							  ? zero
-							  : j->x + ((nb * j->H + hi_) * j->W + wi) * C;
+			const float *d[6];
+			for (int r = 0; r < al; r++) {
+				int64_t hi_ = ty * m - j->pt + r;
+				for (int q = 0; q < al; q++) {
+					int64_t wi = tx * m - j->pl + q;
+					d[q] = hi_ < 0 || hi_ >= j->H || wi < 0 || wi >= j->W ? zero
+											      : j->x + ((nb * j->H + hi_) * j->W + wi) * C;
 				}
-			for (int r = 0; r < 4; r++)
-				wino_bt(d[r][0], d[r][1], d[r][2], d[r][3], E + (r * 4 + 0) * es, E + (r * 4 + 1) * es,
-					E + (r * 4 + 2) * es, E + (r * 4 + 3) * es, C);
-			float *v = V + ti * C;
+				wino_bt(m, d, E + r * al * es, es, C);
+			}
 			int64_t vs = nt * C;
-			for (int b = 0; b < 4; b++)
-				wino_bt(E + (0 * 4 + b) * es, E + (1 * 4 + b) * es, E + (2 * 4 + b) * es, E + (3 * 4 + b) * es,
-					v + (0 * 4 + b) * vs, v + (1 * 4 + b) * vs, v + (2 * 4 + b) * vs, v + (3 * 4 + b) * vs,
-					C);
+			for (int b = 0; b < al; b++) {
+				for (int r = 0; r < al; r++)
+					d[r] = E + (r * al + b) * es;
+				wino_bt(m, d, V + b * vs + ti * C, al * vs, C);
+			}
 		}
-		for (int xi = 0; xi < 16; xi++)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)ow, (blasint)C, 1.0f,
-				    V + xi * nt * C, (blasint)C, j->u + ((int64_t)xi * O + o0) * C, (blasint)C, 0.0f,
-				    Mb + xi * nt * ow, (blasint)ow);
+		if (j->panels) {
+			int64_t np = (O + PK_NR - 1) / PK_NR, op = (ow + PK_NR - 1) / PK_NR;
+			for (int xi = 0; xi < ns; xi++)
+				pk_tile(V + xi * nt * C, C, n, C, j->u + ((int64_t)xi * np + o0 / PK_NR) * C * PK_NR, ow, 0, op,
+					Mb + xi * nt * ow, ow, false, 0, ap);
+		} else {
+			for (int xi = 0; xi < ns; xi++)
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)ow, (blasint)C, 1.0f,
+					    V + xi * nt * C, (blasint)C, j->u + ((int64_t)xi * O + o0) * C, (blasint)C, 0.0f,
+					    Mb + xi * nt * ow, (blasint)ow);
+		}
 		/* Y = A^T M A (+ bias): rows into E (f[a][k]), then columns */
 		for (int64_t ti = 0; ti < n; ti++) {
 			int64_t tt = t0 + ti, tx = tt % j->tw, ty = tt / j->tw % j->th, nb = tt / (j->tw * j->th);
-			int64_t y0 = ty * 2, x0 = tx * 2;
-			const float *m = Mb + ti * ow;
-			int64_t ms = nt * ow;
-			for (int a = 0; a < 4; a++)
-				wino_at(m + (a * 4 + 0) * ms, m + (a * 4 + 1) * ms, m + (a * 4 + 2) * ms, m + (a * 4 + 3) * ms,
-					E + (a * 2 + 0) * es, E + (a * 2 + 1) * es, NULL, ow);
-			for (int k = 0; k < 2; k++) {
-				float *r0 = y0 < j->Ho && x0 + k < j->Wo
-						    ? j->out + ((nb * j->Ho + y0) * j->Wo + x0 + k) * O + o0
-						    : E + 8 * es; /* past the edge: a scratch row */
-				float *r1 = y0 + 1 < j->Ho && x0 + k < j->Wo
-						    ? j->out + ((nb * j->Ho + y0 + 1) * j->Wo + x0 + k) * O + o0
-						    : E + 9 * es;
-				wino_at(E + (0 * 2 + k) * es, E + (1 * 2 + k) * es, E + (2 * 2 + k) * es, E + (3 * 2 + k) * es,
-					r0, r1, j->bias ? j->bias + o0 : NULL, ow);
+			int64_t y0 = ty * m, x0 = tx * m, ms = nt * ow;
+			const float *x[6];
+			float *y[4];
+			for (int a = 0; a < al; a++) {
+				for (int b = 0; b < al; b++)
+					x[b] = Mb + ti * ow + (a * al + b) * ms;
+				for (int k = 0; k < m; k++)
+					y[k] = E + (a * m + k) * es;
+				wino_at(m, x, y, NULL, ow);
+			}
+			for (int k = 0; k < m; k++) {
+				for (int a = 0; a < al; a++)
+					x[a] = E + (a * m + k) * es;
+				for (int i = 0; i < m; i++) /* past the edge: a scratch row */
+					y[i] = y0 + i < j->Ho && x0 + k < j->Wo
+						       ? j->out + ((nb * j->Ho + y0 + i) * j->Wo + x0 + k) * O + o0
+						       : E + (al * m + i) * es;
+				wino_at(m, x, y, j->bias ? j->bias + o0 : NULL, ow);
 			}
 		}
 	}
 }
 
-/* Whether the convolution in j takes the Winograd path. */
-static bool wino_ok(const cjob *j)
+/* Whether the convolution in j takes the Winograd path: on maps of 7x7
+ * and more with pk_kernel's products (ResNet-50's layer 4: 3.7 -> 3.0 ms
+ * for its two 3x3s on 2 threads), of 10x10 and more on OpenBLAS's (7x7
+ * measured faster by im2col there). */
+static bool wino_ok(const rt_cpu *c, const cjob *j)
 {
-	/* (on maps under 10x10 the 2x2 blocks are few and partly padding,
-	 * and the 16 products too small: im2col measured faster on 7x7) */
-	return j->KH == 3 && j->KW == 3 && j->sh == 1 && j->sw == 1 && j->dh == 1 && j->dw == 1 && j->C >= 16 &&
-	       j->O >= 16 && j->Ho * j->Wo >= 100;
+	pthread_once(&pk_once, pk_pick);
+	int64_t least = pk_host && !c->no_pack ? 49 : 100;
+	return !c->no_wino && j->KH == 3 && j->KW == 3 && j->sh == 1 && j->sw == 1 && j->dh == 1 && j->dw == 1 &&
+	       j->C >= 16 && j->O >= 16 && j->Ho * j->Wo >= least;
 }
 
 static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
@@ -1340,34 +1469,59 @@ static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
 	int n = c->pool->n;
 	wjob j = {.c = c, .x = cj->x, .w = cj->w, .bias = cj->bias, .out = cj->out, .H = cj->H, .W = cj->W,
 		  .C = cj->C, .O = cj->O, .Ho = cj->Ho, .Wo = cj->Wo, .pt = cj->pt, .pl = cj->pl};
-	j.th = (j.Ho + 1) / 2, j.tw = (j.Wo + 1) / 2;
+	pthread_once(&pk_once, pk_pick);
+	j.panels = pk_host && !c->no_pack;
+	/* m = 4 on maps of 20x20 and more (ResNet-50's 56x56 and 28x28),
+	 * where its blocks are little padding; SINTER_CPU_WINOGRAD=2 or 4
+	 * asks for one (measurements) */
+	j.m = !j.panels ? 2 : c->wino_m ? c->wino_m : j.Ho * j.Wo >= 400 ? 4 : 2;
+	j.al = j.m + 2;
+	int ns = j.al * j.al;
+	j.th = (j.Ho + j.m - 1) / j.m, j.tw = (j.Wo + j.m - 1) / j.m;
 	j.T = cj->N * j.th * j.tw;
+	int64_t np = (j.O + PK_NR - 1) / PK_NR, ucols = j.panels ? np * PK_NR : j.O;
 	size_t si = (size_t)(s - c->p->steps);
-	if (!c->wino[si]) {
-		/* the weights transformed once, on the first run */
-		if (!(c->wino[si] = malloc((size_t)(16 * j.O * j.C) * sizeof(float))))
+	bool fresh = !c->wino[si];
+	if (fresh) { /* aligned for pk_kernel's loads; the panels' columns past O stay zero */
+		size_t ub = (size_t)(ns * ucols * j.C) * sizeof(float);
+		if (!(c->wino[si] = aligned_alloc(CL_ALIGN, (ub + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN)))
 			return sn_errf(e, SN_EINTERNAL, "out of memory (Winograd weights)");
-		j.u = c->wino[si];
-		pool_for(c->pool, j.O, 8, wino_weight_task, &j);
+		memset(c->wino[si], 0, ub);
 	}
 	j.u = c->wino[si];
-	/* tiles per task: as many as V takes within 1 MiB, since each of a
-	 * task's 16 products packs its part of U again; the output channels
-	 * split where that leaves fewer than two tasks per thread */
-	int64_t cap = 16384 / j.C;
-	j.nt = j.T < cap ? j.T : cap;
-	if (j.nt < 8)
-		j.nt = 8;
+	/* the weights transformed on the first run, on every run when they
+	 * are not a weight of the plan (an input or computed) */
+	if (fresh || !is_weight(c, cj->n->in[1]))
+		pool_for(c->pool, j.O, 8, wino_weight_task, &j);
+	/* The split: each task transforms its tiles' inputs and streams its
+	 * channels' U. Where U fits a core's L2 (1 MiB), tiles: a share of
+	 * them for two tasks per thread, in whole 6-row tiles of pk_kernel.
+	 * Where it does not (ResNet-50's 14x14 layers: 4 MiB), every task
+	 * streaming all of U from memory cost more than the products: all
+	 * tiles a task can hold, and output channels split instead (each
+	 * channel task transforms the tiles again, which costs less). Tiles
+	 * per task at most what V holds within 1 MiB. */
+	int64_t cap = 262144 / ns / j.C, share = (j.T + 2 * n - 1) / (2 * n);
+	bool big = (double)ns * (double)ucols * (double)j.C * 4.0 > 1048576.0;
+	j.nt = big ? j.T : share;
+	if (j.nt > cap)
+		j.nt = cap;
+	if (j.panels && j.nt < j.T)
+		j.nt = j.nt / PK_MR * PK_MR;
+	if (j.nt < 6)
+		j.nt = 6;
 	int64_t tchunks = (j.T + j.nt - 1) / j.nt;
 	j.nco = 1;
 	j.ocw = j.O;
-	if (tchunks < 2 * n && j.O >= 64) {
-		j.nco = (2 * n + tchunks - 1) / tchunks;
+	int64_t want = big ? n : 2 * n; /* (2 n channel tasks measured 20 % slower on the 14x14 layers) */
+	if (tchunks < want && j.O >= 64) {
+		j.nco = (want + tchunks - 1) / tchunks;
 		j.ocw = ((j.O + j.nco - 1) / j.nco + 15) / 16 * 16;
 		j.nco = (j.O + j.ocw - 1) / j.ocw;
 	}
 	int64_t es = j.C > j.ocw ? j.C : j.ocw;
-	size_t need = (size_t)(16 * j.nt * (j.C + j.ocw) + 16 * es + j.C);
+	size_t zoff = (size_t)(ns * j.nt * (j.C + j.ocw) + ns * es);
+	size_t need = zoff + (size_t)j.C + (j.panels ? (size_t)((j.nt + PK_MR - 1) / PK_MR * PK_MR * j.C) : 0);
 	if (need > c->scratch_n) {
 		for (int i = 0; i < n; i++) {
 			free(c->scratch[i]);
@@ -1377,7 +1531,9 @@ static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
 		c->scratch_n = need;
 	}
 	for (int i = 0; i < n; i++) /* the zero row past the tile rows */
-		memset(c->scratch[i] + 16 * j.nt * (j.C + j.ocw) + 16 * es, 0, (size_t)j.C * sizeof(float));
+		memset(c->scratch[i] + zoff, 0, (size_t)j.C * sizeof(float));
+	sn_log(SN_LOG_DEBUG, "cpu winograd: F(%dx%d, 3x3), %lld tiles, %lld per task, %lld channel tasks", j.m, j.m,
+	       (long long)j.T, (long long)j.nt, (long long)j.nco);
 	pool_for(c->pool, tchunks * j.nco, 1, wino_task, &j);
 	if (cj->epi) {
 		kjob k = {.fn = cj->epi, .bufs = cj->ebufs};
@@ -1408,9 +1564,9 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	if (s->fn >= 0 && s->out != s->args[0])
 		return sn_errf(e, SN_EINTERNAL, "cpu: convolution epilogue writes another buffer");
 	sn_log(SN_LOG_DEBUG, "cpu conv: %s pixels=%lld k=%lld out=%lld (%lldx%lld stride %lld)",
-	       wino_ok(&j) && !c->no_wino ? "winograd" : j.direct ? "direct" : "im2col", (long long)j.M, (long long)j.K,
+	       wino_ok(c, &j) ? "winograd" : j.direct ? "direct" : "im2col", (long long)j.M, (long long)j.K,
 	       (long long)j.O, (long long)j.KH, (long long)j.KW, (long long)j.sh);
-	if (wino_ok(&j) && !c->no_wino)
+	if (wino_ok(c, &j))
 		return run_wino(c, s, &j, e);
 	/* tasks: pixel tiles by output-channel tiles, two per thread at least.
 	 * Each task's sgemm packs its channels' weights (ctile x K) and its

@@ -170,6 +170,39 @@ def products_case(rng):
     return c
 
 
+def winograd_case(rng):
+    """3x3 stride-1 convolutions on the Winograd path (runtime/cpu_exec.c
+    run_wino): F(4x4, 3x3) on maps of 20x20 and more (edge blocks past
+    the map, no pad, 2 images), F(2x2, 3x3) on 7x7 to 19x19; channels off
+    the transforms' 8-wide steps and the 16-column panels, more than 256
+    input channels (two K blocks), and U over 1 MiB (output channels split
+    over the tasks); bias and relu fused or none."""
+    c = R.Case("cpu_winograd")
+
+    def f32(*shape):
+        return rng.uniform(-1, 1, size=shape).astype(np.float32)
+
+    convs = (  # name, x shape (N, C, H, W), output channels, pad, bias
+        ("f4", (2, 21, 22, 23), 37, 1, True),
+        ("f4n", (1, 16, 24, 24), 24, 0, False),
+        ("f2s", (1, 32, 7, 7), 48, 1, True),
+        ("f2m", (1, 40, 14, 15), 19, 1, True),
+        ("f2k", (1, 260, 7, 9), 20, 1, False),
+        ("f2u", (1, 160, 9, 9), 128, 1, True),
+    )
+    for name, (n, ci, h, w), o, pad, bias in convs:
+        c.input("x" + name, f32(n, ci, h, w))
+        c.param("w" + name, (f32(o, ci, 3, 3) / np.sqrt(9 * ci)).astype(np.float32))
+        args = "%%x%s, %%w%s" % (name, name)
+        if bias:
+            c.param("b" + name, f32(o))
+            args += ", %%b%s" % name
+        c.line("%%k%s = conv2d(%s) pad=[%d,%d,%d,%d]" % (name, args, pad, pad, pad, pad))
+        c.line("%%y%s = relu(%%k%s)" % (name, name))
+        c.out("y" + name, np.zeros((n, o, h - 2 + 2 * pad, w - 2 + 2 * pad)))
+    return c
+
+
 def native_attention(sinter, sir, want):
     """The plan runs want attention steps and nothing on the reference
     interpreter (1 failure if not)."""
@@ -250,7 +283,7 @@ def main():
     os.environ["SINTER_CACHE_DIR"] = os.path.join(work, "cache")
     failures = 0
     text = ""
-    for c in list(R.cases(rng)) + [extra_case(rng), attention_case(rng), products_case(rng)] if "--samples-only" not in args else []:
+    for c in list(R.cases(rng)) + [extra_case(rng), attention_case(rng), products_case(rng), winograd_case(rng)] if "--samples-only" not in args else []:
         text += c.sir()
         sir = os.path.join(work, c.name + ".sir")
         with open(sir, "w") as f:

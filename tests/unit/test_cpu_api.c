@@ -6,7 +6,9 @@
  * tests/cpu_ref.py argues). The object cache: a second compile into the
  * same folder runs no LLVM pass (cache_hits = kernels); an entry
  * overwritten with garbage is reported, rebuilt, and the results stay the
- * same. sinter_compiled_bench reuses the last inputs. Built only with the
+ * same. sinter_compiled_bench reuses the last inputs. A Winograd
+ * convolution whose weights are an input is right on each run with new
+ * ones. Built only with the
  * cpu device (skipped otherwise, saying so). */
 #include "sinter.h"
 
@@ -178,6 +180,38 @@ int main(void)
 		CHECK(strstr(err.message, "out of range") != NULL);
 		sinter_compiled_free(gc);
 		sinter_model_free(g);
+	}
+	/* a 3x3 convolution whose weights are an input (not a weight of the
+	 * plan) on the Winograd path: two runs with other weights each match
+	 * the reference (the transformed weights are made again per run) */
+	{
+		static const char *wm = "sinter 1\n"
+					"func @main(%x: f32[1,20,20,20], %w: f32[24,20,3,3]) -> (f32[1,24,20,20]) {\n"
+					"  %y = conv2d(%x, %w) pad=[1,1,1,1]\n"
+					"  return %y\n"
+					"}\n";
+		sinter_model *wg = NULL;
+		CHECK(sinter_model_parse(wm, strlen(wm), "winograd_input.sir", NULL, &wg, &err) == SINTER_OK);
+		CHECK(sinter_model_init_random(wg, 5, &err) == SINTER_OK); /* no params: an empty weight set */
+		sinter_compiled *wc = NULL;
+		if (sinter_compile(wg, &o, &wc, NULL, &err) != SINTER_OK)
+			fprintf(stderr, "compile: %s\n", err.message);
+		CHECK(wc != NULL);
+		for (int run = 0; wc && run < 2; run++) {
+			sinter_tensor *wi = NULL, *got = NULL, *want = NULL;
+			size_t nwi = 0;
+			CHECK(sinter_random_inputs(wg, (uint64_t)getpid() + 11u * (uint64_t)run, &wi, &nwi, &err) == SINTER_OK);
+			CHECK(sinter_compiled_run(wc, wi, nwi, &got, &err) == SINTER_OK);
+			CHECK(sinter_run_ref(wg, wi, nwi, &want, &err) == SINTER_OK);
+			double e = got && want ? rel_l2(&got[0], &want[0]) : 1;
+			printf("winograd, weights as an input, run %d: relative L2 %.3g\n", run, e);
+			CHECK(e < 2e-5);
+			sinter_tensors_free(got, 1);
+			sinter_tensors_free(want, 1);
+			sinter_tensors_free(wi, nwi);
+		}
+		sinter_compiled_free(wc);
+		sinter_model_free(wg);
 	}
 	/* what the cpu device does not take is a usage error */
 	o.precision = SINTER_PREC_FP16; /* bf16 is taken: test_cpu_bf16.c */
