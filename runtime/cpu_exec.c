@@ -916,14 +916,15 @@ static void pk_pack_task(void *ctx, int64_t lo, int64_t hi, int tid)
 	}
 }
 
-/* rows [0, m) of A (row stride lda) packed: [K/256][ceil(m/6)][kc][6] */
-static void pk_pack_a(const float *A, int64_t lda, int64_t m, int64_t K, float *ap)
+/* rows [i0, i1) (whole 6-row tiles but the last) of A's rows [0, m) (row
+ * stride lda) packed into ap, which holds all m: [K/256][ceil(m/6)][kc][6] */
+static void pk_pack_rows(const float *A, int64_t lda, int64_t m, int64_t K, float *ap, int64_t i0, int64_t i1)
 {
 	int64_t mp = (m + PK_MR - 1) / PK_MR * PK_MR;
 	for (int64_t k0 = 0; k0 < K; k0 += PK_KC) {
 		int64_t kc = K - k0 < PK_KC ? K - k0 : PK_KC;
 		float *blk = ap + k0 * mp;
-		for (int64_t i = 0; i < m; i += PK_MR) {
+		for (int64_t i = i0; i < i1; i += PK_MR) {
 			float *d = blk + i / PK_MR * kc * PK_MR;
 			int64_t mr = m - i < PK_MR ? m - i : PK_MR;
 			const float *r0 = A + i * lda + k0;
@@ -946,14 +947,21 @@ static void pk_pack_a(const float *A, int64_t lda, int64_t m, int64_t K, float *
 	}
 }
 
+static void pk_pack_a(const float *A, int64_t lda, int64_t m, int64_t K, float *ap)
+{
+	pk_pack_rows(A, lda, m, K, ap, 0, m);
+}
+
 /* C (rows [0, m), row stride ldc) columns of panels [p0, p1) of bp (K x
  * N packed) = or += (add) A (m x K, row stride lda) times them, then the
  * activation on each block of panels while it is in cache; ap holds A
- * packed (m rounded up to 6, times K). */
+ * packed (m rounded up to 6, times K), by pk_tile itself when A is not
+ * NULL, else by the caller. */
 static void pk_tile(const float *A, int64_t lda, int64_t m, int64_t K, const float *bp, int64_t N, int64_t p0,
 		    int64_t p1, float *C, int64_t ldc, bool add, int act, float *ap)
 {
-	pk_pack_a(A, lda, m, K, ap);
+	if (A)
+		pk_pack_a(A, lda, m, K, ap);
 	int64_t mp = (m + PK_MR - 1) / PK_MR * PK_MR;
 	/* blocks of PK_MC rows: a block's packed A (PK_MC x 256) stays in
 	 * L2 while the panels go by */
@@ -994,14 +1002,24 @@ typedef struct pgjob {
 	const float *a, *bp, *bias, *res;
 	float *out;
 	int64_t rb, nrb, pchunk, nchunk; /* rows per task, row blocks; panels per task, panel chunks */
+	float *ap;                       /* one row block: A packed once for every task (else NULL) */
 } pgjob;
+
+/* 6-row tiles [lo, hi) of a one-block product's A packed into j->ap */
+static void pgemm_pack_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	pgjob *j = ctx;
+	int64_t m = j->s->m, i1 = hi * PK_MR < m ? hi * PK_MR : m;
+	pk_pack_rows(j->a, j->s->k, m, j->s->k, j->ap, lo * PK_MR, i1);
+}
 
 static void pgemm_task(void *ctx, int64_t lo, int64_t hi, int tid)
 {
 	pgjob *j = ctx;
 	const cl_step *s = j->s;
 	int64_t K = s->k, N = s->n, np = (N + PK_NR - 1) / PK_NR;
-	float *ap = j->c->scratch[tid];
+	float *ap = j->ap ? j->ap : j->c->scratch[tid];
 	for (int64_t t = lo; t < hi; t++) {
 		int64_t rbi = t / j->nchunk, ch = t % j->nchunk;
 		int64_t r0 = rbi * j->rb, r1 = r0 + j->rb < s->m ? r0 + j->rb : s->m, m = r1 - r0;
@@ -1021,7 +1039,7 @@ static void pgemm_task(void *ctx, int64_t lo, int64_t hi, int tid)
 			else if (rr != o)
 				memcpy(o, rr, (size_t)(c1 - c0) * sizeof *o);
 		}
-		pk_tile(j->a + r0 * K, K, m, K, j->bp, N, p0, p1, C, N, add, s->act, ap);
+		pk_tile(j->ap ? NULL : j->a + r0 * K, K, m, K, j->bp, N, p0, p1, C, N, add, s->act, ap);
 	}
 }
 
@@ -1065,6 +1083,9 @@ static int run_pgemm(rt_cpu *c, const cl_step *s, sn_err *e)
 		j.nchunk = np;
 	j.pchunk = (np + j.nchunk - 1) / j.nchunk;
 	j.nchunk = (np + j.pchunk - 1) / j.pchunk;
+	/* one row block split over panel chunks: A packed once, on the pool,
+	 * into the first thread's scratch (every task packed all of it, 5 %
+	 * of GPT-2's time on 2 threads) */
 	size_t need = (size_t)j.rb * (size_t)s->k;
 	if (need > c->scratch_n) {
 		for (int i = 0; i < n; i++) {
@@ -1073,6 +1094,10 @@ static int run_pgemm(rt_cpu *c, const cl_step *s, sn_err *e)
 				return sn_errf(e, SN_EINTERNAL, "out of memory (packed rows)");
 		}
 		c->scratch_n = need;
+	}
+	if (j.nrb == 1 && j.nchunk > 1) {
+		j.ap = c->scratch[0];
+		pool_for(c->pool, (s->m + PK_MR - 1) / PK_MR, 1, pgemm_pack_task, &j);
 	}
 	pool_for(c->pool, j.nrb * j.nchunk, 1, pgemm_task, &j);
 	return SN_OK;
