@@ -18,6 +18,7 @@
 #include <cblas.h>
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <math.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -887,6 +888,24 @@ static void pk_kernel(int64_t kc, const float *a, const float *b, float *c, int6
 }
 #endif
 
+/* A buffer for weights packed or transformed on the first run (free()
+ * frees it): aligned for pk_kernel's loads, and from 2 MiB on in 2 MiB
+ * pages where the kernel gives them on request (a 17 MB Winograd U took
+ * 4,000 page faults on its first write). */
+static void *weights_alloc(size_t n)
+{
+	size_t huge = (size_t)2 << 20;
+	if (n < huge)
+		return aligned_alloc(CL_ALIGN, (n + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN);
+	size_t sz = (n + huge - 1) / huge * huge;
+	void *p = aligned_alloc(huge, sz);
+#ifdef MADV_HUGEPAGE
+	if (p)
+		(void)madvise(p, sz, MADV_HUGEPAGE); /* advice: fine to be refused */
+#endif
+	return p;
+}
+
 typedef struct pkjob {
 	const float *b; /* B as the graph has it: k x n, or n x k (trans) */
 	float *bp;
@@ -910,9 +929,14 @@ static void pk_pack_task(void *ctx, int64_t lo, int64_t hi, int tid)
 			}
 			continue;
 		}
-		for (int64_t q = 0; q < PK_NR; q++) /* column q of the panel: row c0 + q of B */
-			for (int64_t k = 0; k < j->k; k++)
-				d[k * PK_NR + q] = q < w ? j->b[(c0 + q) * j->k + k] : 0.0f;
+		/* column q of the panel is row c0 + q of B: the panel written in
+		 * order, its 16 rows read side by side */
+		const float *r[PK_NR];
+		for (int64_t q = 0; q < PK_NR; q++)
+			r[q] = q < w ? j->b + (c0 + q) * j->k : NULL;
+		for (int64_t k = 0; k < j->k; k++, d += PK_NR)
+			for (int64_t q = 0; q < PK_NR; q++)
+				d[q] = r[q] ? r[q][k] : 0.0f;
 	}
 }
 
@@ -1065,7 +1089,7 @@ static int run_pgemm(rt_cpu *c, const cl_step *s, sn_err *e)
 	int n = c->pool->n;
 	int64_t np = (s->n + PK_NR - 1) / PK_NR;
 	if (!c->wino[si]) {
-		if (!(c->wino[si] = aligned_alloc(CL_ALIGN, (size_t)(np * s->k * PK_NR) * sizeof(float))))
+		if (!(c->wino[si] = weights_alloc((size_t)(np * s->k * PK_NR) * sizeof(float))))
 			return sn_errf(e, SN_EINTERNAL, "out of memory (packed weights)");
 		pkjob pj = {.b = addr_of(c, s->b), .bp = c->wino[si], .k = s->k, .n = s->n, .trans = s->trans_b};
 		pool_for(c->pool, np, 1, pk_pack_task, &pj);
@@ -1262,33 +1286,60 @@ static void wino_g(int m, const float g[3], float *u)
 	u[5] = g[2];
 }
 
-/* U = G g G^T for output channels [lo, hi). */
+/* u (al x al) = G g G^T for output channel o, input channel ci. */
+static void wino_u(const wjob *j, int64_t o, int64_t ci, float u[6][6])
+{
+	int64_t C = j->C;
+	float t[6][3], v[6];
+	for (int q = 0; q < 3; q++) { /* columns: t = G g */
+		float g[3] = {j->w[((o * 3 + 0) * 3 + q) * C + ci], j->w[((o * 3 + 1) * 3 + q) * C + ci],
+			      j->w[((o * 3 + 2) * 3 + q) * C + ci]};
+		wino_g(j->m, g, v);
+		for (int a = 0; a < j->al; a++)
+			t[a][q] = v[a];
+	}
+	for (int a = 0; a < j->al; a++) /* rows: t G^T */
+		wino_g(j->m, t[a], u[a]);
+}
+
+/* U for output channels [lo, hi) ([slots][O][C], each row written in order). */
 static void wino_weight_task(void *ctx, int64_t lo, int64_t hi, int tid)
 {
 	(void)tid;
 	wjob *j = ctx;
-	int64_t C = j->C, O = j->O, np = (O + PK_NR - 1) / PK_NR;
-	int al = j->al;
+	int64_t C = j->C, O = j->O;
+	float u[6][6];
 	for (int64_t o = lo; o < hi; o++)
 		for (int64_t ci = 0; ci < C; ci++) {
-			float t[6][3], u[6];
-			for (int q = 0; q < 3; q++) { /* columns: t = G g */
-				float g[3] = {j->w[((o * 3 + 0) * 3 + q) * C + ci], j->w[((o * 3 + 1) * 3 + q) * C + ci],
-					      j->w[((o * 3 + 2) * 3 + q) * C + ci]};
-				wino_g(j->m, g, u);
-				for (int a = 0; a < al; a++)
-					t[a][q] = u[a];
+			wino_u(j, o, ci, u);
+			for (int a = 0; a < j->al; a++)
+				for (int b = 0; b < j->al; b++)
+					j->u[((int64_t)(a * j->al + b) * O + o) * C + ci] = u[a][b];
+		}
+}
+
+/* U in panels for panels [lo, hi) of 16 output channels: each slot's
+ * 16 columns of an input channel side by side, one cache line (written
+ * one channel at a time, the 16 or 36 slots' lines were each touched 16
+ * times: 22 ms for a 512-channel layer's 17 MB on the first run) */
+static void wino_panel_task(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)tid;
+	wjob *j = ctx;
+	int64_t C = j->C, O = j->O, np = (O + PK_NR - 1) / PK_NR;
+	int ns = j->al * j->al;
+	float u[6][6], line[36][PK_NR];
+	for (int64_t p = lo; p < hi; p++)
+		for (int64_t ci = 0; ci < C; ci++) {
+			for (int q = 0; q < PK_NR; q++) {
+				int64_t o = p * PK_NR + q;
+				if (o < O)
+					wino_u(j, o, ci, u);
+				for (int xi = 0; xi < ns; xi++)
+					line[xi][q] = o < O ? u[xi / j->al][xi % j->al] : 0.0f;
 			}
-			for (int a = 0; a < al; a++) { /* rows: t G^T */
-				wino_g(j->m, t[a], u);
-				for (int b = 0; b < al; b++) {
-					int64_t xi = a * al + b;
-					if (j->panels)
-						j->u[((xi * np + o / PK_NR) * C + ci) * PK_NR + o % PK_NR] = u[b];
-					else
-						j->u[(xi * O + o) * C + ci] = u[b];
-				}
-			}
+			for (int xi = 0; xi < ns; xi++)
+				memcpy(j->u + (((int64_t)xi * np + p) * C + ci) * PK_NR, line[xi], sizeof line[xi]);
 		}
 }
 
@@ -1507,16 +1558,17 @@ static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
 	int64_t np = (j.O + PK_NR - 1) / PK_NR, ucols = j.panels ? np * PK_NR : j.O;
 	size_t si = (size_t)(s - c->p->steps);
 	bool fresh = !c->wino[si];
-	if (fresh) { /* aligned for pk_kernel's loads; the panels' columns past O stay zero */
+	if (fresh) { /* aligned for pk_kernel's loads; every float written below (zeros past O) */
 		size_t ub = (size_t)(ns * ucols * j.C) * sizeof(float);
-		if (!(c->wino[si] = aligned_alloc(CL_ALIGN, (ub + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN)))
+		if (!(c->wino[si] = weights_alloc(ub)))
 			return sn_errf(e, SN_EINTERNAL, "out of memory (Winograd weights)");
-		memset(c->wino[si], 0, ub);
 	}
 	j.u = c->wino[si];
 	/* the weights transformed on the first run, on every run when they
 	 * are not a weight of the plan (an input or computed) */
-	if (fresh || !is_weight(c, cj->n->in[1]))
+	if ((fresh || !is_weight(c, cj->n->in[1])) && j.panels)
+		pool_for(c->pool, np, 1, wino_panel_task, &j);
+	else if (fresh || !is_weight(c, cj->n->in[1]))
 		pool_for(c->pool, j.O, 8, wino_weight_task, &j);
 	/* The split: each task transforms its tiles' inputs and streams its
 	 * channels' U. Where U fits a core's L2 (1 MiB), tiles: a share of
@@ -1633,7 +1685,7 @@ static int run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	    is_weight(c, n->in[1])) {
 		int64_t np = (j.O + PK_NR - 1) / PK_NR;
 		if (!c->wino[si]) {
-			if (!(c->wino[si] = aligned_alloc(CL_ALIGN, (size_t)(np * j.K * PK_NR) * sizeof(float))))
+			if (!(c->wino[si] = weights_alloc((size_t)(np * j.K * PK_NR) * sizeof(float))))
 				return sn_errf(e, SN_EINTERNAL, "out of memory (packed weights)");
 			pkjob pj = {.b = j.w, .bp = c->wino[si], .k = j.K, .n = j.O, .trans = true};
 			pool_for(c->pool, np, 1, pk_pack_task, &pj);
