@@ -22,7 +22,11 @@ one thread (about S seconds of calls each), less sensitive to other load
 on the machine than latency.
 The temporary folder (models, weights: about 1 GB) is removed at the end.
 
-usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2] [--cpu-seconds S]
+With --rounds R, each model is measured R times, the two sides' order
+alternating, and the ratios summarized (median and worst): one run's
+ratio on a shared machine moves by 10 % or more.
+
+usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2] [--rounds R] [--cpu-seconds S]
 Needs numpy, onnx and onnxruntime (tests/requirements.txt).
 """
 import argparse
@@ -169,6 +173,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--models", default="mlp,resnet50,gpt2")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure each model this many times (a row each) and summarize the ratios")
     ap.add_argument("--cpu-seconds", type=float, default=0,
                     help="also each side's CPU time (user + sys) per call on 1 thread, over about this many seconds")
     a = ap.parse_args()
@@ -185,6 +191,12 @@ def main():
         print("| %s | %d | %.2f | %.2f | %.2f | %.3f | %.3f | %s | %s |" % (
             r["model"], r["threads"], r["sinter_ms"], r["ort_ms"], r["ratio"], r["cold_compile_s"],
             r["warm_start_s"], "%.3f" % r["warm_ready_s"] if r["warm_ready_s"] >= 0 else "-", "%.1fx (ref %.0f ms)" % (r["ref_speedup"], r["ref_ms"]) if "ref_ms" in r else "-"))
+    if a.rounds > 1:
+        print("\n| model | sinter / ort, each round | median | worst |")
+        print("| --- | --- | --- | --- |")
+        for name in a.models.split(","):
+            rs = [r["ratio"] for r in rows if r["model"] == name]
+            print("| %s | %s | %.2f | %.2f |" % (name, ", ".join("%.2f" % v for v in rs), float(np.median(rs)), max(rs)))
     if a.cpu_seconds:
         print("\n| model | sinter cpu ms/call, 1 thread | onnxruntime cpu ms/call, 1 thread | sinter / ort |")
         print("| --- | --- | --- | --- |")
@@ -240,13 +252,22 @@ def bench(a, work):
             np.random.default_rng(1).integers(0, 50257, size=xs).astype(np.int64)
         npz = os.path.join(work, name + ".in.npz")
         np.savez(npz, x=x)
-        # onnxruntime, same threads
+        for rnd in range(a.rounds):
+            rows.append(measure(a, work, name, path, sir, npz, x, rnd))
+    return rows
+
+
+def measure(a, work, name, path, sir, npz, x, rnd):
+    """One row: onnxruntime's latency and sinter's bench, one after the
+    other (onnxruntime first in even rounds, sinter first in odd ones, so
+    drifting load on a shared machine does not favour one side)."""
+    def ort_side():
         so = ort.SessionOptions()
         so.intra_op_num_threads = a.threads
         so.inter_op_num_threads = 1
         t0 = time.perf_counter()
         sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-        ort_load = time.perf_counter() - t0
+        load = time.perf_counter() - t0
         want = sess.run(None, {"x": x})[0]
         for _ in range(3):
             sess.run(None, {"x": x})
@@ -255,32 +276,39 @@ def bench(a, work):
             t0 = time.perf_counter()
             sess.run(None, {"x": x})
             ts.append((time.perf_counter() - t0) * 1e3)
-        ort_ms = float(np.median(ts))
-        # sinter cpu
-        out = os.path.join(work, name + ".out.npz")
-        j = sinter_json([a.sinter, "bench", sir, "--device", "cpu", "--threads", str(a.threads), "--weights",
-                         os.path.join(work, name + ".safetensors"), "--inputs", npz, "--iters", str(a.iters),
-                         "--warmup", "3", "--json", "-o", out])
-        got = list(np.load(out).values())[0]
-        err = float(np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want.astype(np.float64)))
-        row = dict(model=name, threads=a.threads, sinter_ms=j["median_ms"], ort_ms=ort_ms,
-                   ratio=j["median_ms"] / ort_ms, cold_compile_s=j["cold_compile_s"],
-                   warm_start_s=j["warm_start_s"], ort_session_s=ort_load, rel_l2_vs_ort=err)
-        # the second process ready to run: its start to a loaded plan (the
-        # warm start less its first run); -1 from a sinter that does not say
-        row["warm_ready_s"] = j["warm_start_s"] - j["warm_run_s"] if "warm_run_s" in j else -1
-        if name == "resnet50":
-            t0 = time.perf_counter()
-            r = sinter_json([a.sinter, "run", sir, "--device", "ref", "--weights",
-                             os.path.join(work, name + ".safetensors"), "--inputs", npz, "--json"])
-            row["ref_ms"] = r["run_s"] * 1e3
-            row["ref_speedup"] = row["ref_ms"] / j["median_ms"]
-        if a.cpu_seconds:
-            row["sinter_cpu_ms"], row["ort_cpu_ms"] = cpu_time(a, name, path, sir, work, npz, x)
-            row["cpu_ratio"] = row["sinter_cpu_ms"] / row["ort_cpu_ms"]
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return rows
+        return float(np.median(ts)), load, want
+
+    out = os.path.join(work, name + ".out.npz")
+
+    def sinter_side():
+        return sinter_json([a.sinter, "bench", sir, "--device", "cpu", "--threads", str(a.threads), "--weights",
+                            os.path.join(work, name + ".safetensors"), "--inputs", npz, "--iters", str(a.iters),
+                            "--warmup", "3", "--json", "-o", out])
+    if rnd % 2:
+        j = sinter_side()
+        ort_ms, ort_load, want = ort_side()
+    else:
+        ort_ms, ort_load, want = ort_side()
+        j = sinter_side()
+    got = list(np.load(out).values())[0]
+    err = float(np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want.astype(np.float64)))
+    row = dict(model=name, round=rnd, threads=a.threads, sinter_ms=j["median_ms"], ort_ms=ort_ms,
+               ratio=j["median_ms"] / ort_ms, cold_compile_s=j["cold_compile_s"],
+               warm_start_s=j["warm_start_s"], ort_session_s=ort_load, rel_l2_vs_ort=err)
+    # the second process ready to run: its start to a loaded plan (the
+    # warm start less its first run); -1 from a sinter that does not say
+    row["warm_ready_s"] = j["warm_start_s"] - j["warm_run_s"] if "warm_run_s" in j else -1
+    if name == "resnet50":
+        t0 = time.perf_counter()
+        r = sinter_json([a.sinter, "run", sir, "--device", "ref", "--weights",
+                         os.path.join(work, name + ".safetensors"), "--inputs", npz, "--json"])
+        row["ref_ms"] = r["run_s"] * 1e3
+        row["ref_speedup"] = row["ref_ms"] / j["median_ms"]
+    if a.cpu_seconds:
+        row["sinter_cpu_ms"], row["ort_cpu_ms"] = cpu_time(a, name, path, sir, work, npz, x)
+        row["cpu_ratio"] = row["sinter_cpu_ms"] / row["ort_cpu_ms"]
+    print(json.dumps(row), flush=True)
+    return row
 
 
 if __name__ == "__main__":
