@@ -22,6 +22,10 @@ one thread (about S seconds of calls each), less sensitive to other load
 on the machine than latency.
 The temporary folder (models, weights: about 1 GB) is removed at the end.
 
+PyTorch on CPU, where `import torch` works: the same ONNX graph run node
+by node with torch's eager ops (torch_run), same weights, input and
+thread count; its columns say "-" elsewhere.
+
 With --rounds R, each model is measured R times, the two sides' order
 alternating, and the ratios summarized (median and worst): one run's
 ratio on a shared machine moves by 10 % or more.
@@ -160,6 +164,81 @@ def gpt2(seed, seq=128, layers=12, d=768, heads=12, vocab=50257):
     return mo, [1, seq]
 
 
+def torch_run(model, x, threads, iters):
+    """PyTorch on CPU (eager, torch.no_grad, `threads` intra-op threads)
+    running the ONNX graph node by node with torch's own ops, on the same
+    weights and input: (median ms, output), or None where torch is not
+    installed. Covers the ops the three models above use."""
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    env = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in model.graph.initializer}
+
+    def attr(n, name, default=None):
+        for a in n.attribute:
+            if a.name == name:
+                return helper.get_attribute_value(a)
+        return default
+
+    def step(n, v):
+        t = n.op_type
+        if t == "Conv":
+            p = attr(n, "pads", [0, 0, 0, 0])
+            return [F.conv2d(v[0], v[1], v[2] if len(v) > 2 else None, stride=attr(n, "strides", [1, 1]),
+                             padding=(p[0], p[1]), dilation=attr(n, "dilations", [1, 1]), groups=attr(n, "group", 1))]
+        if t == "MaxPool":
+            p = attr(n, "pads", [0, 0, 0, 0])
+            return [F.max_pool2d(v[0], attr(n, "kernel_shape"), attr(n, "strides"), (p[0], p[1]))]
+        if t == "Gemm":
+            return [F.linear(v[0], v[1] if attr(n, "transB", 0) else v[1].t(), v[2] if len(v) > 2 else None)]
+        if t == "Gelu":
+            ap = attr(n, "approximate", "none")
+            return [F.gelu(v[0], approximate=ap.decode() if isinstance(ap, bytes) else ap)]
+        if t == "LayerNormalization":
+            return [F.layer_norm(v[0], v[0].shape[-1:], v[1], v[2], attr(n, "epsilon", 1e-5))]
+        if t == "Split":
+            return list(torch.split(v[0], v[1].tolist(), dim=attr(n, "axis", 0)))
+        if t == "Reshape":
+            return [v[0].reshape(v[1].tolist())]
+        if t == "Transpose":
+            return [v[0].permute(attr(n, "perm"))]
+        if t == "Gather":
+            return [v[0][v[1]]]
+        if t == "Where":
+            return [torch.where(v[0], v[1], v[2])]
+        if t == "Softmax":
+            return [torch.softmax(v[0], attr(n, "axis", -1))]
+        if t == "Flatten":
+            return [torch.flatten(v[0], attr(n, "axis", 1))]
+        if t == "GlobalAveragePool":
+            return [v[0].mean((2, 3), keepdim=True)]
+        ops = {"Add": torch.add, "Mul": torch.mul, "MatMul": torch.matmul, "Relu": torch.relu}
+        if t in ops:
+            return [ops[t](*v)]
+        raise NotImplementedError("cpu_bench's torch side: ONNX op %s" % t)
+
+    def forward():
+        vals = dict(env, x=torch.from_numpy(x))
+        for n in model.graph.node:
+            for name, val in zip(n.output, step(n, [vals[i] for i in n.input])):
+                vals[name] = val
+        return vals[model.graph.output[0].name]
+
+    with torch.no_grad():
+        out = forward()
+        for _ in range(3):
+            forward()
+        ts = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            forward()
+            ts.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(ts)), out.numpy()
+
+
 def sinter_json(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
@@ -184,12 +263,14 @@ def main():
     finally:
         # the models, their weights and outputs: about 1 GB with GPT-2
         shutil.rmtree(work, ignore_errors=True)
-    print("\n| model | threads | sinter cpu ms | onnxruntime ms | sinter / ort | cold compile s | warm start s "
-          "| warm ready s | vs ref |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| model | threads | sinter cpu ms | onnxruntime ms | sinter / ort | PyTorch cpu ms | sinter / PyTorch "
+          "| cold compile s | warm start s | warm ready s | vs ref |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print("| %s | %d | %.2f | %.2f | %.2f | %.3f | %.3f | %s | %s |" % (
-            r["model"], r["threads"], r["sinter_ms"], r["ort_ms"], r["ratio"], r["cold_compile_s"],
+        print("| %s | %d | %.2f | %.2f | %.2f | %s | %s | %.3f | %.3f | %s | %s |" % (
+            r["model"], r["threads"], r["sinter_ms"], r["ort_ms"], r["ratio"],
+            "%.2f" % r["torch_ms"] if "torch_ms" in r else "-", "%.2f" % r["torch_ratio"] if "torch_ms" in r else "-",
+            r["cold_compile_s"],
             r["warm_start_s"], "%.3f" % r["warm_ready_s"] if r["warm_ready_s"] >= 0 else "-", "%.1fx (ref %.0f ms)" % (r["ref_speedup"], r["ref_ms"]) if "ref_ms" in r else "-"))
     if a.rounds > 1:
         print("\n| model | sinter / ort, each round | median | worst |")
@@ -298,6 +379,11 @@ def measure(a, work, name, path, sir, npz, x, rnd):
     # the second process ready to run: its start to a loaded plan (the
     # warm start less its first run); -1 from a sinter that does not say
     row["warm_ready_s"] = j["warm_start_s"] - j["warm_run_s"] if "warm_run_s" in j else -1
+    tr = torch_run(onnx.load(path), x, a.threads, a.iters)
+    if tr:
+        row["torch_ms"], row["torch_ratio"] = tr[0], j["median_ms"] / tr[0]
+        row["torch_rel_l2_vs_ort"] = float(np.linalg.norm(tr[1].astype(np.float64) - want) /
+                                           np.linalg.norm(want.astype(np.float64)))
     if name == "resnet50":
         t0 = time.perf_counter()
         r = sinter_json([a.sinter, "run", sir, "--device", "ref", "--weights",
