@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 
 /* n and its operands all f32, or all bf16 (--precision bf16: stored as
- * bf16, computed in f32 by the runtime, cpu_exec.c). */
+ * bf16, computed in f32 by the runtime, runtime/cpu_*.c). */
 static bool f32_all(const ir_graph *g, const ir_node *n)
 {
 	if (n->dtype != IR_F32 && n->dtype != IR_BF16)

@@ -121,7 +121,7 @@ def attention_case(rng):
     c.line("%bh = scaled_dot_product_attention(%q, %kg, %vg, %mbh)")
     c.line("%cs = scaled_dot_product_attention(%q, %k, %v) causal=true")
     c.line("%cl = scaled_dot_product_attention(%qc, %kg, %vg) causal=true")
-    # causal over several 32-row blocks (runtime/cpu_exec.c attn_rows):
+    # causal over several 32-row blocks (runtime/cpu_ops.c attn_rows):
     # more queries than keys, and fewer
     c.input("qb", f32(B, H, 70, D))
     c.input("kb", f32(B, H, 45, D))
@@ -137,9 +137,9 @@ def attention_case(rng):
 
 
 def products_case(rng):
-    """Products and convolutions on packed weights (runtime/cpu_exec.c
-    pk_tile: 6 x 16 tiles, 256-deep K blocks, 192-row blocks): rows, columns
-    and depths off those multiples, B as k x n and as n x k, bias,
+    """Products and convolutions on packed weights (runtime/cpu_gemm.c
+    cpu_pk_tile: 6 x 16 tiles, 256-deep K blocks, 192-row blocks): rows,
+    columns and depths off those multiples, B as k x n and as n x k, bias,
     residual, relu and tanh-GELU fused, convolutions with partial channel
     panels and two K blocks."""
     c = R.Case("cpu_products")
@@ -181,7 +181,7 @@ def products_case(rng):
 
 
 def winograd_case(rng):
-    """3x3 stride-1 convolutions on the Winograd path (runtime/cpu_exec.c
+    """3x3 stride-1 convolutions on the Winograd path (runtime/cpu_conv.c
     run_wino): F(4x4, 3x3) on maps of 20x20 and more (edge blocks past
     the map, no pad, 2 images), F(2x2, 3x3) on 7x7 to 19x19; channels off
     the transforms' 8-wide steps and the 16-column panels, more than 256

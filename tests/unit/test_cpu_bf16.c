@@ -3,8 +3,8 @@
  * The rounding f32 -> bf16 (to nearest, ties to even, NaN kept quiet) is
  * done in two places: the LLVM IR that cl_emit.c generates for every bf16
  * store and cast, and the runtime's C for the products, convolutions,
- * attention and pooling (cpu_exec.c). Both are checked here against bits
- * worked out by hand:
+ * attention and pooling (cpu_gemm.c, cpu_exec.c's staging). Both are
+ * checked here against bits worked out by hand:
  *   - a cast f32 -> bf16 stored as an output (the generated store), and
  *     the same value negated and cast back to f32 (the generated cast);
  *   - a matmul of bf16 rows by a column of ones whose sums land exactly
