@@ -461,14 +461,8 @@ static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
 	int64_t es = j.C > j.ocw ? j.C : j.ocw;
 	size_t zoff = (size_t)(ns * j.nt * (j.C + j.ocw) + ns * es);
 	size_t need = zoff + (size_t)j.C + (j.panels ? (size_t)((j.nt + PK_MR - 1) / PK_MR * PK_MR * j.C) : 0);
-	if (need > c->scratch_n) {
-		for (int i = 0; i < n; i++) {
-			free(c->scratch[i]);
-			if (!(c->scratch[i] = malloc(need * sizeof(float))))
-				return sn_errf(e, SN_EINTERNAL, "out of memory (Winograd tiles)");
-		}
-		c->scratch_n = need;
-	}
+	if (cpu_scratch(c, need, "Winograd tiles", e))
+		return SN_EINTERNAL;
 	for (int i = 0; i < n; i++) /* the zero row past the tile rows */
 		memset(c->scratch[i] + zoff, 0, (size_t)j.C * sizeof(float));
 	sn_log(SN_LOG_DEBUG, "cpu winograd: F(%dx%d, 3x3), %lld tiles, %lld per task, %lld channel tasks", j.m, j.m,
@@ -555,14 +549,8 @@ int cpu_run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	}
 	j.apoff = j.direct ? 0 : (size_t)j.tile * (size_t)j.K;
 	size_t need = j.apoff + (j.wp ? (size_t)((j.tile + PK_MR - 1) / PK_MR * PK_MR) * (size_t)j.K : 0);
-	if (need > c->scratch_n) {
-		for (int i = 0; i < c->pool->n; i++) {
-			free(c->scratch[i]);
-			if (!(c->scratch[i] = malloc(need * sizeof(float))))
-				return sn_errf(e, SN_EINTERNAL, "out of memory (im2col tiles)");
-		}
-		c->scratch_n = need;
-	}
+	if (cpu_scratch(c, need, "im2col tiles", e))
+		return SN_EINTERNAL;
 	cpu_pool_for(c->pool, ntiles * j.nct, 1, conv_task, &j);
 	if (j.epi && j.nct > 1) {
 		kjob k = {.fn = j.epi, .bufs = ebufs};

@@ -163,6 +163,21 @@ void cpu_pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, void *
 
 /* ---- the loaded plan ---- */
 
+int cpu_scratch(rt_cpu *c, size_t need, const char *what, sn_err *e)
+{
+	if (need <= c->scratch_n)
+		return SN_OK;
+	for (int i = 0; i < c->pool->n; i++) {
+		free(c->scratch[i]);
+		if (!(c->scratch[i] = malloc((need ? need : 1) * sizeof(float)))) {
+			c->scratch_n = 0; /* the threads before i have theirs: all made again */
+			return sn_errf(e, SN_EINTERNAL, "out of memory (%s)", what);
+		}
+	}
+	c->scratch_n = need;
+	return SN_OK;
+}
+
 const cl_plan *rt_cpu_plan(const rt_cpu *c)
 {
 	return c->p;

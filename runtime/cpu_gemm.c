@@ -421,14 +421,8 @@ static int run_pgemm(rt_cpu *c, const cl_step *s, sn_err *e)
 	 * into the first thread's scratch (every task packed all of it, 5 %
 	 * of GPT-2's time on 2 threads) */
 	size_t need = (size_t)j.rb * (size_t)s->k;
-	if (need > c->scratch_n) {
-		for (int i = 0; i < n; i++) {
-			free(c->scratch[i]);
-			if (!(c->scratch[i] = malloc(need * sizeof(float))))
-				return sn_errf(e, SN_EINTERNAL, "out of memory (packed rows)");
-		}
-		c->scratch_n = need;
-	}
+	if (cpu_scratch(c, need, "packed rows", e))
+		return SN_EINTERNAL;
 	if (j.nrb == 1 && j.nchunk > 1) {
 		j.ap = c->scratch[0];
 		cpu_pool_for(c->pool, (s->m + PK_MR - 1) / PK_MR, 1, pgemm_pack_task, &j);
@@ -539,14 +533,8 @@ static int run_gemm_bf16(rt_cpu *c, const cl_step *s, sn_err *e)
 	j.nrb = (s->m + j.rb - 1) / j.rb;
 	j.ncb = (s->n + j.nb - 1) / j.nb;
 	size_t need = (size_t)((j.rb + j.nb) * k + j.rb * j.nb);
-	if (need > c->scratch_n) {
-		for (int i = 0; i < c->pool->n; i++) {
-			free(c->scratch[i]);
-			if (!(c->scratch[i] = malloc(need * sizeof(float))))
-				return sn_errf(e, SN_EINTERNAL, "out of memory (bf16 product tiles)");
-		}
-		c->scratch_n = need;
-	}
+	if (cpu_scratch(c, need, "bf16 product tiles", e))
+		return SN_EINTERNAL;
 	cpu_pool_for(c->pool, s->batch * j.nrb * j.ncb, 1, gemm_bf16_task, &j);
 	return SN_OK;
 }

@@ -112,6 +112,11 @@ bool cpu_pk_host(void);
  * 4,000 page faults on its first write). */
 void *cpu_weights_alloc(size_t n);
 
+/* Each thread's scratch (c->scratch[i]) grown to need floats at least;
+ * its contents are not kept. SN_EINTERNAL (out of memory, saying for
+ * what) leaves every thread's scratch to be made again on the next call. */
+int cpu_scratch(rt_cpu *c, size_t need, const char *what, sn_err *e);
+
 typedef struct pkjob {
 	const float *b; /* B as the graph has it: k x n, or n x k (trans) */
 	float *bp;

@@ -116,14 +116,8 @@ int cpu_run_attn(rt_cpu *c, const cl_step *s, sn_err *e)
 		j.mbool = mn->dtype == IR_BOOL;
 	}
 	size_t need = (size_t)j.L * (size_t)j.S;
-	if (need > c->scratch_n) {
-		for (int i = 0; i < c->pool->n; i++) {
-			free(c->scratch[i]);
-			if (!(c->scratch[i] = malloc((need ? need : 1) * sizeof(float))))
-				return sn_errf(e, SN_EINTERNAL, "out of memory (attention scores)");
-		}
-		c->scratch_n = need;
-	}
+	if (cpu_scratch(c, need, "attention scores", e))
+		return SN_EINTERNAL;
 	cpu_pool_for(c->pool, j.B * j.H, 1, attn_task, &j);
 	return SN_OK;
 }
