@@ -39,6 +39,14 @@ def cuda_available():
     return bool(ok), why.value.decode()
 
 
+def cpu_available():
+    """(True, what it runs on) or (False, why not): the cpu device (LLVM's
+    JIT and OpenBLAS), absent from a library built without them."""
+    why = ctypes.create_string_buffer(512)
+    ok = lib().sinter_cpu_available(why, len(why))
+    return bool(ok), why.value.decode()
+
+
 def _np_dtype(code):
     name = DTYPES[code]
     if name not in _NP:
@@ -169,13 +177,12 @@ class Model:
     def run(self, inputs, device="ref"):
         """Runs on NumPy arrays (a dict by input name, or a list in order) and
         returns the outputs as a list of arrays. device: "ref" (the reference
-        interpreter) or "cuda" (compiled with the default options)."""
-        if device == "cpu":
-            raise SinterError(2, "the cpu device is not built yet; use device='ref' or 'cuda'")
-        if device == "cuda":
-            return compile_model(self).run(inputs)
+        interpreter), "cpu" or "cuda" (compiled with the default options;
+        compile_model keeps the compiled model for many runs)."""
+        if device in ("cpu", "cuda"):
+            return compile_model(self, device=device).run(inputs)
         if device != "ref":
-            raise SinterError(2, "device takes 'ref' or 'cuda', got %r" % (device,))
+            raise SinterError(2, "device takes 'ref', 'cpu' or 'cuda', got %r" % (device,))
         ins = _Inputs(inputs, [d["name"] for d in self.inputs])
         L, err = lib(), Error()
         ptr = ctypes.POINTER(Tensor)()
@@ -192,10 +199,16 @@ def _options(shapes):
     return Options(binds, len(shapes or {})), (binds, keep)
 
 
-def _compile_options(mode=None, precision=None, cache_dir=None, target_sm=0):
+def _compile_options(mode=None, precision=None, cache_dir=None, target_sm=0, device=None, threads=0):
     o = CompileOptions()
     lib().sinter_compile_options_init(ctypes.byref(o))
     keep = []
+    if device is not None:
+        if device not in ("cpu", "cuda"):
+            raise SinterError(2, "device takes 'cpu' or 'cuda', got %r" % (device,))
+        keep.append(device.encode())
+        o.device = keep[-1]
+    o.threads = int(threads)
     if mode:
         keep.append(mode.encode())
         o.mode = keep[-1]
@@ -212,7 +225,7 @@ def _compile_options(mode=None, precision=None, cache_dir=None, target_sm=0):
 
 
 class Compiled:
-    """A model compiled and loaded on the GPU (sinter_compiled)."""
+    """A model compiled and loaded on the GPU or the CPU (sinter_compiled)."""
 
     def __init__(self, handle, stats, keep=None):
         self._h = ctypes.c_void_p(handle)
@@ -300,9 +313,11 @@ def load(path, shapes=None, weights=None, mode=None, cache_dir=None):
     return m
 
 
-def compile_model(model, mode=None, precision=None, cache_dir=None):
-    """A Model compiled for the present GPU (sinter_compile)."""
-    o, keep = _compile_options(mode=mode, precision=precision, cache_dir=cache_dir)
+def compile_model(model, mode=None, precision=None, cache_dir=None, device=None, threads=0):
+    """A Model compiled (sinter_compile) for the present GPU (device None or
+    "cuda") or for this CPU (device "cpu"; threads: its worker threads, 0:
+    the cores this process may use)."""
+    o, keep = _compile_options(mode=mode, precision=precision, cache_dir=cache_dir, device=device, threads=threads)
     h, st, err = ctypes.c_void_p(), CompileStats(), Error()
     check(lib().sinter_compile(model._h, ctypes.byref(o), ctypes.byref(h), ctypes.byref(st), ctypes.byref(err)), err)
     return Compiled(h.value, st, keep)

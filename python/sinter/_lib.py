@@ -45,8 +45,11 @@ class CompileOptions(ctypes.Structure):
     # zeroes them: their defaults).
     _fields_ = [("mode", ctypes.c_char_p), ("precision", ctypes.c_int), ("passes", ctypes.c_char_p),
                 ("target_sm", ctypes.c_int), ("dump_dir", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
-                ("no_plan_cache", ctypes.c_bool), ("poison", ctypes.c_bool), ("max_plans", ctypes.c_int),
-                ("warn", ctypes.c_void_p), ("warn_ctx", ctypes.c_void_p), ("_reserve", ctypes.c_char * 1024)]
+                ("no_plan_cache", ctypes.c_bool), ("poison", ctypes.c_bool), ("no_fusion", ctypes.c_bool),
+                ("max_plans", ctypes.c_int), ("warn", ctypes.c_void_p), ("warn_ctx", ctypes.c_void_p),
+                ("tune_budget_s", ctypes.c_double), ("tune_kernel_s", ctypes.c_double),
+                ("cache_remote", ctypes.c_char_p), ("tune_progress", ctypes.c_int), ("device", ctypes.c_char_p),
+                ("threads", ctypes.c_int), ("_reserve", ctypes.c_char * 1024)]
 
 
 class CompileStats(ctypes.Structure):
@@ -127,6 +130,7 @@ _PROTOS = {
                                         P(Error)]),
     "sinter_run_ref": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(P(Tensor)), P(Error)]),
     "sinter_cuda_available": (ctypes.c_bool, [ctypes.c_char_p, ctypes.c_size_t]),
+    "sinter_cpu_available": (ctypes.c_bool, [ctypes.c_char_p, ctypes.c_size_t]),
     "sinter_compile_options_init": (None, [P(CompileOptions)]),
     "sinter_compile": (c_status, [ctypes.c_void_p, P(CompileOptions), P(ctypes.c_void_p), P(CompileStats),
                                   P(Error)]),

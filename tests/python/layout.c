@@ -18,8 +18,11 @@ int main(void)
 	F(sinter_shape_binding, name); F(sinter_shape_binding, value);
 	F(sinter_compile_options, mode); F(sinter_compile_options, precision); F(sinter_compile_options, passes);
 	F(sinter_compile_options, target_sm); F(sinter_compile_options, dump_dir); F(sinter_compile_options, cache_dir);
-	F(sinter_compile_options, no_plan_cache); F(sinter_compile_options, poison); F(sinter_compile_options, max_plans);
-	F(sinter_compile_options, warn); F(sinter_compile_options, warn_ctx);
+	F(sinter_compile_options, no_plan_cache); F(sinter_compile_options, poison); F(sinter_compile_options, no_fusion);
+	F(sinter_compile_options, max_plans); F(sinter_compile_options, warn); F(sinter_compile_options, warn_ctx);
+	F(sinter_compile_options, tune_budget_s); F(sinter_compile_options, tune_kernel_s);
+	F(sinter_compile_options, cache_remote); F(sinter_compile_options, tune_progress);
+	F(sinter_compile_options, device); F(sinter_compile_options, threads);
 	printf("sinter_compile_options._size %zu\n", sizeof(sinter_compile_options));
 	F(sinter_compile_stats, passes_s); F(sinter_compile_stats, plan_s); F(sinter_compile_stats, kernels);
 	F(sinter_compile_stats, weight_bytes); F(sinter_compile_stats, context_s); F(sinter_compile_stats, capture_s);

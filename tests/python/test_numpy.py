@@ -82,13 +82,31 @@ ok(np.array_equal(m2.run({"x": x})[0], y), "weights from the model's weights lin
 # 3. errors carry their status: 1 bad input, 2 usage
 raises(1, lambda: m.run({"z": x}), "unknown input name", "x")
 raises(1, lambda: m.run({"x": x[:, :6].copy()}), "wrong shape")
-raises(2, lambda: m.run({"x": x}, device="cpu"), "cpu device refused", "not built")
 raises(2, lambda: m.run({"x": x}, device="tpu"), "unknown device")
 raises(1, lambda: sinter.load(os.path.join(tmp, "missing.sir")), "missing file")
 raises(2, lambda: sinter.load(os.path.join(tmp, "m.sir")).run({"x": x}), "unbound symbol", "N")
 with open(os.path.join(tmp, "bad.sir"), "w") as f:
     f.write("sinter 1\nfunc @main(%x: f32[2]) -> (f32[2]) {\n  %y = nosuchop(%x)\n  return %y\n}\n")
 raises(1, lambda: sinter.load(os.path.join(tmp, "bad.sir")), "unknown op", "bad.sir:3")
+
+# 3b. the cpu device where the library has it: the same model compiled for
+# this CPU (2 threads), against the reference interpreter's y; refused with
+# a usage error in a library built without it
+have_cpu, why = sinter.cpu_available()
+if have_cpu:
+    (yc,) = m.run({"x": x}, device="cpu")
+    ok(yc.shape == y.shape and np.allclose(yc, y, rtol=2e-5, atol=1e-6),
+       "cpu differs from ref by %g" % np.abs(yc - y).max())
+    c = sinter.compile_model(m, device="cpu", threads=2, cache_dir=os.path.join(tmp, "cache"))
+    x2 = rng.standard_normal((3, 7)).astype(np.float32)
+    (yc2,) = c.run({"x": x2})
+    (yr2,) = m.run({"x": x2})
+    ok(np.allclose(yc2, yr2, rtol=2e-5, atol=1e-6), "compiled cpu model, second input: %g" % np.abs(yc2 - yr2).max())
+    ok(c.stats["steps"] >= 1, "cpu compile stats %r" % c.stats)
+else:
+    print("cpu device not in this library (%s): cpu check is the refusal" % why)
+    raises(3, lambda: m.run({"x": x}, device="cpu"), "cpu device refused", "no cpu backend")
+raises(2, lambda: sinter.compile_model(m, device="tpu"), "unknown compile device")
 
 # 4. an ONNX file (made with onnx's helper when onnx is installed): softmax(x @ W + B)
 try:
