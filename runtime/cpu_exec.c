@@ -32,8 +32,9 @@
 /* ---- thread pool (cpu_int.h) ---- */
 
 /* How long a worker looks for the next round, and the caller for the
- * workers' end, before sleeping on the condition variable: about 2^12
- * pause instructions, tens of microseconds. */
+ * workers' end, before sleeping on the condition variable outside a run
+ * (inside one they do not sleep): about 2^12 pause instructions, tens of
+ * microseconds. */
 #define POOL_SPIN 4096
 
 static inline void cpu_relax(void)
@@ -64,14 +65,17 @@ static void *worker(void *arg)
 	for (;;) {
 		/* the next step is usually a few microseconds away: look for
 		 * it a while before sleeping (a wake-up costs tens of them) */
-		for (int i = 0; i < POOL_SPIN && atomic_load(&p->gen) == seen && !atomic_load(&p->quit); i++)
+		for (int i = 0; atomic_load(&p->gen) == seen && !atomic_load(&p->quit) &&
+				(atomic_load(&p->hot) > 0 || i++ < POOL_SPIN);)
 			cpu_relax();
 		pthread_mutex_lock(&p->mu);
-		while (!atomic_load(&p->quit) && atomic_load(&p->gen) == seen)
+		while (!atomic_load(&p->quit) && atomic_load(&p->gen) == seen && atomic_load(&p->hot) == 0)
 			pthread_cond_wait(&p->cv, &p->mu);
 		pthread_mutex_unlock(&p->mu);
 		if (atomic_load(&p->quit))
 			break;
+		if (atomic_load(&p->gen) == seen)
+			continue; /* a run began: spin for its first job */
 		seen = atomic_load(&p->gen);
 		run_chunks(p, tid);
 		if (atomic_fetch_sub(&p->busy, 1) == 1) {
@@ -151,7 +155,7 @@ void cpu_pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, void *
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	run_chunks(p, 0);
-	for (int i = 0; i < POOL_SPIN && atomic_load(&p->busy); i++)
+	for (int i = 0; atomic_load(&p->busy) && (atomic_load(&p->hot) > 0 || i++ < POOL_SPIN);)
 		cpu_relax();
 	if (atomic_load(&p->busy)) {
 		pthread_mutex_lock(&p->mu);
@@ -159,6 +163,17 @@ void cpu_pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, void *
 			pthread_cond_wait(&p->done, &p->mu);
 		pthread_mutex_unlock(&p->mu);
 	}
+}
+
+void cpu_pool_hot(pool *p, bool on)
+{
+	if (p->n <= 1)
+		return;
+	pthread_mutex_lock(&p->mu);
+	atomic_fetch_add(&p->hot, on ? 1 : -1);
+	if (on)
+		pthread_cond_broadcast(&p->cv); /* the sleeping workers spin from now on */
+	pthread_mutex_unlock(&p->mu);
 }
 
 /* ---- the loaded plan ---- */
@@ -806,7 +821,7 @@ done:
 	return rc;
 }
 
-int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e)
+static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e)
 {
 	const cl_plan *p = c->p;
 	const ir_graph *g = p->g;
@@ -871,4 +886,12 @@ int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool 
 			memcpy(outputs[k], c->addr[g->outputs[k]], nb);
 	}
 	return SN_OK;
+}
+
+int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e)
+{
+	cpu_pool_hot(c->pool, true);
+	int rc = run_plan(c, inputs, outputs, poison, e);
+	cpu_pool_hot(c->pool, false);
+	return rc;
 }

@@ -23,7 +23,11 @@ typedef void kern_fn(void **bufs, int64_t lo, int64_t hi);
 
 /* ---- thread pool ----
  * n - 1 workers and the caller share each job's chunks through an atomic
- * counter; a job is announced by bumping gen under the lock. */
+ * counter; a job is announced by bumping gen under the lock. While a run
+ * is in progress (hot, cpu_pool_hot) the workers look for the next job
+ * and the caller for the workers' end without sleeping: a sleeping thread
+ * lets its virtual CPU halt, and waking it again costs far more than the
+ * spin (docs/PERF.md, "the pool stays awake during a run"). */
 typedef void task_fn(void *ctx, int64_t lo, int64_t hi, int tid);
 
 typedef struct pool {
@@ -39,10 +43,15 @@ typedef struct pool {
 	int64_t total, chunk;
 	atomic_llong next;
 	atomic_int nworker; /* worker ids */
+	atomic_int hot;     /* runs in progress (cpu_pool_hot) */
 } pool;
 
 /* fn over [0, total) in chunks of at least min_chunk. */
 void cpu_pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, void *ctx);
+
+/* A run begins (on: the workers are woken and spin between its jobs) or
+ * ends (they sleep again after a short spin). */
+void cpu_pool_hot(pool *p, bool on);
 
 /* ---- the loaded plan ---- */
 
