@@ -112,7 +112,7 @@ void cl_plan_free(cl_plan *p);
  * XXH3-64 per 16 MiB of the weight image), then the weight image on a
  * 4 KiB boundary. Writes p (its modules compiled: llmod NULL, has_obj
  * set) to path through a temp file and a rename. */
-#define CL_PLAN_FORMAT 2
+#define CL_PLAN_FORMAT 3
 int cl_plan_write(const char *path, const cl_plan *p, const cg_plan_info *info, sn_err *e);
 /* An AOT package (sinter compile --device cpu -o FILE.sinterpkg): the
  * same file with the objects' bytes and the host they were compiled for

@@ -1,13 +1,16 @@
 /* cl_emit.c: fusion groups as LLVM IR, built with the LLVM-C API (the CPU
  * counterpart of cg_fuse.c's element emitter).
  *
- * Every kernel has one signature, void f(ptr bufs, i64 lo, i64 hi): bufs
- * is the array of its buffers' addresses (args of its step, args[0] the
- * one it writes), [lo, hi) the rows the thread pool gave this call.
+ * Every kernel has one signature, void f(ptr bufs, i64 lo, i64 hi, i64 c0,
+ * i64 c1): bufs is the array of its buffers' addresses (args of its step,
+ * args[0] the one it writes), [lo, hi) the rows the thread pool gave this
+ * call, [c0, c1) the columns of each row a convolution's epilogue computes
+ * (a task's output channels: the epilogue runs on that task's block);
+ * other kernels run whole rows and ignore c0 and c1.
  *
  * Pointwise groups: a row is every dim of the root but the last; the
- * inner loop walks the last dim, so loads of operands contiguous along it
- * are unit-stride and the loop vectorizes. Each member is a value at an
+ * inner loop walks the last dim (from c0 to c1 in an epilogue), so loads of operands
+ * contiguous along it are unit-stride and the loop vectorizes. Each member is a value at an
  * index vector (one i64 per dim), memoized per (node, index); index-only
  * members rewrite the index (transpose, expand, slice, split, reshape and
  * friends), free nodes (iota, scalar consts) are computed where used,
@@ -93,8 +96,8 @@ int cl_emit_new(cl_emitter **out, sn_err *e)
 		p->ptr = LLVMPointerTypeInContext(p->ctx, 0);
 		p->v8 = LLVMVectorType(p->f32, VW);
 		p->vd = LLVMVoidTypeInContext(p->ctx);
-		LLVMTypeRef ps[3] = {p->ptr, p->i64, p->i64};
-		p->fnty = LLVMFunctionType(p->vd, ps, 3, 0);
+		LLVMTypeRef ps[5] = {p->ptr, p->i64, p->i64, p->i64, p->i64};
+		p->fnty = LLVMFunctionType(p->vd, ps, 5, 0);
 	}
 	*out = m;
 	return SN_OK;
@@ -887,6 +890,11 @@ static bool emit_pointwise(cl_emitter *m, const ir_graph *g, const fu_plan *fp, 
 	m->fail = false;
 	LLVMValueRef lo, hi;
 	LLVMValueRef f = new_fn(m, fns, nfns, st, &lo, &hi);
+	/* an epilogue's columns are its task's channels; a kernel of its own
+	 * runs whole rows, its loop bounds constant (a transpose's strided
+	 * loads measured 2x slower with them taken from c0 and c1) */
+	LLVMValueRef c0 = core != IR_NONE ? LLVMGetParam(f, 3) : ci(m, 0);
+	LLVMValueRef c1 = core != IR_NONE ? LLVMGetParam(f, 4) : ci(m, inner);
 	loop lr, lj;
 	loop_begin(m, f, lo, hi, &lr);
 	LLVMValueRef x[IR_MAX_RANK];
@@ -900,7 +908,7 @@ static bool emit_pointwise(cl_emitter *m, const ir_graph *g, const fu_plan *fp, 
 		}
 	}
 	LLVMValueRef rowbase = LLVMBuildMul(m->b, lr.iv, ci(m, inner), "");
-	loop_begin(m, f, ci(m, 0), ci(m, inner), &lj);
+	loop_begin(m, f, c0, c1, &lj);
 	if (R)
 		x[R - 1] = lj.iv;
 	m->nmemo = 0;

@@ -99,10 +99,9 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 				    (blasint)j->K, 1.0f, A, (blasint)j->K, j->w + o0 * j->K, (blasint)j->K, beta, C + o0,
 				    (blasint)j->O);
 		/* the fused epilogue on the tile while it is in cache: its rows
-		 * are output pixels of O channels (after the whole conv when
-		 * the channels are split) */
-		if (j->epi && j->nct == 1)
-			j->epi(j->ebufs, p0, p1);
+		 * are output pixels, its columns this task's output channels */
+		if (j->epi)
+			j->epi(j->ebufs, p0, p1, o0, o1);
 	}
 }
 
@@ -128,6 +127,8 @@ typedef struct wjob {
 	float *out;
 	int64_t H, W, C, O, Ho, Wo, pt, pl, th, tw, T;
 	int64_t nt, nco, ocw; /* tiles per task, channel tasks, channels per task */
+	kern_fn *epi;         /* the fused epilogue, or NULL */
+	void **ebufs;
 } wjob;
 
 /* g (3 taps) -> u (al values) = G g. m = 2: G = [1 0 0; .5 .5 .5; .5 -.5
@@ -388,6 +389,14 @@ static void wino_task(void *ctx, int64_t lo, int64_t hi, int tid)
 						       : E + (al * m + i) * es;
 				wino_at(m, x, y, j->bias ? j->bias + o0 : NULL, ow);
 			}
+			/* the epilogue on the block's pixels (each of its rows m
+			 * pixels, fewer at the right edge) and this task's
+			 * channels, while they are in L1 */
+			int64_t mw = j->Wo - x0 < m ? j->Wo - x0 : m;
+			for (int i = 0; j->epi && i < m && y0 + i < j->Ho; i++) {
+				int64_t p = (nb * j->Ho + y0 + i) * j->Wo + x0;
+				j->epi(j->ebufs, p, p + mw, o0, o1);
+			}
 		}
 	}
 }
@@ -467,11 +476,9 @@ static int run_wino(rt_cpu *c, const cl_step *s, const cjob *cj, sn_err *e)
 		memset(c->scratch[i] + zoff, 0, (size_t)j.C * sizeof(float));
 	sn_log(SN_LOG_DEBUG, "cpu winograd: F(%dx%d, 3x3), %lld tiles, %lld per task, %lld channel tasks", j.m, j.m,
 	       (long long)j.T, (long long)j.nt, (long long)j.nco);
+	j.epi = cj->epi;
+	j.ebufs = cj->ebufs;
 	cpu_pool_for(c->pool, tchunks * j.nco, 1, wino_task, &j);
-	if (cj->epi) {
-		kjob k = {.fn = cj->epi, .bufs = cj->ebufs};
-		cpu_pool_for(c->pool, cj->M, 64, cpu_kern_task, &k);
-	}
 	return SN_OK;
 }
 
@@ -552,9 +559,5 @@ int cpu_run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	if (cpu_scratch(c, need, "im2col tiles", e))
 		return SN_EINTERNAL;
 	cpu_pool_for(c->pool, ntiles * j.nct, 1, conv_task, &j);
-	if (j.epi && j.nct > 1) {
-		kjob k = {.fn = j.epi, .bufs = ebufs};
-		cpu_pool_for(c->pool, j.M, 64, cpu_kern_task, &k);
-	}
 	return SN_OK;
 }

@@ -650,7 +650,7 @@ void cpu_kern_task(void *ctx, int64_t lo, int64_t hi, int tid)
 {
 	(void)tid;
 	kjob *j = ctx;
-	j->fn(j->bufs, lo, hi);
+	j->fn(j->bufs, lo, hi, 0, j->cols);
 }
 
 /* ---- bf16 staging (cpu_int.h: bf16 storage) ---- */
@@ -745,7 +745,7 @@ static int run_staged(rt_cpu *c, const cl_step *s, void **bufs, sn_err *e)
 		return rc;
 	convert(c, c->stage, c->addr[s->out], ir_numel(&g->nodes[s->out].shape), false);
 	if (s->fn >= 0) {
-		kjob k = {.fn = c->fns[s->fn], .bufs = bufs};
+		kjob k = {.fn = c->fns[s->fn], .bufs = bufs, .cols = s->inner};
 		cpu_pool_for(c->pool, s->rows, 64, cpu_kern_task, &k);
 	}
 	return SN_OK;
@@ -851,7 +851,7 @@ static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, 
 		switch (s->kind) {
 		case CL_SKIP: break;
 		case CL_KERNEL: {
-			kjob j = {.fn = c->fns[s->fn], .bufs = bufs};
+			kjob j = {.fn = c->fns[s->fn], .bufs = bufs, .cols = s->inner};
 			int64_t min = s->inner > 0 ? (16384 + s->inner - 1) / s->inner : 1;
 			cpu_pool_for(c->pool, s->rows, min, cpu_kern_task, &j);
 			break;

@@ -19,7 +19,9 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef void kern_fn(void **bufs, int64_t lo, int64_t hi);
+/* A generated kernel (codegen/cl_emit.c): rows [lo, hi), of a pointwise
+ * kernel's rows the columns [c0, c1) */
+typedef void kern_fn(void **bufs, int64_t lo, int64_t hi, int64_t c0, int64_t c1);
 
 /* ---- thread pool ----
  * n - 1 workers and the caller share each job's chunks through an atomic
@@ -79,6 +81,7 @@ struct rt_cpu {
 typedef struct kjob {
 	kern_fn *fn;
 	void **bufs;
+	int64_t cols; /* a row's length (the step's inner) */
 } kjob;
 
 void cpu_kern_task(void *ctx, int64_t lo, int64_t hi, int tid);
