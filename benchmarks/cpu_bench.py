@@ -32,7 +32,21 @@ ratio of the two sides' fastest calls beside: one run's ratio of medians
 moves by 10 % or more on a shared machine, whose load comes in bursts of
 seconds (a run's median can be 1.5x its minimum).
 
+With --paired P, also P pairs of calls in this one process, the two
+sides taking turns call by call (which goes first alternating), after a
+pause of 100 ms each (onnxruntime's pool threads spin for more than 10 ms
+after a call, taking a core from the next sinter call; both asleep after
+100 ms): sinter
+through its Python binding on the library beside SINTER (the plan
+compiled as `sinter bench` compiles it, each call timed by
+sinter_compiled_bench, outputs in buffers made once), onnxruntime through
+an IOBinding whose output buffer is made once, each call timed by the
+wall clock around run_with_iobinding. The ratio is the median of the
+pairs' ratios: a burst of load lasting seconds falls on both sides of a
+pair alike, where the rows above time one side's calls, then the other's.
+
 usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2] [--rounds R] [--cpu-seconds S]
+                    [--paired P]
 Needs numpy, onnx and onnxruntime (tests/requirements.txt).
 """
 import argparse
@@ -258,6 +272,8 @@ def main():
                     help="measure each model this many times (a row each) and summarize the ratios")
     ap.add_argument("--cpu-seconds", type=float, default=0,
                     help="also each side's CPU time (user + sys) per call on 1 thread, over about this many seconds")
+    ap.add_argument("--paired", type=int, default=0,
+                    help="also this many pairs of calls, the two sides in turn in this process")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="sinter-cpu-bench-")
     try:
@@ -282,6 +298,15 @@ def main():
             ms = [r["min_ratio"] for r in rows if r["model"] == name]
             print("| %s | %s | %.2f | %.2f | %s |" % (name, ", ".join("%.2f" % v for v in rs), float(np.median(rs)), max(rs),
                                                ", ".join("%.2f" % v for v in ms)))
+    if a.paired:
+        print("\n| model | pairs | sinter ms (median) | onnxruntime ms (median) | sinter / ort (median of the pairs) "
+              "| pairs sinter faster | rel L2 vs ort |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for r in rows:
+            if "paired_ratio" in r:
+                print("| %s | %d | %.2f | %.2f | %.2f | %d %% | %.1e |" % (
+                    r["model"], a.paired, r["paired_sinter_ms"], r["paired_ort_ms"], r["paired_ratio"],
+                    round(100 * r["paired_faster"]), r["paired_rel_l2"]))
     if a.cpu_seconds:
         print("\n| model | sinter cpu ms/call, 1 thread | onnxruntime cpu ms/call, 1 thread | sinter / ort |")
         print("| --- | --- | --- | --- |")
@@ -323,6 +348,48 @@ def cpu_time(a, name, path, sir, work, npz, x):
                      "--warmup", "3", "--json"])
         used.append(cpu_s(resource.RUSAGE_CHILDREN) - t0)
     return (used[1] - used[0]) / n * 1e3, ort_ms
+
+
+def paired(a, work, name, path, sir, x):
+    """P pairs of calls, sinter's and onnxruntime's in turn in this
+    process (module docstring): (median ms each, median of the pairs'
+    ratios, the share of pairs sinter won, rel L2 of the outputs)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    os.environ.setdefault("SINTER_LIBRARY", os.path.join(os.path.dirname(os.path.abspath(a.sinter)), "libsinter.so"))
+    sys.path.insert(0, os.path.join(here, "..", "python"))
+    import sinter
+    m = sinter.load(sir, weights=os.path.join(work, name + ".safetensors"))
+    c = sinter.compile_model(m, device="cpu", threads=a.threads, cache_dir=os.path.join(work, "paired-cache"))
+    got = c.run({"x": x})[0]  # also the inputs sinter_compiled_bench reuses
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = a.threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"x": x})[0]
+    io = sess.io_binding()
+    io.bind_cpu_input("x", x)
+    out = ort.OrtValue.ortvalue_from_numpy(np.empty_like(want))
+    io.bind_ortvalue_output(sess.get_outputs()[0].name, out)
+
+    def ort_call():
+        t0 = time.perf_counter()
+        sess.run_with_iobinding(io)
+        return (time.perf_counter() - t0) * 1e3
+
+    def sinter_call():
+        return c.bench(0, 1)[0]
+    for _ in range(3):
+        ort_call()
+        sinter_call()
+    s_ms, o_ms = [], []
+    for i in range(a.paired):
+        for side in ((sinter_call, ort_call) if i % 2 == 0 else (ort_call, sinter_call)):
+            time.sleep(0.1)
+            (s_ms if side is sinter_call else o_ms).append(side())
+    r = [si / oi for si, oi in zip(s_ms, o_ms)]
+    err = float(np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want.astype(np.float64)))
+    del c, m, sess
+    return float(np.median(s_ms)), float(np.median(o_ms)), float(np.median(r)), sum(v < 1 for v in r) / len(r), err
 
 
 def bench(a, work):
@@ -394,6 +461,9 @@ def measure(a, work, name, path, sir, npz, x, rnd):
                          os.path.join(work, name + ".safetensors"), "--inputs", npz, "--json"])
         row["ref_ms"] = r["run_s"] * 1e3
         row["ref_speedup"] = row["ref_ms"] / j["median_ms"]
+    if a.paired:
+        (row["paired_sinter_ms"], row["paired_ort_ms"], row["paired_ratio"], row["paired_faster"],
+         row["paired_rel_l2"]) = paired(a, work, name, path, sir, x)
     if a.cpu_seconds:
         row["sinter_cpu_ms"], row["ort_cpu_ms"] = cpu_time(a, name, path, sir, work, npz, x)
         row["cpu_ratio"] = row["sinter_cpu_ms"] / row["ort_cpu_ms"]
