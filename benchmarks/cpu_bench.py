@@ -34,9 +34,10 @@ seconds (a run's median can be 1.5x its minimum).
 
 With --paired P, also P pairs of calls in this one process, the two
 sides taking turns call by call (which goes first alternating), after a
-pause of 100 ms each (onnxruntime's pool threads spin for more than 10 ms
-after a call, taking a core from the next sinter call; both asleep after
-100 ms): sinter
+pause of 300 ms each (onnxruntime's pool threads spin on after a call,
+40 to 60 ms of CPU in the next half second, and took a core from the next
+sinter call: the MLP's 11.4-12.0 ms with 300 ms pauses were 16.3 with 100
+ms ones, and 12 with 100 ms and onnxruntime's spinning turned off): sinter
 through its Python binding on the library beside SINTER (the plan
 compiled as `sinter bench` compiles it, each call timed by
 sinter_compiled_bench, outputs in buffers made once), onnxruntime through
@@ -384,7 +385,7 @@ def paired(a, work, name, path, sir, x):
     s_ms, o_ms = [], []
     for i in range(a.paired):
         for side in ((sinter_call, ort_call) if i % 2 == 0 else (ort_call, sinter_call)):
-            time.sleep(0.1)
+            time.sleep(0.3)
             (s_ms if side is sinter_call else o_ms).append(side())
     r = [si / oi for si, oi in zip(s_ms, o_ms)]
     err = float(np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want.astype(np.float64)))
