@@ -3,6 +3,8 @@
  * (the arithmetic is in the comments) or closed forms. The neural-network
  * ops (norms, matmul, conv, pools, attention) are in test_ref_nn.c. */
 #include "test_ref_util.h"
+#include <math.h>
+#include <time.h>
 
 static const double TOL = 1e-6; /* f32 results: a few ulps */
 
@@ -211,6 +213,77 @@ static void test_dtypes(void)
 	if (trun(&t, r))
 		EXPECT(&t, ((double[]){1, 1, 0, 1}), 4, 0, "cast f32 to bool");
 	tg_free(&t);
+}
+
+static uint32_t conv_f16_from(double x) { return ir_f16_from_double(x); }
+static double conv_f16_to(uint32_t b) { return ir_f16_to_double((uint16_t)b); }
+static uint32_t conv_bf16_from(double x) { return ir_bf16_from_double(x); }
+static double conv_bf16_to(uint32_t b) { return ir_bf16_to_double((uint16_t)b); }
+static uint32_t conv_e4m3_from(double x) { return ir_f8e4m3_from_double(x); }
+static double conv_e4m3_to(uint32_t b) { return ir_f8e4m3_to_double((uint8_t)b); }
+static uint32_t conv_e5m2_from(double x) { return ir_f8e5m2_from_double(x); }
+static double conv_e5m2_to(uint32_t b) { return ir_f8e5m2_to_double((uint8_t)b); }
+
+/* Every conversion to a small float format rounds to the nearest of the
+ * two neighbouring values (ties to the even encoding), checked against
+ * the neighbours' own values on fresh random doubles spread over each
+ * format's range, and every encoding converts to double and back to
+ * itself. The oracle is the ordering of the encodings, not the code. */
+static void test_conversions(void)
+{
+	static const struct {
+		const char *name;
+		int bits, mbits, maxexp;
+		uint32_t (*from)(double);
+		double (*to)(uint32_t);
+	} f[] = {
+		{"f16", 16, 10, 16, conv_f16_from, conv_f16_to},
+		{"bf16", 16, 7, 128, conv_bf16_from, conv_bf16_to},
+		{"e4m3", 8, 3, 9, conv_e4m3_from, conv_e4m3_to},
+		{"e5m2", 8, 2, 16, conv_e5m2_from, conv_e5m2_to},
+	};
+	uint64_t seed = 0x9e3779b97f4a7c15u ^ (uint64_t)time(NULL);
+	for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+		uint32_t sign = 1u << (f[k].bits - 1);
+		int bad = 0;
+		for (uint32_t b = 0; b < (1u << f[k].bits); b++) {
+			double v = f[k].to(b);
+			if (!isnan(v) && f[k].from(v) != b)
+				bad++;
+			/* the midpoint of b and the next encoding of the same sign
+			 * (exact in double) is a tie: it goes to the even one */
+			if ((b & ~sign) + 1 < sign) {
+				double w = f[k].to(b + 1);
+				if (!isnan(v) && !isnan(w) && !isinf(w) && f[k].from((v + w) / 2) != (b & 1 ? b + 1 : b))
+					bad++;
+			}
+		}
+		for (int i = 0; i < 200000; i++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			/* a mantissa of 53 random bits, an exponent over the range
+			 * and below it (subnormals, underflow), either sign */
+			double x = ldexp((double)(seed >> 11) * 0x1p-53, (int)(seed % 64) - 48 + f[k].maxexp / 2);
+			if (i % 3 == 0)
+				x = ldexp(x, -f[k].maxexp);
+			if (seed & 1u << 7)
+				x = -x;
+			uint32_t r = f[k].from(x), mag = r & ~sign;
+			double v = fabs(f[k].to(r)), a = fabs(x);
+			if (isinf(v) || isnan(v) || (signbit(x) != 0) != ((r & sign) != 0))
+				continue; /* overflow: the formats' own rule, tested apart */
+			double up = fabs(f[k].to((r & sign) | (mag + 1)));
+			double dn = mag ? fabs(f[k].to((r & sign) | (mag - 1))) : -1;
+			double d = fabs(a - v);
+			bool ok = (isnan(up) || isinf(up) || d <= fabs(up - a)) && (dn < 0 || d <= fabs(a - dn));
+			bool tie = (!isnan(up) && !isinf(up) && d == fabs(up - a)) || (dn >= 0 && d == fabs(a - dn));
+			if (!ok || (tie && d > 0 && (mag & 1)))
+				bad++;
+		}
+		if (bad)
+			fprintf(stderr, "%s: %d conversions not to the nearest (seed %llx)\n", f[k].name, bad,
+				(unsigned long long)seed);
+		CHECK(bad == 0);
+	}
 }
 
 static void test_integers(void)
@@ -656,6 +729,7 @@ int main(void)
 	test_binary();
 	test_where();
 	test_dtypes();
+	test_conversions();
 	test_integers();
 	test_sources();
 	test_reduce();
