@@ -427,7 +427,7 @@ int sn_out_finish(sn_out *o, sn_err *e)
 	if (o->fd < 0)
 		return sn_errf(e, SN_EINTERNAL, "cannot write %s: not open", o->path ? o->path : "?");
 	int err = o->err;
-	if (!err && f_fsync(o->fd) != 0)
+	if (!err && !o->no_sync && f_fsync(o->fd) != 0)
 		err = errno;
 	if (close(o->fd) != 0 && !err)
 		err = errno;

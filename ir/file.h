@@ -11,7 +11,8 @@
  * user passed on the command line may be absolute or lead elsewhere.
  *
  * Writing: a unique temp file created with O_EXCL in the destination
- * folder, written, fsync'ed, then renamed over the destination; several
+ * folder, written, fsync'ed (not a cache entry that sets no_sync), then
+ * renamed over the destination; several
  * outputs that belong together are all written and synced before the
  * first is renamed, so a failure replaces nothing.
  *
@@ -86,6 +87,9 @@ typedef struct sn_out {
 	char *path, *tmp; /* heap */
 	int fd;           /* -1 once closed */
 	int err;          /* the first errno of a failed write, 0 if none */
+	bool no_sync;     /* set after sn_out_open: sn_out_finish skips the fsync
+			   * (a cache entry whose reader verifies its checksums and
+			   * rebuilds it, so a crash can only cost the entry) */
 } sn_out;
 
 /* Checks, before any work, that path can be an output: nothing there yet
