@@ -355,9 +355,10 @@ def paired(a, work, name, path, sir, x):
     """P pairs of calls, sinter's and onnxruntime's in turn in this
     process (module docstring): (median ms each, median of the pairs'
     ratios, the share of pairs sinter won, rel L2 of the outputs)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    pkg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
     os.environ.setdefault("SINTER_LIBRARY", os.path.join(os.path.dirname(os.path.abspath(a.sinter)), "libsinter.so"))
-    sys.path.insert(0, os.path.join(here, "..", "python"))
+    if pkg not in sys.path:  # once, not per model and round
+        sys.path.insert(0, pkg)
     import sinter
     m = sinter.load(sir, weights=os.path.join(work, name + ".safetensors"))
     c = sinter.compile_model(m, device="cpu", threads=a.threads, cache_dir=os.path.join(work, "paired-cache"))

@@ -9,10 +9,10 @@
  * other kernels run whole rows and ignore c0 and c1.
  *
  * Pointwise groups: a row is every dim of the root but the last; the
- * inner loop walks the last dim (from c0 to c1 in an epilogue), so loads of operands
- * contiguous along it are unit-stride and the loop vectorizes. Each member is a value at an
- * index vector (one i64 per dim), memoized per (node, index); index-only
- * members rewrite the index (transpose, expand, slice, split, reshape and
+ * inner loop walks the last dim (from c0 to c1 in an epilogue), so loads
+ * of operands contiguous along it are unit-stride and the loop vectorizes.
+ * Each member is a value at an index vector (one i64 per dim), memoized
+ * per (node, index); index-only members rewrite the index (transpose, expand, slice, split, reshape and
  * friends), free nodes (iota, scalar consts) are computed where used,
  * stored values outside the group are loaded. Values are f32, or i64 for
  * integers and bools (0/1); bf16 values are f32 rounded to bf16 (as the

@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A generated kernel (codegen/cl_emit.c): rows [lo, hi), of a pointwise
- * kernel's rows the columns [c0, c1) */
+/* A generated kernel (codegen/cl_emit.c): rows [lo, hi); a convolution's
+ * epilogue computes the columns [c0, c1) of each, other kernels whole rows */
 typedef void kern_fn(void **bufs, int64_t lo, int64_t hi, int64_t c0, int64_t c1);
 
 /* ---- thread pool ----
