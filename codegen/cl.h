@@ -102,6 +102,9 @@ typedef struct cl_plan {
  * Free with cl_plan_free. */
 int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, sn_err *e);
 void cl_plan_free(cl_plan *p);
+/* Whether n is attention the runtime's CL_ATTN step runs (its operands'
+ * dtypes and shapes; the lowering also wants a mask stored). */
+bool cl_attn_fits(const ir_graph *g, const ir_node *n);
 
 /* ---- codegen/cl_io.c: cpu plan files (the plan cache's cpu entries) ----
  * A 64-byte header (magic SINTCPUP, CL_PLAN_FORMAT, total size, XXH3-64

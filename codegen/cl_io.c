@@ -405,8 +405,9 @@ static const char *check_step(const cl_plan *p, const cl_step *s)
 				return "a convolution operand without a buffer";
 		break;
 	case CL_ATTN:
-		if (n->op != IR_OP_scaled_dot_product_attention || n->nin != 3 || s->out == IR_NONE ||
-		    !holds(p, s->out, node_bytes(n)) || !uniform_float(g, n) || g->nodes[s->out].dtype != n->dtype)
+		/* the lowering's own test (q, k, v and the optional mask) */
+		if (!cl_attn_fits(g, n) || s->out == IR_NONE || !holds(p, s->out, node_bytes(n)) ||
+		    g->nodes[s->out].dtype != n->dtype)
 			return "a bad attention step";
 		for (uint32_t k = 0; k < n->nin; k++)
 			if (p->vals[n->in[k]].where == CL_NOWHERE)

@@ -80,17 +80,18 @@ static bool gemm_shape(const ir_graph *g, const ir_node *n, cl_step *s)
 	return true;
 }
 
-/* Attention the runtime runs: q, k, v of rank 4 (GQA allowed), all f32
- * or all bf16, and an optional stored mask broadcast to the scores
+/* Attention the runtime runs (cl.h): q, k, v of rank 4 (GQA allowed),
+ * all f32 or all bf16, and an optional mask broadcast to the scores
  * (batch, heads, L, S) from its own shape: of their dtype (added), or
- * bool (true keeps) with f32 (bf16 steps widen every operand as bf16). */
-static bool attn_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
+ * bool (true keeps) with f32 (bf16 steps widen every operand as bf16).
+ * The plan reader (cl_io.c) checks a step read from a file with it too. */
+bool cl_attn_fits(const ir_graph *g, const ir_node *n)
 {
 	if (n->op != IR_OP_scaled_dot_product_attention || (n->nin != 3 && n->nin != 4))
 		return false;
 	if (n->nin == 4) {
 		const ir_node *m = &g->nodes[n->in[3]];
-		if (!fp->stored[n->in[3]] || m->shape.rank > 4)
+		if (m->shape.rank > 4)
 			return false;
 		if (m->dtype == IR_BOOL) {
 			if (n->dtype != IR_F32)
@@ -109,6 +110,12 @@ static bool attn_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
 		return false;
 	return q->d[0] == k->d[0] && k->d[0] == v->d[0] && k->d[1] == v->d[1] && k->d[1] && q->d[1] % k->d[1] == 0 &&
 	       k->d[2] == v->d[2] && q->d[3] == k->d[3];
+}
+
+/* Attention lowered to a CL_ATTN step: it fits, and its mask is stored. */
+static bool attn_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
+{
+	return cl_attn_fits(g, n) && (n->nin == 3 || fp->stored[n->in[3]]);
 }
 
 /* A gather the runtime copies: its data stored, its indices i64 or i32,
