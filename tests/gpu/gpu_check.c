@@ -114,11 +114,27 @@ bool gpu_available(void)
 			printf("skipped: no CUDA device (%s)\n", e.msg);
 			dev = NULL;
 		} else {
-			rng = (uint64_t)time(NULL);
-			printf("device: %s (sm_%d), seed %llu\n", dev->name, dev->sm, (unsigned long long)rng);
+			printf("device: %s (sm_%d)\n", dev->name, dev->sm);
+			rng = gpu_seed();
 		}
 	}
 	return dev != NULL;
+}
+
+uint64_t gpu_seed(void)
+{
+	static bool drawn;
+	static uint64_t seed;
+	if (!drawn) {
+		drawn = true;
+		const char *env = getenv("SINTER_TEST_SEED");
+		char *end = NULL;
+		unsigned long long v = env && *env ? strtoull(env, &end, 10) : 0;
+		seed = end && !*end ? (uint64_t)v : (uint64_t)time(NULL);
+		printf("seed %llu (SINTER_TEST_SEED=%llu replays it)\n", (unsigned long long)seed,
+		       (unsigned long long)seed);
+	}
+	return seed;
 }
 
 double gpu_tol(ir_dtype t)
@@ -259,7 +275,7 @@ static int build_failures;
 int gpu_done(void)
 {
 	if (!dev)
-		return 0;
+		return GPU_SKIP;
 	if (build_failures)
 		printf("%d graphs could not be built\n", build_failures);
 	printf("%d passed, %d failed\n", passes, failures);

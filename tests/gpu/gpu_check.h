@@ -7,9 +7,20 @@
 
 #include "ir/ir.h"
 
+/* The exit code of a GPU test that was skipped (no device, no NVRTC, a
+ * device the test does not apply to): ctest's SKIP_RETURN_CODE for every
+ * GPU test (tests/gpu.cmake), so a skip is counted as one, not as a pass.
+ * The test prints "skipped: why" first. */
+#define GPU_SKIP 77
 /* Opens the device once; false (after printing "skipped: no CUDA device
- * (reason)") when there is none. */
+ * (reason)") when there is none. With a device it prints the seed of the
+ * random inputs: $SINTER_TEST_SEED when set (a failure is replayed with
+ * the seed it printed), else the time. */
 bool gpu_available(void);
+/* The seed of the test's random draws: $SINTER_TEST_SEED when set, else
+ * the time; drawn and printed once ("seed N (SINTER_TEST_SEED=N replays
+ * it)"), the same value after. */
+uint64_t gpu_seed(void);
 /* Compares; prints one line "label: rel L2 x (tol y) ok|FAIL"; returns
  * true when within tol. Takes ownership of g. */
 bool gpu_compare(ir_graph *g, double tol, const char *label);
@@ -44,7 +55,7 @@ int gpu_device_sm(void);
  * warm-up, the median into *median_ms (0 iters: off). */
 void gpu_set_timing(int iters, double *median_ms);
 /* Exit code of a GPU test: 0 when everything passed (and every graph was
- * built) or no device. */
+ * built), GPU_SKIP when there was no device. */
 int gpu_done(void);
 
 /* Graph building for the tests. Every builder call takes &gpu_err; a graph

@@ -445,7 +445,7 @@ static void sweep(const char *only)
 int main(int argc, char **argv)
 {
 	if (!gpu_available())
-		return 0;
+		return GPU_SKIP;
 	if (argc > 1 && !strcmp(argv[1], "--sweep")) {
 		sweep(argc > 2 ? argv[2] : NULL); /* --sweep [SHAPE]: shapes whose name holds SHAPE */
 		return gpu_done();

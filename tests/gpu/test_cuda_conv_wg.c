@@ -176,7 +176,8 @@ int main(int argc, char **argv)
 			return gpu_done();
 		if (gpu_device_sm() != 90) {
 			printf("skipped: the wgmma kernel needs sm_90 (this device is sm_%d)\n", gpu_device_sm());
-			return gpu_done();
+			gpu_done();
+			return GPU_SKIP;
 		}
 	}
 	size_t nc = SN_COUNT(cfgs);
@@ -231,7 +232,7 @@ int main(int argc, char **argv)
 		sn_err e = {0};
 		if (rt_nvrtc_open(&nv, &e) != SN_OK) {
 			printf("skipped: %s\n", e.msg);
-			return 0;
+			return GPU_SKIP;
 		}
 		rt_compile_stats cs = {0};
 		int rc = rt_compile_all(nv, jobs, njobs, 90, NULL, 0, NULL, NULL, NULL, &cs, &e);

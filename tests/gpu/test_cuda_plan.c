@@ -6,6 +6,8 @@
  * against the reference interpreter on fresh random inputs. */
 #include "sinter.h"
 
+#include "gpu_check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +103,7 @@ int main(void)
 	char why[512];
 	if (!sinter_cuda_available(why, sizeof why)) {
 		printf("skipped: no CUDA device (%s)\n", why);
-		return 0;
+		return GPU_SKIP;
 	}
 	char dir[] = "/tmp/sinter-plan-test-XXXXXX";
 	if (!mkdtemp(dir))

@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 	sn_err e = {0};
 	if (rt_cuda_open(0, &dev, &e) != SN_OK) {
 		printf("skipped: no CUDA device (%s)\n", e.msg);
-		return 0;
+		return GPU_SKIP;
 	}
 	printf("device: %s (sm_%d)\n", dev->name, dev->sm);
 	bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;

@@ -9,6 +9,8 @@
  * and the kernels tuned again. */
 #include "sinter.h"
 
+#include "gpu_check.h"
+
 #include "autotune/at.h"
 
 #include <math.h>
@@ -87,7 +89,7 @@ int main(void)
 	char why[512];
 	if (!sinter_cuda_available(why, sizeof why)) {
 		printf("skipped: no CUDA device (%s)\n", why);
-		return 0;
+		return GPU_SKIP;
 	}
 	char dir[] = "/tmp/sinter-tune-test-XXXXXX";
 	if (!mkdtemp(dir))

@@ -14,6 +14,8 @@
  * is rejected, counted, and the product tuned again. */
 #include "sinter.h"
 
+#include "gpu_check.h"
+
 #include "autotune/at.h"
 
 #include <math.h>
@@ -117,7 +119,7 @@ int main(void)
 	char why[512];
 	if (!sinter_cuda_available(why, sizeof why)) {
 		printf("skipped: no CUDA device (%s)\n", why);
-		return 0;
+		return GPU_SKIP;
 	}
 	char dir[] = "/tmp/sinter-tune-gemm-XXXXXX";
 	if (!mkdtemp(dir))

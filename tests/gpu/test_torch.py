@@ -5,17 +5,21 @@ checked against the module's own output on fresh random inputs: fp32
 within 1e-4 relative L2, bf16 within 5e-2. Also: a run on a side stream
 whose input is produced on that stream just before (the current torch
 stream is respected), outputs as fresh CUDA tensors, errors for a CPU tensor
-and a wrong shape. Prints "skipped: no CUDA device" without torch or a GPU."""
+and a wrong shape. Prints "skipped: no CUDA device" and exits 77 (ctest's
+SKIP_RETURN_CODE for it, tests/python.cmake) without torch or a GPU. The
+random seed is printed; $SINTER_TEST_SEED replays a run."""
+import os
 import sys
 
+SKIP = 77  # tests/gpu/gpu_check.h GPU_SKIP
 try:
     import torch
 except ImportError:
     print("skipped: no CUDA device (torch is not installed)")
-    sys.exit(0)
+    sys.exit(SKIP)
 if not torch.cuda.is_available():
     print("skipped: no CUDA device (torch sees none)")
-    sys.exit(0)
+    sys.exit(SKIP)
 
 import sinter
 
@@ -33,7 +37,9 @@ def rel(a, b):
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-torch.manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
+seed = int(os.environ.get("SINTER_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+print(f"seed {seed} (SINTER_TEST_SEED={seed} replays it)", flush=True)
+torch.manual_seed(seed)
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
