@@ -21,6 +21,12 @@ add_custom_command(OUTPUT ${SINTER_PUBLIC_A}
   COMMAND_EXPAND_LISTS VERBATIM)
 add_custom_target(sinter_public_static ALL DEPENDS ${SINTER_PUBLIC_A})
 
+# sinter_dist: everything `cmake --install` takes from the build folder, so
+# that a build of it alone (scripts/run's) can be installed. A target
+# installed below joins it.
+add_custom_target(sinter_dist)
+add_dependencies(sinter_dist sinter_cli sinter_shared sinter_public_static)
+
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/sinter.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS sinter_shared EXPORT sinterTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -37,8 +43,14 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/sinterConfigVersion
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/sinterConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/sinterConfigVersion.cmake
   DESTINATION ${SINTER_CMAKE_DIR})
 
-# pkg-config: the shared library by default; `--static` adds what
-# libsinter.a needs (Libs.private).
+# pkg-config: sinter.pc links the shared library, and `--static` adds what
+# libsinter.a needs (Libs.private), for a link that picks the archive
+# itself (-static, or -Wl,-Bstatic around it). pkg-config cannot make
+# `--static` choose libsinter.a over libsinter.so on its own: both are
+# -lsinter in one folder, `--static` only appends Libs.private to Libs, and
+# the linker takes the shared library it meets first. sinter-static.pc
+# names the archive itself and everything it needs: `pkg-config --libs
+# sinter-static` is the static link, with or without --static.
 set(SINTER_PC_LIBS_PRIVATE "-lxxhash -lm")
 # the cpu device's libraries, by path (libLLVM-16.so is outside the default
 # search path on Debian)
@@ -52,4 +64,6 @@ string(APPEND SINTER_PC_LIBS_PRIVATE " -pthread")
 # the prefix relative to the .pc file, so `cmake --install --prefix` anywhere works
 file(RELATIVE_PATH SINTER_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/sinter.pc.in ${CMAKE_CURRENT_BINARY_DIR}/sinter.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/sinter.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/sinter-static.pc.in ${CMAKE_CURRENT_BINARY_DIR}/sinter-static.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/sinter.pc ${CMAKE_CURRENT_BINARY_DIR}/sinter-static.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -3,10 +3,13 @@
 # it. Installs BUILD_DIR into a scratch prefix and checks what is there
 # (header, libsinter.so with its soname, libsinter.a, the sinter command,
 # sinter.pc, the CMake package); builds tests/install/consume.c with
-# `pkg-config --cflags --libs sinter`, and with find_package(sinter) against
-# both libraries, and runs each (ref interpreter, checked against sums
-# worked out in the program). With WITH_SUBDIR=1 also builds it with
-# add_subdirectory of the source tree. $SINTER_TEST_CFLAGS: the sanitizer
+# `pkg-config --cflags --libs sinter` (shared) and `sinter-static` (static),
+# and with find_package(sinter) against both libraries, and runs each (ref
+# interpreter, checked against sums worked out in the program). With
+# WITH_SUBDIR=1 also configures the source tree as a subproject, builds
+# there only the targets scripts/run builds and installs that (the quick
+# start's build must be installable), then builds consume.c with
+# add_subdirectory. $SINTER_TEST_CFLAGS: the sanitizer
 # flags the library was built with, which its consumers need too.
 set -euo pipefail
 build=$1 src=$2 subdir=${3:-0}
@@ -47,6 +50,14 @@ out=$(LD_LIBRARY_PATH=$libdir ./consume_pc "$tmp/w1.safetensors")
 echo "pkg-config: $out"
 check '[[ "$out" == "consume: ok"* ]]'
 check 'pkg-config --libs --static sinter | grep -q -- -lxxhash'
+# sinter-static.pc: the archive and what it needs, no libsinter.so
+# shellcheck disable=SC2086
+cc $cflags -o consume_pcs "$src/tests/install/consume.c" $(pkg-config --cflags --libs sinter-static)
+out=$(./consume_pcs "$tmp/w4.safetensors")
+echo "pkg-config sinter-static: $out"
+check '[[ "$out" == "consume: ok"* ]]'
+check '! readelf -d consume_pcs | grep -q libsinter'
+check '[ "$(pkg-config --libs sinter-static)" = "$(pkg-config --libs --static sinter-static)" ]'
 # 2. find_package, shared and static
 cmake -S "$src/tests/install" -B fp -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$cflags" \
 	-DCMAKE_EXE_LINKER_FLAGS="$cflags" >fp.log 2>&1 || { cat fp.log; exit 1; }
@@ -65,6 +76,21 @@ if [ "$subdir" = 1 ]; then
 	cmake -S "$src/tests/install" -B sub -G Ninja -DSINTER_SOURCE="$src" -DSINTER_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug \
 		-DCMAKE_C_FLAGS="$cflags" -DCMAKE_EXE_LINKER_FLAGS="$cflags" -DCMAKE_SHARED_LINKER_FLAGS="$cflags" \
 		>sub.log 2>&1 || { cat sub.log; exit 1; }
+	# what scripts/run builds (its `ninja -C build TARGETS` line), then
+	# `cmake --install` of that alone
+	targets=$(sed -n 's/^ninja -C build \([^>]*\)>.*/\1/p' "$src/scripts/run")
+	check '[ -n "$targets" ]'
+	# shellcheck disable=SC2086
+	ninja -C sub $targets >>sub.log 2>&1 || { cat sub.log; exit 1; }
+	if cmake --install sub --prefix "$tmp/prefix2" >install2.log 2>&1; then
+		echo "install after scripts/run's build ($targets): ok"
+		check '[ -x "$tmp/prefix2/bin/sinter" ] && [ -n "$(find "$tmp/prefix2" -name libsinter.a)" ]'
+		check '[ -n "$(find "$tmp/prefix2" -name libsinter.so.0)" ]'
+	else
+		echo "FAIL: cmake --install after building only scripts/run's targets ($targets):"
+		grep -m2 -iE "error|cannot" install2.log || tail -3 install2.log
+		fails=$((fails + 1))
+	fi
 	ninja -C sub consume_shared >>sub.log 2>&1 || { cat sub.log; exit 1; }
 	out=$(./sub/consume_shared "$tmp/w3.safetensors")
 	echo "add_subdirectory: $out"
