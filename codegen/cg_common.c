@@ -171,10 +171,14 @@ void cg_emit_dtype_helpers(sn_buf *b, ir_dtype t)
 /* The spec comment that opens a kernel: op, operand and result types, the
  * op's attributes, and the renderer's config. It names no value or node,
  * so identical specs give identical sources (and one compiled kernel).
- * Not in cg.h yet: renderers that use it declare it themselves. */
+ * Not in cg.h yet: renderers that use it declare it themselves.
+ * cg_emit_spec_part: the same for one of several kernels that compute a
+ * node together (cg_step.more), part saying which share this one
+ * computes; it is part of the spec key, so the parts' keys differ. */
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config);
+void cg_emit_spec_part(sn_buf *b, const ir_graph *g, ir_ref r, const char *part, const char *config);
 static void emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_epilogue *pro,
-		      const cg_epilogue *epi, const cg_step *st)
+		      const cg_epilogue *epi, const cg_step *st, const char *part)
 {
 	const ir_node *n = &g->nodes[r];
 	char ty[160];
@@ -218,17 +222,24 @@ static void emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config
 		for (int d = 0; d < v->shape.rank; d++)
 			sn_buf_printf(b, " %lld", (long long)l->strides[d]);
 	}
+	if (part)
+		sn_buf_printf(b, "\n * part: %s", part);
 	sn_buf_printf(b, "\n * config: %s */\n", config && *config ? config : "default");
 }
 
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config)
 {
-	emit_spec(b, g, r, config, NULL, NULL, NULL);
+	emit_spec(b, g, r, config, NULL, NULL, NULL, NULL);
+}
+
+void cg_emit_spec_part(sn_buf *b, const ir_graph *g, ir_ref r, const char *part, const char *config)
+{
+	emit_spec(b, g, r, config, NULL, NULL, NULL, part);
 }
 
 void cg_emit_spec_st(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_step *st)
 {
-	emit_spec(b, g, r, config, st ? st->pro : NULL, st ? st->epi : NULL, st);
+	emit_spec(b, g, r, config, st ? st->pro : NULL, st ? st->epi : NULL, st, NULL);
 }
 
 int cg_finish(cg_kernel *k, const char *prefix, sn_buf *b, sn_err *e)

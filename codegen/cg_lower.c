@@ -101,12 +101,34 @@ static void node_label(const ir_graph *g, ir_ref r, char *out, size_t cap)
 		snprintf(out, cap, "node %u (%s)", r, ir_ops[n->op].name);
 }
 
+void cg_step_free_kernels(cg_step *st)
+{
+	free(st->k.src);
+	st->k.src = NULL;
+	for (uint32_t i = 0; i < st->nmore; i++)
+		free(st->more[i].src);
+	free(st->more);
+	st->more = NULL;
+	st->nmore = 0;
+}
+
+/* Whether step st, a kernel, has every kernel complete. */
+static bool kernels_ok(const cg_step *st)
+{
+	for (uint32_t i = 0; i <= st->nmore; i++) {
+		const cg_kernel *k = i ? &st->more[i - 1] : &st->k;
+		if (!k->src || !k->name[0] || k->nbufs > CG_MAX_BUFS)
+			return false;
+	}
+	return true;
+}
+
 void cg_rplan_free(cg_rplan *p)
 {
 	if (!p)
 		return;
 	for (uint32_t i = 0; i < p->nsteps; i++)
-		free(p->steps[i].k.src);
+		cg_step_free_kernels(&p->steps[i]);
 	for (uint32_t i = 0; p->xs && i < 2 * p->nsteps; i++)
 		cg_epilogue_free(&p->xs[i]);
 	free(p->xs);
@@ -147,7 +169,7 @@ int cg_render_graph(const ir_graph *g, const cg_target *t, cg_rplan **out, sn_er
 			cg_rplan_free(p);
 			return sn_errf(e, rc ? rc : SN_EINTERNAL, "%s: %s", label, sub.msg);
 		}
-		if (st->kind == CG_STEP_KERNEL && (!st->k.src || !st->k.name[0] || st->k.nbufs > CG_MAX_BUFS)) {
+		if (st->kind == CG_STEP_KERNEL && !kernels_ok(st)) {
 			cg_rplan_free(p);
 			return sn_errf(e, SN_EINTERNAL, "%s: renderer returned an incomplete kernel", label);
 		}
@@ -181,6 +203,8 @@ static void pick_config(const ir_graph *g, const cg_target *t, const fu_plan *fp
 {
 	uint8_t spec[16];
 	cg_config want;
+	if (st->nmore)
+		return; /* a node of several kernels (a concat's parts): one config, the default */
 	cg_spec_key(st->k.src, spec);
 	if (!t->pick(t->pick_ctx, spec, &st->k.cfg, &want))
 		return;
@@ -334,7 +358,7 @@ int cg_render_groups(const ir_graph *g, const cg_target *t, const fu_plan *fp, c
 			cg_rplan_free(p);
 			return rc;
 		}
-		if (st->kind == CG_STEP_KERNEL && (!st->k.src || !st->k.name[0] || st->k.nbufs > CG_MAX_BUFS)) {
+		if (st->kind == CG_STEP_KERNEL && !kernels_ok(st)) {
 			node_label(g, gr->root, label, sizeof label);
 			cg_rplan_free(p);
 			return sn_errf(e, SN_EINTERNAL, "%s: renderer returned an incomplete kernel", label);
@@ -455,9 +479,11 @@ void cg_spec_key(const char *src, uint8_t key[16])
 	memcpy(key, c.digest, 16);
 }
 
-/* What a step must move through memory and compute: every buffer it
- * names once, and the flops of its core. */
-static void step_cost(const ir_graph *g, const cg_step *st, double *bytes, double *flops)
+/* What a step's kernel k (a launch; NULL for a product) must move
+ * through memory and compute: every buffer it names once, and the flops
+ * of its core. A kernel that writes part of its output (one of several
+ * of a concat) counts the part: what it reads, as much again written. */
+static void step_cost(const ir_graph *g, const cg_step *st, const cg_kernel *k, double *bytes, double *flops)
 {
 	const ir_node *n = &g->nodes[st->node];
 	ir_ref seen[CG_MAX_BUFS + 4];
@@ -468,8 +494,8 @@ static void step_cost(const ir_graph *g, const cg_step *st, double *bytes, doubl
 			if (ops[i] != IR_NONE)
 				seen[ns++] = ops[i];
 	} else {
-		for (uint32_t i = 0; i < st->k.nbufs; i++)
-			seen[ns++] = st->k.bufs[i];
+		for (uint32_t i = 0; i < k->nbufs; i++)
+			seen[ns++] = k->bufs[i];
 	}
 	double b = 0;
 	for (uint32_t i = 0; i < ns; i++) {
@@ -478,6 +504,10 @@ static void step_cost(const ir_graph *g, const cg_step *st, double *bytes, doubl
 			dup |= seen[j] == seen[i];
 		if (!dup)
 			b += (double)node_bytes(&g->nodes[seen[i]]);
+	}
+	if (st->kind == CG_STEP_KERNEL && st->nmore) {
+		double rd = b - (double)node_bytes(n); /* the output is the last buffer, named once */
+		b = 2 * rd;
 	}
 	double f = 0;
 	if (st->kind == CG_STEP_GEMM) {
@@ -566,6 +596,12 @@ static int plan_arena(const ir_graph *g, const fu_plan *fp, const cg_rplan *rp, 
 		if (st->kind == CG_STEP_KERNEL) {
 			for (uint32_t k = 0; k < st->k.nbufs; k++)
 				reads[nr++] = st->k.bufs[k];
+			for (uint32_t j = 0; j < st->nmore; j++) /* the rest of the node's kernels */
+				for (uint32_t k = 0; k < st->more[j].nbufs; k++) {
+					ir_ref q = mroot[st->more[j].bufs[k]];
+					if (last[q] == UINT32_MAX || last[q] < s)
+						last[q] = s;
+				}
 		} else if (st->kind == CG_STEP_GEMM) {
 			const ir_ref ops[] = {st->g.a, st->g.b, st->g.bias, st->g.c};
 			for (size_t k = 0; k < SN_COUNT(ops); k++)
@@ -652,6 +688,9 @@ static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target 
 		cg_rplan_free(rp);
 		return sn_errf(e, SN_EINTERNAL, "codegen: out of memory");
 	}
+	size_t nlaunch = 0; /* plan steps: one per step, one more per further kernel */
+	for (uint32_t i = 0; i < rp->nsteps; i++)
+		nlaunch += 1 + (rp->steps[i].kind == CG_STEP_KERNEL ? rp->steps[i].nmore : 0);
 	cg_plan *p = calloc(1, sizeof *p);
 	uint32_t *buf_of = malloc((n ? n : 1) * sizeof *buf_of);
 	ir_ref *mroot = malloc((n ? n : 1) * sizeof *mroot);
@@ -659,8 +698,8 @@ static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target 
 	int rc = SN_OK;
 	if (!p || !buf_of || !mroot || !aoff ||
 	    !(p->bufs = calloc(n ? n : 1, sizeof *p->bufs)) ||
-	    !(p->steps = calloc(rp->nsteps ? rp->nsteps : 1, sizeof *p->steps)) ||
-	    !(p->kerns = calloc(rp->nsteps ? rp->nsteps : 1, sizeof *p->kerns)) ||
+	    !(p->steps = calloc(nlaunch ? nlaunch : 1, sizeof *p->steps)) ||
+	    !(p->kerns = calloc(nlaunch ? nlaunch : 1, sizeof *p->kerns)) ||
 	    !(p->inputs = calloc(g->ninputs ? g->ninputs : 1, sizeof *p->inputs)) ||
 	    !(p->outputs = calloc(g->noutputs ? g->noutputs : 1, sizeof *p->outputs))) {
 		rc = sn_errf(e, SN_EINTERNAL, "codegen: out of memory");
@@ -766,8 +805,8 @@ static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target 
 			 ir_ops[g->nodes[st->node].op].name);
 		if (fused && gr->kind != FU_POINTWISE)
 			snprintf(ps->op + strlen(ps->op), sizeof ps->op - strlen(ps->op), "+%u", gr->n - 1);
-		step_cost(g, st, &ps->bytes, &ps->flops);
 		if (st->kind == CG_STEP_GEMM) {
+			step_cost(g, st, NULL, &ps->bytes, &ps->flops);
 			const cg_gemm *gg = &st->g;
 			ps->kind = CG_MATMUL;
 			ps->mm = (cg_mm){
@@ -784,36 +823,44 @@ static int lower_once(const ir_graph *g, const ir_tensor *vals, const cg_target 
 			}
 			continue;
 		}
-		cg_kernel *k = &st->k;
-		ps->kind = CG_LAUNCH;
-		memcpy(ps->grid, k->grid, sizeof ps->grid);
-		memcpy(ps->block, k->block, sizeof ps->block);
-		ps->smem = k->smem;
-		ps->nargs = k->nbufs;
-		for (uint32_t a = 0; a < k->nbufs; a++) {
-			ps->args[a] = buf_of[k->bufs[a]];
-			if (ps->args[a] == CG_NO_BUF) {
-				rc = sn_errf(e, SN_EINTERNAL, "codegen: kernel %s names node %u, which has no buffer",
-					     k->name, k->bufs[a]);
-				goto done;
+		for (uint32_t j = 0; j <= st->nmore; j++) {
+			cg_kernel *k = j ? &st->more[j - 1] : &st->k;
+			if (j) { /* a further kernel of the node: a step of its own */
+				cg_pstep *prev = ps;
+				ps = &p->steps[p->nsteps++];
+				memcpy(ps->op, prev->op, sizeof ps->op);
 			}
+			step_cost(g, st, k, &ps->bytes, &ps->flops);
+			ps->kind = CG_LAUNCH;
+			memcpy(ps->grid, k->grid, sizeof ps->grid);
+			memcpy(ps->block, k->block, sizeof ps->block);
+			ps->smem = k->smem;
+			ps->nargs = k->nbufs;
+			for (uint32_t a = 0; a < k->nbufs; a++) {
+				ps->args[a] = buf_of[k->bufs[a]];
+				if (ps->args[a] == CG_NO_BUF) {
+					rc = sn_errf(e, SN_EINTERNAL, "codegen: kernel %s names node %u, which has no buffer",
+						     k->name, k->bufs[a]);
+					goto done;
+				}
+			}
+			uint32_t kk = 0;
+			while (kk < p->nkerns && strcmp(p->kerns[kk].name, k->name))
+				kk++;
+			if (kk == p->nkerns) {
+				cg_kern *ck = &p->kerns[p->nkerns++];
+				memcpy(ck->name, k->name, sizeof ck->name);
+				ck->src = k->src;
+				k->src = NULL; /* moved */
+				cg_spec_key(ck->src, ck->spec);
+				ck->cfg = k->cfg;
+				ck->ntmaps = k->ntmaps;
+				memcpy(ck->tmaps, k->tmaps, sizeof ck->tmaps);
+				if (!ck->cfg.block)
+					ck->cfg.block = (int32_t)k->block[0];
+			}
+			ps->kern = kk;
 		}
-		uint32_t kk = 0;
-		while (kk < p->nkerns && strcmp(p->kerns[kk].name, k->name))
-			kk++;
-		if (kk == p->nkerns) {
-			cg_kern *ck = &p->kerns[p->nkerns++];
-			memcpy(ck->name, k->name, sizeof ck->name);
-			ck->src = k->src;
-			k->src = NULL; /* moved */
-			cg_spec_key(ck->src, ck->spec);
-			ck->cfg = k->cfg;
-			ck->ntmaps = k->ntmaps;
-			memcpy(ck->tmaps, k->tmaps, sizeof ck->tmaps);
-			if (!ck->cfg.block)
-				ck->cfg.block = (int32_t)k->block[0];
-		}
-		ps->kern = kk;
 	}
 done:
 	fu_plan_free(&fp);

@@ -8,7 +8,9 @@
  *                                    negative for slice's negative steps);
  *                                    adjacent dims that walk as one merge
  *   concat                           which operand by the position along
- *                                    the axis (one kernel, up to 7 operands)
+ *                                    the axis (one kernel up to 7 operands;
+ *                                    more: one kernel per 7, each over its
+ *                                    own columns of the output)
  *   gather                           the index operand picks the row
  *   pad                              per dim, the source index or the
  *                                    constant (reflect and edge modes)
@@ -19,9 +21,11 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void cg_emit_spec(sn_buf *b, const ir_graph *g, ir_ref r, const char *config); /* cg_common.c */
+void cg_emit_spec_part(sn_buf *b, const ir_graph *g, ir_ref r, const char *part, const char *config);
 
 #define BLOCK 256
 #define MAX_GRID 8192
@@ -35,32 +39,45 @@ static void strides_of(const ir_shape *s, int64_t *st)
 	}
 }
 
-/* Opens the kernel: spec comment, signature (operands then out) and the
- * grid-stride loop over the output's `total` elements with index i. */
-static void open_kernel(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, uint32_t nin)
+/* Opens the kernel: spec comment (with part, when not NULL: which share of
+ * the node it computes), signature (operands then out) and the
+ * grid-stride loop over `total` elements with index i. The operands are
+ * the node's which[0..nin), or its first nin when which is NULL. */
+static void open_kernel_of(sn_buf *b, const ir_graph *g, ir_ref r, const char *part, const char *config,
+			   uint32_t nin, const uint32_t *which, int64_t total)
 {
 	const ir_node *n = &g->nodes[r];
-	cg_emit_spec(b, g, r, config);
+	if (part)
+		cg_emit_spec_part(b, g, r, part, config);
+	else
+		cg_emit_spec(b, g, r, config);
 	if (n->op == IR_OP_iota)
 		cg_emit_dtype_helpers(b, n->dtype);
 	sn_buf_puts(b, "extern \"C\" __global__ void __launch_bounds__(256) " CG_NAME "(");
 	for (uint32_t k = 0; k < nin; k++) {
-		const ir_node *x = &g->nodes[n->in[k]];
+		const ir_node *x = &g->nodes[n->in[which ? which[k] : k]];
 		sn_buf_printf(b, "const %s *__restrict__ in%u, ", cg_ctype(x->dtype), k);
 	}
 	sn_buf_printf(b, "%s *__restrict__ out)\n{\n", cg_ctype(n->dtype));
 	sn_buf_printf(b, "\tfor (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < %" PRId64 "L; "
 			 "i += (long)gridDim.x * blockDim.x) {\n",
-		      ir_numel(&n->shape));
+		      total);
 }
 
-static int close_kernel(sn_buf *b, const ir_graph *g, ir_ref r, uint32_t nin, cg_step *st, sn_err *e)
+/* The whole output: spec without a part, the node's operands in order. */
+static void open_kernel(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, uint32_t nin)
+{
+	open_kernel_of(b, g, r, NULL, config, nin, NULL, ir_numel(&g->nodes[r].shape));
+}
+
+/* Closes the loop and fills k: a launch over `total` elements with the
+ * buffers of operands which[0..nin) (NULL: the first nin) and r's own. */
+static int finish_kernel(sn_buf *b, const ir_graph *g, ir_ref r, uint32_t nin, const uint32_t *which,
+			 int64_t total, cg_kernel *k, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	sn_buf_puts(b, "\t}\n}\n");
-	st->kind = CG_STEP_KERNEL;
-	cg_kernel *k = &st->k;
-	int64_t blocks = (ir_numel(&n->shape) + BLOCK - 1) / BLOCK;
+	int64_t blocks = (total + BLOCK - 1) / BLOCK;
 	k->grid[0] = (unsigned)(blocks < 1 ? 1 : blocks > MAX_GRID ? MAX_GRID : blocks);
 	k->grid[1] = k->grid[2] = 1;
 	k->block[0] = BLOCK;
@@ -68,9 +85,15 @@ static int close_kernel(sn_buf *b, const ir_graph *g, ir_ref r, uint32_t nin, cg
 	k->smem = 0;
 	k->nbufs = nin + 1;
 	for (uint32_t i = 0; i < nin; i++)
-		k->bufs[i] = n->in[i];
+		k->bufs[i] = n->in[which ? which[i] : i];
 	k->bufs[nin] = r;
 	return cg_finish(k, ir_ops[n->op].name, b, e);
+}
+
+static int close_kernel(sn_buf *b, const ir_graph *g, ir_ref r, uint32_t nin, cg_step *st, sn_err *e)
+{
+	st->kind = CG_STEP_KERNEL;
+	return finish_kernel(b, g, r, nin, NULL, ir_numel(&g->nodes[r].shape), &st->k, e);
 }
 
 /* A strided view: out[i] = in0[base + sum_d idx_d * st_d]. */
@@ -201,48 +224,147 @@ static int64_t span(const ir_shape *s, int from, int to)
 	return p;
 }
 
+/* Concat's operands per kernel: each kernel takes them and the output. */
+#define CAT_PER (CG_MAX_BUFS - 1)
+
+/* The body of a concat kernel, after `o` (the row) and `j` (the column
+ * within the kernel's columns) are set: the operand whose columns hold j,
+ * an if-chain over items 0..cnt) (parameter in<param[t]>, row[t] columns
+ * from column at[t] on), written to out[dst]. */
+static void emit_cat_chain(sn_buf *b, uint32_t cnt, const uint32_t *param, const int64_t *row, const int64_t *at,
+			   int64_t width, const char *dst)
+{
+	for (uint32_t t = 0; t < cnt; t++) {
+		bool first = t == 0, last = at[t] + row[t] == width;
+		if (last)
+			sn_buf_printf(b, "\t\t%s\n", first ? "{" : "else");
+		else
+			sn_buf_printf(b, "\t\t%sif (j < %" PRId64 "L)\n", first ? "" : "else ", at[t] + row[t]);
+		sn_buf_printf(b, "\t\t\tout[%s] = in%u[o * %" PRId64 "L + j - %" PRId64 "L];\n", dst, param[t], row[t],
+			      at[t]);
+		if (last && first)
+			sn_buf_puts(b, "\t\t}\n");
+	}
+}
+
+/* One kernel of a concat of many operands: the non-empty operands
+ * ops[0..cnt) (their columns of each output row: row[t] from at[t] on,
+ * together [c0, c0 + width)) copied into their columns of the output, a
+ * grid-stride loop over outer * width elements. part/nparts: which. */
+static int render_concat_part(const ir_graph *g, ir_ref r, const uint32_t *ops, uint32_t cnt, const int64_t *row,
+			      const int64_t *at, int64_t outer, int64_t orow, uint32_t part, uint32_t nparts,
+			      cg_kernel *k, sn_err *e)
+{
+	int64_t c0 = cnt ? at[0] : 0, width = cnt ? at[cnt - 1] + row[cnt - 1] - c0 : 0;
+	char what[64 + 12 * CAT_PER], config[48];
+	int off = snprintf(what, sizeof what, "%u of %u, columns [%" PRId64 ", %" PRId64 ") from operands", part + 1,
+			   nparts, c0, c0 + width);
+	for (uint32_t t = 0; t < cnt; t++)
+		off += snprintf(what + off, sizeof what - (size_t)off, " %u", ops[t]);
+	if (!cnt)
+		snprintf(what + off, sizeof what - (size_t)off, " none");
+	snprintf(config, sizeof config, "block=%d operands=%u", BLOCK, cnt);
+	sn_buf b = {0};
+	open_kernel_of(&b, g, r, what, config, cnt, ops, outer * width);
+	if (cnt && width > 0) {
+		uint32_t param[CAT_PER];
+		int64_t rel[CAT_PER];
+		for (uint32_t t = 0; t < cnt; t++) {
+			param[t] = t;
+			rel[t] = at[t] - c0;
+		}
+		sn_buf_printf(&b, "\t\tlong o = i / %" PRId64 "L, j = i - o * %" PRId64 "L;\n", width, width);
+		char dst[64];
+		snprintf(dst, sizeof dst, "o * %" PRId64 "L + j + %" PRId64 "L", orow, c0);
+		emit_cat_chain(&b, cnt, param, row, rel, width, dst);
+	} else {
+		sn_buf_puts(&b, "\t\t(void)out;\n"); /* an empty output: nothing to copy */
+	}
+	return finish_kernel(&b, g, r, cnt, ops, outer * width, k, e);
+}
+
 /* Along the flattened (outer, axis * inner) layout, operand k owns the
- * columns [at_k, at_k + row_k) of each output row. */
+ * columns [at_k, at_k + row_k) of each output row. Up to CAT_PER operands:
+ * one kernel, each element picking its operand. More: one kernel per
+ * CAT_PER non-empty operands (st->k, then st->more), each over its own
+ * columns only, so the output is written once in all and every kernel
+ * is a plain copy with no cap on the operand count; the launches are few
+ * (8 operands: 2, 200: 29) and each moves its share of the bytes. */
 static int render_concat(const ir_graph *g, ir_ref r, cg_step *stp, sn_err *e)
 {
 	const ir_node *n = &g->nodes[r];
 	const ir_shape *os = &n->shape;
-	if (n->nin > CG_MAX_BUFS - 1)
-		return sn_errf(e, SN_EINPUT, "concat of %u operands is not supported by the CUDA backend yet "
-			       "(at most %d)", n->nin, CG_MAX_BUFS - 1);
 	int a = ir_axis(n->attrs->axis, os->rank);
 	if (a < 0)
 		return sn_errf(e, SN_EINPUT, "concat: axis %" PRId64 " out of range", n->attrs->axis);
-	int64_t inner = span(os, a + 1, os->rank), orow = os->d[a] * inner;
-	sn_buf b = {0};
-	char config[48];
-	snprintf(config, sizeof config, "block=%d operands=%u", BLOCK, n->nin);
-	open_kernel(&b, g, r, config, n->nin);
-	if (orow > 0)
-		sn_buf_printf(&b, "\t\tlong o = i / %" PRId64 "L, j = i - o * %" PRId64 "L;\n", orow, orow);
-	int64_t at = 0;
-	bool first = true;
+	int64_t inner = span(os, a + 1, os->rank), orow = os->d[a] * inner, outer = span(os, 0, a);
+	uint32_t *ops = malloc((n->nin ? n->nin : 1) * sizeof *ops);
+	int64_t *row = malloc((n->nin ? n->nin : 1) * sizeof *row), *at = malloc((n->nin ? n->nin : 1) * sizeof *at);
+	if (!ops || !row || !at) {
+		free(ops);
+		free(row);
+		free(at);
+		return sn_errf(e, SN_EINTERNAL, "concat: out of memory");
+	}
+	/* the non-empty operands and their columns */
+	uint32_t m = 0;
+	int64_t col = 0;
 	for (uint32_t k = 0; k < n->nin; k++) {
-		const ir_shape *xs = &g->nodes[n->in[k]].shape;
-		int64_t row = xs->d[a] * inner;
-		if (row == 0)
+		int64_t w = g->nodes[n->in[k]].shape.d[a] * inner;
+		if (w == 0)
 			continue;
-		if (at + row > orow) {
-			sn_buf_free(&b);
+		if (col + w > orow) {
+			free(ops);
+			free(row);
+			free(at);
 			return sn_errf(e, SN_EINTERNAL, "concat: operands overflow the output");
 		}
-		bool last = at + row == orow;
-		if (last)
-			sn_buf_printf(&b, "\t\t%s\n", first ? "{" : "else");
-		else
-			sn_buf_printf(&b, "\t\t%sif (j < %" PRId64 "L)\n", first ? "" : "else ", at + row);
-		sn_buf_printf(&b, "\t\t\tout[i] = in%u[o * %" PRId64 "L + j - %" PRId64 "L];\n", k, row, at);
-		if (last && first)
-			sn_buf_puts(&b, "\t\t}\n");
-		first = false;
-		at += row;
+		ops[m] = k, row[m] = w, at[m] = col;
+		m++;
+		col += w;
 	}
-	return close_kernel(&b, g, r, n->nin, stp, e);
+	int rc = SN_OK;
+	stp->kind = CG_STEP_KERNEL;
+	if (n->nin <= CAT_PER) {
+		/* one kernel taking every operand, empty ones too */
+		uint32_t param[CAT_PER];
+		for (uint32_t t = 0; t < m; t++)
+			param[t] = ops[t];
+		sn_buf b = {0};
+		char config[48];
+		snprintf(config, sizeof config, "block=%d operands=%u", BLOCK, n->nin);
+		open_kernel(&b, g, r, config, n->nin);
+		if (orow > 0)
+			sn_buf_printf(&b, "\t\tlong o = i / %" PRId64 "L, j = i - o * %" PRId64 "L;\n", orow, orow);
+		emit_cat_chain(&b, m, param, row, at, orow, "i");
+		rc = close_kernel(&b, g, r, n->nin, stp, e);
+	} else {
+		if (outer == 0)
+			m = 0; /* an empty output: one kernel that copies nothing */
+		uint32_t nparts = m ? (m + CAT_PER - 1) / CAT_PER : 1;
+		cg_kernel *more = nparts > 1 ? calloc(nparts - 1, sizeof *more) : NULL;
+		if (nparts > 1 && !more)
+			rc = sn_errf(e, SN_EINTERNAL, "concat: out of memory");
+		uint32_t done = 0;
+		for (; !rc && done < nparts; done++) {
+			uint32_t t0 = done * CAT_PER, cnt = m - t0 < CAT_PER ? m - t0 : CAT_PER;
+			cg_kernel *k = done ? &more[done - 1] : &stp->k;
+			rc = render_concat_part(g, r, ops + t0, m ? cnt : 0, row + t0, at + t0, outer, orow, done, nparts,
+						k, e);
+		}
+		if (rc) {
+			for (uint32_t i = 0; more && i + 1 < nparts; i++)
+				free(more[i].src);
+			free(more);
+		} else {
+			stp->more = more;
+			stp->nmore = nparts - 1;
+		}
+	}
+	free(ops);
+	free(row);
+	free(at);
+	return rc;
 }
 
 /* ONNX Gather. A negative index counts from the end; an index still out of

@@ -95,6 +95,13 @@ typedef struct cg_step {
 	cg_rstep_kind kind;
 	ir_ref node; /* the IR node this step computes */
 	cg_kernel k; /* CG_STEP_KERNEL */
+	/* CG_STEP_KERNEL: further kernels launched after k, in order, that
+	 * compute the node with it (a concat of more operands than one
+	 * kernel's CG_MAX_BUFS takes: each writes its own columns of the
+	 * output). malloc'ed with their sources; NULL when nmore is 0. Free
+	 * with cg_step_free_kernels (cg_rplan_free does). */
+	cg_kernel *more;
+	uint32_t nmore;
 	cg_gemm g;   /* CG_STEP_GEMM */
 	/* inputs to the renderer, filled by the caller before the call (zero:
 	 * unfused). lay[i]: operand i of node; lay_out: the node's own output;
@@ -131,6 +138,9 @@ typedef struct cg_rplan {
 } cg_rplan;
 int cg_render_graph(const ir_graph *g, const cg_target *t, cg_rplan **out, sn_err *e);
 void cg_rplan_free(cg_rplan *p);
+/* Frees st's kernel sources (k's and the chain in more) and the chain;
+ * the step's other fields stay. */
+void cg_step_free_kernels(cg_step *st);
 
 /* The steps of fusion plan fp (passes/fuse.h), one per group in its
  * order (views as CG_STEP_ALIAS): a group of one node through its op's

@@ -513,7 +513,9 @@ static void test_move_details(void)
 	CHECK(strstr(st.k.src, "out of range indices clamp") || strstr(st.k.src, "out-of-range indices clamp"));
 	CHECK(st.k.bufs[0] == e && st.k.bufs[1] == ix && st.k.bufs[2] == gr);
 	free(st.k.src);
-	/* concat of 8 operands is refused, naming the count */
+	/* concat of 8 [2,3] operands along axis 0 (one output row of 8 * 6
+	 * columns): two kernels, operands 0-6 into columns [0, 42), operand 7
+	 * into [42, 48) */
 	ir_ref v8[8];
 	for (int i = 0; i < 8; i++)
 		v8[i] = x;
@@ -523,8 +525,118 @@ static void test_move_details(void)
 	cg_target t = {.sm = 90};
 	sn_err e2 = {0};
 	memset(&st, 0, sizeof st);
-	CHECK(cg_render_move(g, c8, &t, NULL, &st, &e2) == SN_EINPUT);
-	CHECK_STR(e2.msg, "concat of 8 operands is not supported by the CUDA backend yet (at most 7)");
+	CHECK(cg_render_move(g, c8, &t, NULL, &st, &e2) == SN_OK);
+	CHECK(st.kind == CG_STEP_KERNEL && st.nmore == 1);
+	if (st.nmore == 1) {
+		CHECK(st.k.nbufs == 8 && st.k.bufs[0] == x && st.k.bufs[7] == c8);
+		CHECK(st.more[0].nbufs == 2 && st.more[0].bufs[0] == x && st.more[0].bufs[1] == c8);
+		CHECK(strstr(st.k.src, "\n * part: 1 of 2, columns [0, 42) from operands 0 1 2 3 4 5 6\n"));
+		CHECK(strstr(st.k.src, "i < 42L;") && strstr(st.k.src, "out[o * 48L + j + 0L] = in6[o * 6L + j - 36L];"));
+		CHECK(strstr(st.more[0].src, "\n * part: 2 of 2, columns [42, 48) from operands 7\n"));
+		CHECK(strstr(st.more[0].src, "i < 6L;") && strstr(st.more[0].src, "out[o * 48L + j + 42L] = in0[o * 6L + j - 0L];"));
+		CHECK(st.k.grid[0] == 1 && st.more[0].grid[0] == 1 && strcmp(st.k.name, st.more[0].name));
+		keep(&st.k);
+		keep(&st.more[0]);
+	}
+	cg_step_free_kernels(&st);
+	CHECK(st.k.src == NULL && st.more == NULL && st.nmore == 0);
+	ir_graph_free(g);
+}
+
+/* A concat of n operands, xk of dtype t shaped [3, 1 + k % 4, 5] along
+ * axis 1 except operand 2 (empty: [3, 0, 5]), rendered: one kernel per 7
+ * non-empty operands, which together name each of them once in order,
+ * each over its own columns [a, b) of the output's rows of 5 * width
+ * columns, the parts' columns adjoining from 0 to the end, each a loop
+ * over 3 * (b - a) elements. Keeps the kernels for NVRTC when compile. */
+static void concat_many(uint32_t n, ir_dtype t, bool compile)
+{
+	ir_graph *g = ir_graph_new();
+	ir_ref *v = malloc(n * sizeof *v);
+	int64_t width = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "x%u", k);
+		int64_t w = k == 2 ? 0 : 1 + k % 4;
+		v[k] = in(g, nm, t, SHAPE(3, w, 5));
+		width += w;
+	}
+	ir_attrs at;
+	ir_attrs_init(IR_OP_concat, &at);
+	at.axis = 1;
+	ir_ref c = ir_add(g, IR_OP_concat, v, n, &at, &err);
+	CHECK(c != IR_NONE);
+	cg_step st;
+	memset(&st, 0, sizeof st);
+	cg_target tg = {.sm = 90};
+	sn_err e = {0};
+	CHECK(cg_render_move(g, c, &tg, NULL, &st, &e) == SN_OK);
+	uint32_t nonempty = n - (n > 2), parts = (nonempty + 6) / 7;
+	if (n <= 7)
+		parts = 1; /* the one kernel takes every operand, the empty one too */
+	CHECK(st.kind == CG_STEP_KERNEL && st.nmore + 1 == parts);
+	uint32_t next = 0; /* the next operand a kernel should name */
+	int64_t col = 0, orow = width * 5;
+	for (uint32_t p = 0; p <= st.nmore && st.kind == CG_STEP_KERNEL; p++) {
+		const cg_kernel *k = p ? &st.more[p - 1] : &st.k;
+		CHECK(k->nbufs >= 2 && k->nbufs <= CG_MAX_BUFS && k->bufs[k->nbufs - 1] == c);
+		for (uint32_t b = 0; b + 1 < k->nbufs; b++) {
+			if (n > 7 && next == 2)
+				next++; /* the empty operand is no kernel's */
+			CHECK(next < n && k->bufs[b] == v[next]);
+			next++;
+		}
+		if (n > 7) {
+			char want[64];
+			snprintf(want, sizeof want, "\n * part: %u of %u, columns [%lld, ", p + 1, parts, (long long)col);
+			const char *at_ = strstr(k->src, want);
+			CHECK(at_ != NULL);
+			long long b = -1;
+			if (at_)
+				sscanf(at_ + strlen(want), "%lld)", &b);
+			CHECK(b > col && b <= orow);
+			snprintf(want, sizeof want, "i < %lldL;", 3 * (b - col));
+			CHECK(strstr(k->src, want) != NULL);
+			if (b > col)
+				col = b;
+		} else {
+			col = orow;
+		}
+		for (uint32_t q = 0; q < p; q++)
+			CHECK(strcmp(k->name, q ? st.more[q - 1].name : st.k.name) != 0);
+		if (compile && (n < 100 || p == 0 || p == st.nmore))
+			keep(k);
+	}
+	CHECK(next == n && col == orow);
+	cg_step_free_kernels(&st);
+	free(v);
+	ir_graph_free(g);
+}
+
+static void test_concat_many(void)
+{
+	concat_many(7, IR_F32, false);
+	concat_many(8, IR_F32, true);
+	concat_many(9, IR_BF16, true);
+	concat_many(33, IR_I64, true);
+	concat_many(200, IR_U8, true); /* 29 kernels; the first and last compiled */
+	/* an empty output with 9 operands: one kernel that copies nothing */
+	ir_graph *g = ir_graph_new();
+	ir_ref v[9];
+	for (int k = 0; k < 9; k++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "x%d", k);
+		v[k] = in(g, nm, IR_F16, SHAPE(0, 2));
+	}
+	ir_attrs at;
+	ir_attrs_init(IR_OP_concat, &at);
+	at.axis = 1;
+	ir_ref c = ir_add(g, IR_OP_concat, v, 9, &at, &err);
+	cg_step st;
+	CHECK(render(g, c, &st));
+	CHECK(st.kind == CG_STEP_KERNEL && st.nmore == 0 && st.k.nbufs == 1 && st.k.bufs[0] == c);
+	CHECK(strstr(st.k.src, "i < 0L;") && strstr(st.k.src, "(void)out;"));
+	cg_step_free_kernels(&st);
 	ir_graph_free(g);
 }
 
@@ -560,18 +672,29 @@ static void test_lower(void)
 	cg_rplan_free(p);
 	CHECK(cg_is_alias(g, &g->nodes[r]) && !cg_is_alias(g, &g->nodes[m]));
 
-	/* a renderer's error comes back naming the node */
+	/* a concat of 8 operands is a step of two kernels */
 	ir_ref v8[8];
 	for (int i = 0; i < 8; i++)
 		v8[i] = x;
 	ir_attrs_init(IR_OP_concat, &at);
 	ir_ref c = ir_add(g, IR_OP_concat, v8, 8, &at, &err);
 	ir_set_name(g, c, "cat");
+	CHECK(cg_render_graph(g, &t, &p, &err) == SN_OK);
+	CHECK(p && p->nsteps == 4 && p->steps[3].node == c && p->steps[3].nmore == 1);
+	cg_rplan_free(p);
+	p = NULL;
+	/* a renderer's error comes back naming the node: a transpose whose
+	 * perm went bad after the builder checked it */
+	ir_attrs_init(IR_OP_transpose, &at);
+	at.perm = (ir_ints){2, {1, 0}};
+	ir_ref tr = move(g, IR_OP_transpose, x, &at);
+	ir_set_name(g, tr, "tr");
+	CHECK(tr != IR_NONE);
+	((ir_attrs *)g->nodes[tr].attrs)->perm.v[0] = 5;
 	sn_err e = {0};
 	CHECK(cg_render_graph(g, &t, &p, &e) == SN_EINPUT && p == NULL);
 	char want[200];
-	snprintf(want, sizeof want,
-		 "node %u (%%cat, concat): concat of 8 operands is not supported by the CUDA backend yet (at most 7)", c);
+	snprintf(want, sizeof want, "node %u (%%tr, transpose): transpose: perm entry 5 out of range", tr);
 	CHECK_STR(e.msg, want);
 	ir_graph_free(g);
 
@@ -648,6 +771,7 @@ int main(void)
 	test_view_strides();
 	test_concat_gather_pad_iota();
 	test_move_details();
+	test_concat_many();
 	test_lower();
 	compile_all();
 	for (size_t i = 0; i < nkept; i++) {
