@@ -1,6 +1,8 @@
 /* test_cuda_move.c: data movement on CUDA against the reference:
  * transpose (several permutations, a large last-two-dims swap), expand,
- * concat (1 to 7 operands, each axis), split (every piece), slice
+ * concat (1 to 7 operands, each axis; 8 and 40, one kernel per 7
+ * operands, with an empty operand and operands computed by kernels; the
+ * caches of 8 and 16 layers unsqueezed and stacked), split (every piece), slice
  * (negative and strided steps, clamped bounds), gather (both index
  * dtypes, negative indices), pad (constant, reflect, edge),
  * iota, and the views (reshape, flatten, squeeze, unsqueeze) including a
@@ -91,6 +93,69 @@ static void concats(void)
 				snprintf(label, sizeof label, "concat %s axis %d of %u", ir_dtype_name(dts[t]), axis, n);
 				run(g, ir_add(g, IR_OP_concat, v, n, &at, &gpu_err), label);
 			}
+}
+
+/* n operands of dtype t, operand k [3, 4, 5] but 1 + k % 3 long along
+ * axis (operand 1 empty when empty), every third one computed by a kernel
+ * (neg; bool operands are all inputs) so that the operands live in the arena across
+ * the concat's kernels; the concat is the output. */
+static void concat_many(ir_dtype t, int axis, uint32_t n, bool empty)
+{
+	ir_graph *g = ir_graph_new();
+	ir_ref v[40];
+	for (uint32_t k = 0; k < n; k++) {
+		ir_shape s = GPU_SHAPE(3, 4, 5);
+		s.d[axis < 0 ? axis + 3 : axis] = empty && k == 1 ? 0 : 1 + k % 3;
+		char nm[16];
+		snprintf(nm, sizeof nm, "x%u", k);
+		v[k] = gpu_in(g, nm, t, s);
+		if (k % 3 == 2 && t != IR_BOOL)
+			v[k] = gpu_op1(g, IR_OP_neg, v[k], NULL);
+	}
+	ir_attrs at;
+	ir_attrs_init(IR_OP_concat, &at);
+	at.axis = axis;
+	char label[80];
+	snprintf(label, sizeof label, "concat %s axis %d of %u%s", ir_dtype_name(t), axis, n,
+		 empty ? ", operand 1 empty" : "");
+	run(g, ir_add(g, IR_OP_concat, v, n, &at, &gpu_err), label);
+}
+
+/* A decode step's caches stacked: L layers' keys [1, 2, 6, 16] (each
+ * exp of its input, so in the arena), unsqueezed at axis 0 and
+ * concatenated into [L, 1, 2, 6, 16]. */
+static void stacked(ir_dtype t, uint32_t L)
+{
+	ir_graph *g = ir_graph_new();
+	ir_ref v[16];
+	for (uint32_t l = 0; l < L; l++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "k%u", l);
+		ir_attrs at;
+		ir_attrs_init(IR_OP_unsqueeze, &at);
+		at.axes = GPU_INTS(0);
+		v[l] = gpu_op1(g, IR_OP_unsqueeze, gpu_op1(g, IR_OP_exp, gpu_in(g, nm, t, GPU_SHAPE(1, 2, 6, 16)), NULL),
+			       &at);
+	}
+	ir_attrs at;
+	ir_attrs_init(IR_OP_concat, &at);
+	at.axis = 0;
+	char label[64];
+	snprintf(label, sizeof label, "stacked caches %s of %u layers", ir_dtype_name(t), L);
+	gpu_run(g, ir_add(g, IR_OP_concat, v, L, &at, &gpu_err), gpu_tol(t), label);
+}
+
+static void concats_many(void)
+{
+	const ir_dtype ts[] = {IR_F32, IR_F16, IR_BF16, IR_I64, IR_U8, IR_BOOL};
+	for (size_t t = 0; t < SN_COUNT(ts); t++)
+		for (int axis = -1; axis < 3; axis++) {
+			concat_many(ts[t], axis, 8, false);
+			concat_many(ts[t], axis, 40, axis == 1);
+		}
+	stacked(IR_F32, 8);
+	stacked(IR_F16, 16);
+	stacked(IR_BF16, 16);
 }
 
 static void splits(void)
@@ -261,6 +326,7 @@ int main(void)
 	transposes();
 	expands();
 	concats();
+	concats_many();
 	splits();
 	slices();
 	gathers();

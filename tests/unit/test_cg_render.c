@@ -683,6 +683,55 @@ static void test_lower(void)
 	CHECK(p && p->nsteps == 4 && p->steps[3].node == c && p->steps[3].nmore == 1);
 	cg_rplan_free(p);
 	p = NULL;
+	/* the plan of a concat of 40 operands, every third computed by exp:
+	 * 6 launches, each of at most 8 buffers ending with the concat's, that
+	 * name the 40 operands' buffers once each in order; the exps' arena
+	 * space does not overlap the concat's (they are live until its last
+	 * launch) */
+	{
+		ir_graph *g2 = ir_graph_new();
+		ir_ref v40[40];
+		for (int k = 0; k < 40; k++) {
+			char nm[16];
+			snprintf(nm, sizeof nm, "x%d", k);
+			v40[k] = in(g2, nm, IR_F32, SHAPE(2, 1 + k % 3, 4));
+			if (k % 3 == 0)
+				v40[k] = op1(g2, IR_OP_exp, v40[k], NULL);
+		}
+		ir_attrs_init(IR_OP_concat, &at);
+		at.axis = 1;
+		ir_ref c40 = ir_add(g2, IR_OP_concat, v40, 40, &at, &err);
+		ir_add_output(g2, op1(g2, IR_OP_neg, c40, NULL));
+		cg_plan *pl = NULL;
+		CHECK(cg_lower(g2, NULL, &t, &pl, &err) == SN_OK);
+		uint32_t ncat = 0, seen = 0, out = CG_NO_BUF;
+		bool order = true, overlap = false;
+		for (uint32_t i = 0; pl && i < pl->nsteps; i++) {
+			const cg_pstep *s = &pl->steps[i];
+			if (s->kind != CG_LAUNCH || strcmp(s->op, "concat"))
+				continue;
+			ncat++;
+			CHECK(s->nargs >= 2 && s->nargs <= 8);
+			if (out == CG_NO_BUF)
+				out = s->args[s->nargs - 1];
+			CHECK(s->args[s->nargs - 1] == out);
+			for (uint32_t a = 0; a + 1 < s->nargs; a++) {
+				const cg_buf *b = &pl->bufs[s->args[a]];
+				order &= seen < 40 && b->shape[1] == 1 + (int64_t)seen % 3 &&
+					 (seen % 3 == 0 ? b->where == CG_IN_ARENA : b->where == CG_IN_INPUT);
+				const cg_buf *o = &pl->bufs[out];
+				if (b->where == CG_IN_ARENA && o->where == CG_IN_ARENA)
+					overlap |= b->offset < o->offset + o->bytes && o->offset < b->offset + b->bytes;
+				seen++;
+			}
+			for (uint32_t j = 0; j < i; j++)
+				CHECK(pl->steps[j].kind != CG_LAUNCH || strcmp(pl->steps[j].op, "concat") ||
+				      pl->steps[j].kern != s->kern);
+		}
+		CHECK(ncat == 6 && seen == 40 && order && !overlap);
+		cg_plan_free(pl);
+		ir_graph_free(g2);
+	}
 	/* a renderer's error comes back naming the node: a transpose whose
 	 * perm went bad after the builder checked it */
 	ir_attrs_init(IR_OP_transpose, &at);
