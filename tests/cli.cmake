@@ -5,3 +5,7 @@ add_test(NAME cli.embed COMMAND sinter_embed ${CMAKE_SOURCE_DIR}/samples/resbloc
 set_tests_properties(cli.embed PROPERTIES PASS_REGULAR_EXPRESSION "out: f32\\[2,8,16,16\\] -?[0-9]")
 # The benchmark harness's table and JSON code on fake numbers (no GPU, no torch).
 add_test(NAME benchmarks.dry_run COMMAND python3 ${CMAKE_SOURCE_DIR}/benchmarks/run.py --dry-run --out ${CMAKE_BINARY_DIR}/bench-dry)
+# The model suite's listing (>= 40 models over every family) and its summary
+# and table code on synthetic records (benchmarks/suite.py; no GPU, no torch).
+add_test(NAME benchmarks.suite COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/suite_check.py)
+set_tests_properties(benchmarks.suite PROPERTIES PASS_REGULAR_EXPRESSION "suite_check: all checks passed")
