@@ -28,6 +28,8 @@
 #define IXCAP 640
 #define BLOCK 256
 #define MAX_GRID 8192
+#define ROW_CACHED 2  /* loads a row group keeps in registers */
+#define ROW_VPT 16    /* values per thread a row group keeps, at most */
 
 typedef struct ix {
 	int rank;
@@ -56,6 +58,11 @@ typedef struct em {
 	const ir_shape *rshape; /* a value shaped like the root at that index */
 	const char *rlin;       /* reads at rlin, no arithmetic */
 	uint32_t ntmp;
+	/* row groups, a row held in registers: a load at the root's own index
+	 * reads c<k>[c] (load k's values of this thread, filled once), for at
+	 * most ROW_CACHED loads */
+	bool cache;
+	uint8_t cached[CG_MAX_BUFS];
 	sn_err *e;
 } em;
 
@@ -66,6 +73,16 @@ static void em_free(em *m)
 	free(m->m);
 	sn_buf_free(&m->hdr);
 	sn_buf_free(&m->body);
+}
+
+static bool same_shape_(const ir_shape *a, const ir_shape *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int d = 0; d < a->rank; d++)
+		if (a->d[d] != b->d[d])
+			return false;
+	return true;
 }
 
 static bool is_scalar_const(const ir_node *n)
@@ -257,6 +274,14 @@ static int load(em *m, ir_ref r, const ix *x, char *var)
 	bool same = m->rix && m->rshape->rank == n->shape.rank && m->rix->rank == x->rank;
 	for (int d = 0; same && d < n->shape.rank; d++)
 		same = m->rshape->d[d] == n->shape.d[d] && !strcmp(m->rix->d[d], x->d[d]);
+	uint32_t ncached = 0;
+	for (uint32_t i = 0; i < CG_MAX_BUFS; i++)
+		ncached += m->cached[i];
+	if (same && m->cache && (m->cached[k] || ncached < ROW_CACHED)) {
+		m->cached[k] = 1;
+		sn_buf_printf(&m->body, "%s%s %s = c%u[c];\n", m->ind, vtype(n->dtype), var, k);
+		return SN_OK;
+	}
 	if (same) {
 		sn_buf_printf(&m->body, "%s%s %s = ld_%s(%c%u, %s);\n", m->ind, vtype(n->dtype), var,
 			      ir_dtype_name(n->dtype), m->lp, k, m->rlin);
@@ -678,4 +703,278 @@ int cg_make_prologue(const ir_graph *g, const fu_plan *fp, uint32_t gid, cg_epil
 	x->dtype = xn->dtype;
 	em_free(&m);
 	return rc;
+}
+
+/* ---- row groups (FU_ROWS) ----
+ * One kernel for reductions over the same trailing axes of a shape S (R
+ * rows of L) and the pointwise nodes of their iteration space
+ * (passes/fuse.h). A row goes to G threads (a warp, or a whole block for
+ * long rows: cg_row_groups). Each reduction, in node order (so a reduction
+ * that reads an earlier one's value comes after it), is a pass over the
+ * row: its operand computed by the element emitter at each of the row's
+ * indices, combined per thread, then over the group. A per-row member is
+ * computed once per row, as soon as the reductions it reads are done; a
+ * root shaped as S is written by a last pass, a per-row root by lane 0.
+ * When the row fits (at most ROW_VPT values per thread) the loads at the
+ * row's own index are read once into registers ("persistent"); otherwise
+ * every pass reads them again ("looped": the row stays in L2). */
+
+bool cg_rows_takes(const ir_graph *g, ir_ref r)
+{
+	const ir_node *n = &g->nodes[r];
+	bool red = n->op == IR_OP_reduce_sum || n->op == IR_OP_reduce_mean || n->op == IR_OP_reduce_max ||
+		   n->op == IR_OP_reduce_min;
+	return red && n->nin == 1 && ir_dtype_is_float(g->nodes[n->in[0]].dtype) && n->attrs->keepdims;
+}
+
+/* The index at which S's element (row, i) is read: r<d> for the row dims
+ * (declared by the kernel), i taken apart over the reduced dims [a, rank);
+ * with full false, the reduced dims are 0 (a per-row value's index, before
+ * broadcasting to its shape). */
+static void row_index(const ir_shape *S, int a, bool full, ix *x)
+{
+	x->rank = S->rank;
+	int nz = 0;
+	for (int d = a; d < S->rank; d++)
+		nz += S->d[d] != 1;
+	int64_t st = 1;
+	for (int d = S->rank - 1; d >= 0; d--) {
+		if (S->d[d] == 1 || (d >= a && !full)) {
+			snprintf(x->d[d], IXCAP, "0");
+		} else if (d < a) {
+			snprintf(x->d[d], IXCAP, "r%d", d);
+		} else if (nz == 1) {
+			snprintf(x->d[d], IXCAP, "i");
+		} else {
+			bool outer = true;
+			for (int k = a; k < d; k++)
+				outer &= S->d[k] == 1;
+			if (outer)
+				snprintf(x->d[d], IXCAP, "(i / %" PRId64 "L)", st);
+			else if (st == 1)
+				snprintf(x->d[d], IXCAP, "(i %% %" PRId64 "L)", S->d[d]);
+			else
+				snprintf(x->d[d], IXCAP, "(i / %" PRId64 "L %% %" PRId64 "L)", st, S->d[d]);
+		}
+		if (d >= a)
+			st *= S->d[d];
+	}
+}
+
+static void row_loop_head(sn_buf *b, bool persistent, int vpt, int gs, int64_t len)
+{
+	if (persistent)
+		sn_buf_printf(b, "#pragma unroll\n\tfor (int c = 0; c < %d; c++) {\n"
+				 "\t\tlong i = lane + (long)c * %d;\n\t\tif (i >= %" PRId64 "L)\n\t\t\tbreak;\n",
+			      vpt, gs, len);
+	else
+		sn_buf_printf(b, "\tfor (long i = lane; i < %" PRId64 "L; i += %d) {\n", len, gs);
+}
+
+/* Drops the memo entries made since n (values declared inside a loop). */
+static void memo_cut(em *m, uint32_t n)
+{
+	while (m->nm > n)
+		free(m->m[--m->nm].key);
+}
+
+int cg_render_row_group(const ir_graph *g, const fu_plan *fp, uint32_t gid, const cg_config *want, cg_step *st,
+			sn_err *e)
+{
+	if (want)
+		return sn_errf(e, SN_EUSAGE, "only the default config is built for this kernel family yet");
+	const fu_group *gr = &fp->groups[gid];
+	const ir_node *root = &g->nodes[gr->root], *c0 = &g->nodes[gr->core];
+	const ir_shape *S = &g->nodes[c0->in[0]].shape;
+	if (gr->n > 64 || c0->attrs->axes.n > S->rank)
+		return sn_errf(e, SN_EINTERNAL, "fusion: row group %u is malformed", gid);
+	int a = S->rank;
+	if (c0->attrs->axes.n == 0)
+		a = 0;
+	for (int i = 0; i < c0->attrs->axes.n; i++) {
+		int d = ir_axis(c0->attrs->axes.v[i], S->rank);
+		a = d >= 0 && d < a ? d : a;
+	}
+	int64_t R = 1, L = 1;
+	for (int d = 0; d < S->rank; d++)
+		*(d < a ? &R : &L) *= S->d[d];
+	int gs, gpb;
+	cg_row_groups(L, &gs, &gpb);
+	int64_t vpt = (L + gs - 1) / gs, blocks = (R + gpb - 1) / gpb;
+	if (blocks > 0x7fffffff)
+		return sn_errf(e, SN_EINPUT, "fusion: %lld rows are too many for one launch", (long long)R);
+	bool persistent = vpt <= ROW_VPT;
+
+	/* members in order; the reductions among them and what each member
+	 * reads of them (need: a bit per reduction, through members) */
+	const ir_ref *mem = fp->members + gr->first;
+	uint32_t nm = gr->n, nred = 0;
+	uint64_t need[64] = {0};
+	int red_of[64];
+	for (uint32_t k = 0; k < nm; k++) {
+		const ir_node *n = &g->nodes[mem[k]];
+		red_of[k] = -1;
+		for (uint32_t i = 0; i < n->nin; i++)
+			for (uint32_t j = 0; j < k; j++)
+				if (mem[j] == n->in[i])
+					need[k] |= need[j] | (red_of[j] >= 0 ? UINT64_C(1) << red_of[j] : 0);
+		if (ir_ops[n->op].kind == IR_K_REDUCE)
+			red_of[k] = (int)nred++;
+	}
+
+	em m = {.g = g, .fp = fp, .gid = gid, .core = IR_NONE, .ind = "\t", .max_loads = CG_MAX_BUFS - 1,
+		.lp = 'p', .cache = persistent, .e = e};
+	ix *fx = malloc(sizeof *fx), *px = malloc(sizeof *px);
+	char v[IXCAP], rlin[64], var[24];
+	bool done_[64] = {0};
+	bool used[3] = {0};
+	int rc = fx && px ? SN_OK : sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
+	if (!rc) {
+		row_index(S, a, true, fx);
+		snprintf(rlin, sizeof rlin, "(row * %" PRId64 "L + i)", L);
+		m.rix = fx, m.rshape = S, m.rlin = rlin;
+	}
+	/* stage s: the per-row members that read reductions < s only, then
+	 * reduction s's pass */
+	for (uint32_t s = 0; s <= nred && !rc; s++) {
+		uint64_t have = s >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << s) - 1;
+		for (uint32_t k = 0; k < nm && !rc; k++) {
+			const ir_node *n = &g->nodes[mem[k]];
+			if (done_[k] || red_of[k] >= 0 || same_shape_(&n->shape, S) || (need[k] & ~have))
+				continue;
+			done_[k] = true;
+			bcast_ix(fx, &n->shape, px);
+			rc = value(&m, mem[k], px, v, sizeof v);
+		}
+		if (s == nred || rc)
+			break;
+		uint32_t k = 0;
+		while (red_of[k] != (int)s)
+			k++;
+		const ir_node *rn = &g->nodes[mem[k]];
+		cg_red kind = rn->op == IR_OP_reduce_max ? CG_RED_MAX : rn->op == IR_OP_reduce_min ? CG_RED_MIN : CG_RED_SUM;
+		static const char *const fname[] = {"grp_sum", "grp_max", "grp_min"};
+		static const char *const init[] = {"0.0f", "-__int_as_float(0x7f800000)", "__int_as_float(0x7f800000)"};
+		static const char *const comb[] = {"%s += %s;\n", "%s = (%s > %s || %s != %s) ? %s : %s;\n",
+						   "%s = (%s < %s || %s != %s) ? %s : %s;\n"};
+		used[kind] = true;
+		snprintf(var, sizeof var, "a%u", s);
+		sn_buf_printf(&m.body, "\tfloat %s = %s;\n", var, init[kind]);
+		row_loop_head(&m.body, persistent, (int)vpt, gs, L);
+		uint32_t mark = m.nm;
+		m.ind = "\t\t";
+		rc = value(&m, rn->in[0], fx, v, sizeof v);
+		if (!rc) {
+			sn_buf_puts(&m.body, "\t\t");
+			if (kind == CG_RED_SUM)
+				sn_buf_printf(&m.body, comb[0], var, v);
+			else
+				sn_buf_printf(&m.body, comb[kind], var, v, var, v, v, v, var);
+		}
+		sn_buf_puts(&m.body, "\t}\n");
+		m.ind = "\t";
+		memo_cut(&m, mark);
+		sn_buf_printf(&m.body, "\t%s = %s(%s)", var, fname[kind], var);
+		if (rn->op == IR_OP_reduce_mean)
+			sn_buf_printf(&m.body, " / (float)%" PRId64, L);
+		sn_buf_puts(&m.body, ";\n");
+		round_to(&m, rn->dtype, var);
+		bcast_ix(fx, &rn->shape, px);
+		char *key = rc ? NULL : memo_key(mem[k], px);
+		if (!rc)
+			rc = key ? memo_add(&m, key, var) : sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
+	}
+	/* the root: a last pass, or lane 0's store */
+	bool full = same_shape_(&root->shape, S);
+	if (!rc && full) {
+		row_loop_head(&m.body, persistent, (int)vpt, gs, L);
+		m.ind = "\t\t";
+		rc = value(&m, gr->root, fx, v, sizeof v);
+		if (!rc)
+			sn_buf_printf(&m.body, "\t\tst_%s(out, %s, %s);\n\t}\n", ir_dtype_name(root->dtype), rlin, v);
+	} else if (!rc) {
+		bcast_ix(fx, &root->shape, px);
+		rc = value(&m, gr->root, px, v, sizeof v);
+		if (!rc)
+			sn_buf_printf(&m.body, "\tif (lane == 0)\n\t\tst_%s(out, row, %s);\n", ir_dtype_name(root->dtype), v);
+	}
+	free(fx);
+	free(px);
+	cg_emit_dtype_helpers(&m.hdr, root->dtype);
+	if (!rc && (m.hdr.oom || m.body.oom))
+		rc = sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
+	if (rc) {
+		em_free(&m);
+		return rc;
+	}
+	sn_buf b = {0};
+	char config[200];
+	snprintf(config, sizeof config, "%" PRId64 " rows of %" PRId64 "; %d threads per row, %d rows per block; %s",
+		 R, L, gs, gpb, persistent ? "row held in registers" : "row re-read per pass");
+	group_spec(&b, g, fp, gid, "row reduction", config);
+	if (m.hdr.s)
+		sn_buf_puts(&b, m.hdr.s);
+	static const char *const gname[] = {"grp_sum", "grp_max", "grp_min"};
+	for (int k = 0; k < 3; k++)
+		if (used[k])
+			cg_emit_group_fn(&b, gname[k], gs, (cg_red)k);
+	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d) " CG_NAME "(", gs * gpb);
+	for (uint32_t k = 0; k < m.nloads; k++)
+		sn_buf_printf(&b, "const %s *__restrict__ p%u, ", cg_ctype(g->nodes[m.loads[k]].dtype), k);
+	sn_buf_printf(&b, "%s *__restrict__ out)\n{\n", cg_ctype(root->dtype));
+	sn_buf_printf(&b, "\tlong row = (long)blockIdx.x * %d + threadIdx.x / %d;\n"
+			  "\tint lane = threadIdx.x %% %d;\n"
+			  "\tif (row >= %" PRId64 "L)\n\t\treturn; /* uniform per group */\n",
+		      gpb, gs, gs, R);
+	/* the row dims */
+	int64_t rst = 1;
+	int first = -1;
+	for (int d = 0; d < a && first < 0; d++)
+		if (S->d[d] != 1)
+			first = d;
+	for (int d = a - 1; d >= 0; d--) {
+		if (S->d[d] == 1)
+			continue;
+		if (d == first && rst == 1)
+			sn_buf_printf(&b, "\tlong r%d = row;\n", d);
+		else if (d == first)
+			sn_buf_printf(&b, "\tlong r%d = row / %" PRId64 "L;\n", d, rst);
+		else if (rst == 1)
+			sn_buf_printf(&b, "\tlong r%d = row %% %" PRId64 "L;\n", d, S->d[d]);
+		else
+			sn_buf_printf(&b, "\tlong r%d = row / %" PRId64 "L %% %" PRId64 "L;\n", d, rst, S->d[d]);
+		rst *= S->d[d];
+	}
+	/* the loads kept in registers */
+	bool anyc = false;
+	for (uint32_t k = 0; k < m.nloads; k++)
+		if (m.cached[k]) {
+			sn_buf_printf(&b, "\t%s c%u[%d];\n", vtype(g->nodes[m.loads[k]].dtype), k, (int)vpt);
+			anyc = true;
+		}
+	if (anyc) {
+		row_loop_head(&b, true, (int)vpt, gs, L);
+		for (uint32_t k = 0; k < m.nloads; k++)
+			if (m.cached[k])
+				sn_buf_printf(&b, "\t\tc%u[c] = ld_%s(p%u, %s);\n", k,
+					      ir_dtype_name(g->nodes[m.loads[k]].dtype), k, rlin);
+		sn_buf_puts(&b, "\t}\n");
+	}
+	if (m.body.s)
+		sn_buf_puts(&b, m.body.s);
+	sn_buf_puts(&b, "}\n");
+	st->kind = CG_STEP_KERNEL;
+	cg_kernel *k = &st->k;
+	k->grid[0] = (unsigned)(blocks < 1 ? 1 : blocks);
+	k->grid[1] = k->grid[2] = 1;
+	k->block[0] = (unsigned)(gs * gpb);
+	k->block[1] = k->block[2] = 1;
+	k->smem = 0;
+	k->cfg = (cg_config){.block = gs * gpb};
+	k->nbufs = 0;
+	for (uint32_t i = 0; i < m.nloads; i++)
+		k->bufs[k->nbufs++] = m.loads[i];
+	k->bufs[k->nbufs++] = gr->root;
+	em_free(&m);
+	return cg_finish(k, "rows", &b, e);
 }

@@ -76,6 +76,8 @@ static unsigned fuse_caps(const ir_graph *g, ir_ref r, void *ctx)
 	}
 	if (n->op == IR_OP_conv2d && cg_conv_is_gemm(g, r, t))
 		f |= FU_CAN_BLAS_EPI; /* a 1x1 conv is a cuBLASLt product */
+	if (ir_ops[n->op].kind == IR_K_REDUCE && cg_rows_takes(g, r))
+		f |= FU_CAN_ROWS;
 	return f;
 }
 
@@ -214,6 +216,7 @@ static void pick_config(const ir_graph *g, const cg_target *t, const fu_plan *fp
 	cg_render_fn *fn = renderer_of(g->nodes[alt.node].op);
 	int rc = fp->groups[gi].kind == FU_POINTWISE && cg_group_needs_emitter(g, fp, gi)
 			 ? cg_render_pointwise_group(g, fp, gi, t, &want, &alt, &sub)
+		 : fp->groups[gi].kind == FU_ROWS ? cg_render_row_group(g, fp, gi, &want, &alt, &sub)
 		 : fn ? fn(g, alt.node, t, &want, &alt, &sub)
 		      : SN_EUSAGE;
 	if (rc || alt.kind != CG_STEP_KERNEL || !alt.k.src || !alt.k.name[0] || alt.k.nbufs > CG_MAX_BUFS) {
@@ -290,6 +293,13 @@ int cg_render_groups(const ir_graph *g, const cg_target *t, const fu_plan *fp, c
 				break;
 			}
 			rc = cg_render_pointwise_group(g, fp, gi, t, NULL, st, &sub);
+			if (rc) {
+				node_label(g, gr->root, label, sizeof label);
+				rc = sn_errf(e, rc, "fused group at %s: %s", label, sub.msg);
+			}
+			break;
+		case FU_ROWS:
+			rc = cg_render_row_group(g, fp, gi, NULL, st, &sub);
 			if (rc) {
 				node_label(g, gr->root, label, sizeof label);
 				rc = sn_errf(e, rc, "fused group at %s: %s", label, sub.msg);

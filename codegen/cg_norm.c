@@ -36,12 +36,11 @@ static void flit(char *out, double x)
 	strcat(out, "f");
 }
 
-/* Emits `float name(float a)`: the reduction of a over a group of g
- * threads (1, 32, or a whole block of g, a multiple of 32); every thread
- * gets the result. max lets NaN win. */
-static void emit_group_fn(sn_buf *b, const char *name, int g, bool max)
+void cg_emit_group_fn(sn_buf *b, const char *name, int g, cg_red red)
 {
-	const char *comb = max ? "(v > a || v != v) ? v : a" : "a + v";
+	const char *comb = red == CG_RED_MAX ? "(v > a || v != v) ? v : a"
+			   : red == CG_RED_MIN ? "(v < a || v != v) ? v : a"
+					       : "a + v";
 	sn_buf_printf(b, "static __device__ __forceinline__ float %s_combine(float a, float v) { return %s; }\n\n",
 		      name, comb);
 	sn_buf_printf(b, "static __device__ __forceinline__ float %s(float a)\n{\n", name);
@@ -60,8 +59,7 @@ static void emit_group_fn(sn_buf *b, const char *name, int g, bool max)
 	sn_buf_puts(b, "\treturn a;\n}\n\n");
 }
 
-/* Group size and groups per block for rows of len elements. */
-static void row_groups(int64_t len, int *g, int *gpb)
+void cg_row_groups(int64_t len, int *g, int *gpb)
 {
 	if (len <= 1024) {
 		*g = 32, *gpb = 8;
@@ -159,7 +157,7 @@ static int render_softmax_rows(const ir_graph *g, ir_ref r, cg_step *st, int64_t
 	const char *tn = ir_dtype_name(t), *ct = cg_ctype(t);
 	bool logsm = n->op == IR_OP_log_softmax;
 	int gs, gpb;
-	row_groups(len, &gs, &gpb);
+	cg_row_groups(len, &gs, &gpb);
 	int64_t vpt = (len + gs - 1) / gs;
 	char cfg[200];
 	snprintf(cfg, sizeof cfg, "%lld rows of %lld; %d threads per row, %d rows per block; %s",
@@ -172,8 +170,8 @@ static int render_softmax_rows(const ir_graph *g, ir_ref r, cg_step *st, int64_t
 	cg_emit_dtype_helpers(&b, t);
 	sn_buf_puts(&b, "\n");
 	pro_head(&b, pro);
-	emit_group_fn(&b, "group_max", gs, true);
-	emit_group_fn(&b, "group_sum", gs, false);
+	cg_emit_group_fn(&b, "group_max", gs, CG_RED_MAX);
+	cg_emit_group_fn(&b, "group_sum", gs, CG_RED_SUM);
 	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", gs * gpb, CG_NAME);
 	x_param(&b, pro, ct);
 	sn_buf_printf(&b, "%s *__restrict__ y)\n{\n"
@@ -265,7 +263,7 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 	bool hw = n->nin > 1, hb = n->nin > 2;
 	const ir_node *w = hw ? &g->nodes[n->in[1]] : NULL, *bi = hb ? &g->nodes[n->in[2]] : NULL;
 	int gs, gpb;
-	row_groups(len, &gs, &gpb);
+	cg_row_groups(len, &gs, &gpb);
 	int64_t vpt = (len + gs - 1) / gs;
 	int cv = (int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1);
 	char cfg[200], eps[40], lenf[40];
@@ -285,7 +283,7 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 		cg_emit_dtype_helpers(&b, bi->dtype);
 	sn_buf_puts(&b, "\n");
 	pro_head(&b, pro);
-	emit_group_fn(&b, "group_sum", gs, false);
+	cg_emit_group_fn(&b, "group_sum", gs, CG_RED_SUM);
 	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", gs * gpb, CG_NAME);
 	x_param(&b, pro, ct);
 	if (w)
@@ -443,7 +441,7 @@ int cg_render_group_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const
 	cg_emit_spec(&b, g, r, config);
 	cg_emit_dtype_helpers(&b, n->dtype);
 	cg_emit_dtype_helpers(&b, w->dtype);
-	emit_group_fn(&b, "sn_block_sum", block, false);
+	cg_emit_group_fn(&b, "sn_block_sum", block, CG_RED_SUM);
 	sn_buf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d) " CG_NAME
 			  "(const %s *__restrict__ in0, const %s *__restrict__ in1, const %s *__restrict__ in2, "
 			  "%s *__restrict__ out)\n{\n",

@@ -165,6 +165,19 @@ void cg_epilogue_free(cg_epilogue *x);
 void cg_emit_spec_st(sn_buf *b, const ir_graph *g, ir_ref r, const char *config, const cg_step *st);
 /* cg_norm.c: what the norm family takes (CG_CAN_*). */
 unsigned cg_norm_caps(const ir_graph *g, ir_ref r);
+/* cg_norm.c: pieces of the row kernels, shared with the row groups:
+ * cg_emit_group_fn emits `float name(float a)`, the reduction of a over a
+ * group of g threads (1, 32, or a whole block of g, a multiple of 32),
+ * every thread getting the result (max and min let NaN win);
+ * cg_row_groups gives threads per row and rows per block for rows of len. */
+typedef enum cg_red { CG_RED_SUM, CG_RED_MAX, CG_RED_MIN } cg_red;
+void cg_emit_group_fn(sn_buf *b, const char *name, int g, cg_red red);
+void cg_row_groups(int64_t len, int *g, int *gpb);
+/* cg_fuse.c: row group gid (FU_ROWS) as one kernel (only the default
+ * config); and whether reduction r may join a row group (FU_CAN_ROWS). */
+int cg_render_row_group(const ir_graph *g, const struct fu_plan *fp, uint32_t gid, const cg_config *want,
+			cg_step *st, sn_err *e);
+bool cg_rows_takes(const ir_graph *g, ir_ref r);
 
 /* ---- renderer helpers shared by codegen/cg_*.c ---- */
 /* CUDA C type used to store dtype t in memory ("float", "unsigned short"

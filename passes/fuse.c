@@ -250,6 +250,9 @@ typedef struct part {
 	/* attention's layouts (match_attention), per node; att_lo per core:
 	 * its lowest member, where the group's members start */
 	ir_ref *att_of, *att_root, *att_lo;
+	/* row groups (match_rows), per node: the group's root */
+	ir_ref *rows_of;
+	uint8_t *inm; /* scratch: in the row group being grown */
 } part;
 
 static unsigned caps_of(const part *s, ir_ref r)
@@ -505,6 +508,185 @@ static void match_attention(part *s)
 	}
 }
 
+/* ---- row groups ---- */
+
+static bool is_row_reduce(const ir_node *n)
+{
+	return n->op == IR_OP_reduce_sum || n->op == IR_OP_reduce_mean || n->op == IR_OP_reduce_max ||
+	       n->op == IR_OP_reduce_min;
+}
+
+/* A row group's iteration space: input shape S reduced over [a, rank),
+ * R rows of L. */
+typedef struct rowsp {
+	ir_shape S;
+	int a;
+	int64_t R, L;
+} rowsp;
+
+/* The space reduction x iterates, or false when it is not over trailing
+ * axes of a non-empty input with its dims kept. */
+static bool row_space(const ir_graph *g, const ir_node *x, rowsp *sp)
+{
+	const ir_shape *is = &g->nodes[x->in[0]].shape;
+	const ir_ints *ax = &x->attrs->axes;
+	bool red[IR_MAX_RANK] = {0};
+	for (int d = 0; d < is->rank; d++)
+		red[d] = ax->n == 0;
+	for (int i = 0; i < ax->n; i++) {
+		int d = ir_axis(ax->v[i], is->rank);
+		if (d < 0)
+			return false;
+		red[d] = true;
+	}
+	int a = is->rank;
+	while (a > 0 && red[a - 1])
+		a--;
+	for (int d = 0; d < a; d++)
+		if (red[d])
+			return false;
+	if (!x->attrs->keepdims || x->shape.rank != is->rank || ir_numel(is) <= 0)
+		return false;
+	sp->S = *is;
+	sp->a = a;
+	sp->R = 1;
+	sp->L = 1;
+	for (int d = 0; d < is->rank; d++)
+		*(d < a ? &sp->R : &sp->L) *= is->d[d];
+	return sp->L > 1;
+}
+
+/* 2: shaped as S (inside the row loop); 1: one value per row, its dims
+ * (aligned to S's last) S's row dims or 1; 0: neither. */
+static int row_class(const rowsp *sp, const ir_shape *s)
+{
+	if (same_shape(s, &sp->S))
+		return 2;
+	if (ir_numel(s) != sp->R || s->rank > sp->S.rank)
+		return 0;
+	int off = sp->S.rank - s->rank;
+	for (int d = 0; d < s->rank; d++)
+		if (s->d[d] != 1 && (d + off >= sp->a || s->d[d] != sp->S.d[d + off]))
+			return 0;
+	return 1;
+}
+
+/* Whether reduction x may be in a row group of space sp. */
+static bool row_reduce_in(const part *s, ir_ref x, const rowsp *sp)
+{
+	const ir_node *n = &s->g->nodes[x];
+	rowsp o;
+	return is_row_reduce(n) && (caps_of(s, x) & FU_CAN_ROWS) && row_space(s->g, n, &o) &&
+	       same_shape(&o.S, &sp->S) && o.a == sp->a;
+}
+
+/* Whether node q is taken by no other matcher and may be a member. */
+static bool row_free_node(const part *s, ir_ref q)
+{
+	return s->rows_of[q] == IR_NONE && s->gemm_of[q] == IR_NONE && s->att_of[q] == IR_NONE && !no_fuse(s, q) &&
+	       !s->p->free_[q] && !is_source(&s->g->nodes[q]);
+}
+
+static bool row_member_ok(const part *s, ir_ref q, const rowsp *sp)
+{
+	const ir_node *n = &s->g->nodes[q];
+	return row_reduce_in(s, q, sp) || (is_elementwise(n) && row_class(sp, &n->shape));
+}
+
+/* From each reduction that may be in a row group, the group grown to a
+ * fixed point (fuse.h); members marked with their root in rows_of. */
+static void match_rows(part *s)
+{
+	const ir_graph *g = s->g;
+	uint32_t max_nodes = s->o && s->o->max_nodes ? s->o->max_nodes : 64;
+	ir_ref mem[64];
+	for (ir_ref x = 0; x < g->nnodes; x++) {
+		const ir_node *xn = &g->nodes[x];
+		rowsp sp;
+		if (!is_row_reduce(xn) || !(caps_of(s, x) & FU_CAN_ROWS) || !row_free_node(s, x) ||
+		    !row_space(g, xn, &sp))
+			continue;
+		uint32_t nm = 0;
+		mem[nm++] = x;
+		s->inm[x] = 1;
+		ir_ref lo = x;
+		for (bool changed = true; changed;) {
+			changed = false;
+			for (uint32_t i = 0; i < nm; i++) {
+				const ir_node *mn = &g->nodes[mem[i]];
+				/* producers read only by the group */
+				for (uint32_t k = 0; k < mn->nin && nm < max_nodes && nm < SN_COUNT(mem); k++) {
+					ir_ref q = mn->in[k];
+					if (s->inm[q] || !row_free_node(s, q) || s->isout[q] || !row_member_ok(s, q, &sp))
+						continue;
+					bool all = true;
+					for (uint32_t c = s->cstart[q]; c < s->cstart[q + 1] && all; c++)
+						all = s->inm[s->cons[c]];
+					if (!all)
+						continue;
+					mem[nm++] = q;
+					s->inm[q] = 1;
+					lo = q < lo ? q : lo;
+					changed = true;
+				}
+				/* consumers whose other operands come before the group */
+				for (uint32_t c = s->cstart[mem[i]]; c < s->cstart[mem[i] + 1] && nm < max_nodes && nm < SN_COUNT(mem); c++) {
+					ir_ref q = s->cons[c];
+					const ir_node *qn = &g->nodes[q];
+					if (s->inm[q] || !row_free_node(s, q) || !row_member_ok(s, q, &sp) ||
+					    (!nconsumers(s, q) && !s->isout[q]))
+						continue;
+					bool ok = true;
+					for (uint32_t k = 0; k < qn->nin && ok; k++) {
+						ir_ref o = qn->in[k];
+						ok = s->inm[o] || o < lo || s->p->free_[o] || is_source(&g->nodes[o]);
+					}
+					if (!ok)
+						continue;
+					mem[nm++] = q;
+					s->inm[q] = 1;
+					changed = true;
+				}
+			}
+		}
+		/* one member read outside (the root, the last), few loads, and
+		 * something besides a lone reduction */
+		ir_ref root = IR_NONE, hi = 0, loads[8];
+		uint32_t nout = 0, nl = 0;
+		bool ok = nm > 1;
+		for (uint32_t i = 0; i < nm && ok; i++) {
+			ir_ref q = mem[i];
+			const ir_node *qn = &g->nodes[q];
+			hi = q > hi ? q : hi;
+			bool out = s->isout[q];
+			for (uint32_t c = s->cstart[q]; c < s->cstart[q + 1]; c++)
+				out |= !s->inm[s->cons[c]];
+			if (out) {
+				root = q;
+				nout++;
+			}
+			for (uint32_t k = 0; k < qn->nin && ok; k++) {
+				ir_ref o = qn->in[k];
+				if (s->inm[o] || !needs_load(s, o))
+					continue;
+				bool have = false;
+				for (uint32_t j = 0; j < nl; j++)
+					have |= loads[j] == o;
+				if (!have && nl >= 6)
+					ok = false;
+				else if (!have)
+					loads[nl++] = o;
+			}
+		}
+		ok = ok && nout == 1 && root == hi;
+		for (uint32_t i = 0; i < nm; i++) {
+			s->inm[mem[i]] = 0;
+			if (ok)
+				s->rows_of[mem[i]] = root;
+		}
+	}
+}
+
 /* Makes the group of the product whose chain ends at r. */
 static void gemm_group(part *s, ir_ref r, fu_group *gr)
 {
@@ -532,7 +714,7 @@ static void grow(part *s, uint32_t gid)
 		ir_ref q = pop_max(s);
 		const ir_node *qn = &g->nodes[q];
 		if (p->group_of[q] != FU_NO_GROUP || is_source(qn) || p->free_[q] || s->isout[q] ||
-		    s->gemm_of[q] != IR_NONE || s->att_of[q] != IR_NONE || no_fuse(s, q))
+		    s->gemm_of[q] != IR_NONE || s->att_of[q] != IR_NONE || s->rows_of[q] != IR_NONE || no_fuse(s, q))
 			continue;
 		if (s->nmem >= max_nodes || !only_consumer_in(s, q, gid))
 			continue;
@@ -595,6 +777,7 @@ static bool inlines(const part *s, ir_ref c, ir_ref r)
 	case FU_POINTWISE: return true;
 	case FU_CONV: return c != gr->core;
 	case FU_REDUCE: return c != gr->core || s->g->nodes[c].in[0] == r;
+	case FU_ROWS: return true;
 	default: return false;
 	}
 }
@@ -624,16 +807,18 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 	s.att_of = malloc(cnt * sizeof *s.att_of);
 	s.att_root = malloc(cnt * sizeof *s.att_root);
 	s.att_lo = malloc(cnt * sizeof *s.att_lo);
+	s.rows_of = malloc(cnt * sizeof *s.rows_of);
+	s.inm = calloc(cnt, 1);
 	int rc = SN_OK;
 	if (!s.cstart || !s.isout || !s.mem || !out->groups || !out->members || !out->group_of || !out->stored ||
-	    !out->free_ || !s.cons || !s.gemm_of || !s.gemm_root || !s.gemm_bias || !s.gemm_res || !s.gemm_act || !s.att_of || !s.att_root || !s.att_lo) {
+	    !out->free_ || !s.cons || !s.gemm_of || !s.gemm_root || !s.gemm_bias || !s.gemm_res || !s.gemm_act || !s.att_of || !s.att_root || !s.att_lo || !s.rows_of || !s.inm) {
 		rc = sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 		goto done;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		out->group_of[i] = FU_NO_GROUP;
 		s.gemm_of[i] = s.gemm_root[i] = s.gemm_bias[i] = s.gemm_res[i] = IR_NONE;
-		s.att_of[i] = s.att_root[i] = IR_NONE;
+		s.att_of[i] = s.att_root[i] = s.rows_of[i] = IR_NONE;
 		s.att_lo[i] = i; /* the core itself until a lower operand joins */
 		for (uint32_t k = 0; k < g->nodes[i].nin; k++)
 			s.cstart[g->nodes[i].in[k] + 1]++;
@@ -668,6 +853,7 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 	if (!disable) {
 		match_gemms(&s);
 		match_attention(&s);
+		match_rows(&s);
 	}
 	/* From the outputs back: every node not yet in a group starts one. */
 	for (uint32_t r = n; r-- > 0;) {
@@ -698,6 +884,17 @@ int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out
 					join(&s, k, gid);
 		} else if (s.gemm_root[r] != IR_NONE) {
 			gemm_group(&s, r, new_group(&s, FU_GEMM, r));
+		} else if (s.rows_of[r] == r) {
+			fu_group *gr = new_group(&s, FU_ROWS, r);
+			uint32_t gid = out->ngroups;
+			for (ir_ref k = 0; k < r; k++)
+				if (s.rows_of[k] == r) {
+					if (gr->core == IR_NONE && is_row_reduce(&g->nodes[k]))
+						gr->core = k;
+					join(&s, k, gid);
+				}
+			if (gr->core == IR_NONE)
+				gr->core = r; /* the root is the only reduction */
 		} else if (fu_is_view(nd) && !out->free_[nd->in[0]]) {
 			new_group(&s, FU_VIEW, r);
 		} else if (no_fuse(&s, r)) {
@@ -764,6 +961,8 @@ done:
 	free(s.att_of);
 	free(s.att_root);
 	free(s.att_lo);
+	free(s.rows_of);
+	free(s.inm);
 	free(s.cstart);
 	free(s.cons);
 	free(s.isout);
@@ -775,7 +974,7 @@ done:
 
 static const char *kind_name(fu_kind k)
 {
-	static const char *const names[] = {"node", "view", "pointwise", "reduce", "conv", "gemm", "attention"};
+	static const char *const names[] = {"node", "view", "pointwise", "reduce", "conv", "gemm", "attention", "rows"};
 	return (unsigned)k < SN_COUNT(names) ? names[k] : "?";
 }
 

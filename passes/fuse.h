@@ -31,7 +31,19 @@
  *   - a product that takes a generic epilogue (the GEMM template) is
  *     absorbed as a convolution is, when its chain of consumers goes on
  *     past what cuBLASLt expresses (an erf GELU, a scale, a cast);
- *   - reshape and friends left outside groups are views of their operand.
+ *   - reshape and friends left outside groups are views of their operand;
+ *   - row groups (when the renderer takes them, FU_CAN_ROWS): reductions
+ *     over the same trailing axes of the same shape S (R rows of L) with
+ *     the pointwise nodes of their iteration space, decided by element
+ *     count as Inductor's scheduler does: a node of S's shape runs inside
+ *     the row loop (a prologue such as pow, x - max, exp, a cast; or an
+ *     epilogue that reads per-row values broadcast, such as the final
+ *     muls of a norm or the / sum of a softmax), a node of R elements
+ *     whose dims line up with S's row dims runs once per row (+ eps,
+ *     rsqrt). Grown from the first such reduction to a fixed point:
+ *     producers whose consumers are all in the group, consumers whose
+ *     other operands are computed before it; kept when exactly one member
+ *     is read outside (the root) and the kernel reads at most 6 buffers.
  * Groups come out in an order that runs (by their root's node index). */
 #ifndef SINTER_FUSE_H
 #define SINTER_FUSE_H
@@ -47,6 +59,8 @@ typedef enum fu_kind {
 	FU_GEMM,      /* a cuBLASLt product with bias / residual / activation */
 	FU_ATTENTION, /* attention reading q, k, v and writing its output through
 		       * layouts: index-only chains around it cost nothing */
+	FU_ROWS,      /* row reductions with their prologues, per-row values and
+		       * epilogue: one generated kernel (core: the first reduction) */
 } fu_kind;
 
 typedef enum fu_act { FU_ACT_NONE, FU_ACT_RELU, FU_ACT_GELU } fu_act;
@@ -67,6 +81,7 @@ enum {
 	FU_CAN_EPILOGUE = 2,   /* core: a generic pointwise epilogue (conv) */
 	FU_CAN_BLAS_EPI = 4,   /* core: a cuBLASLt product (bias, residual, act) */
 	FU_CAN_LAYOUT = 8,     /* core: strided operands and output (attention) */
+	FU_CAN_ROWS = 16,      /* reduction: may join a row group (FU_ROWS) */
 };
 typedef unsigned fu_caps_fn(const ir_graph *g, ir_ref r, void *ctx);
 

@@ -9,12 +9,20 @@
  * plan stores is poisoned first. Bounds per dtype: f32 1e-5 relative L2,
  * f16 and bf16 2e-2 (values round at every node as unfused kernels store
  * them, the reference rounds at the same places from double).
+ * Then the row groups: RMSNorm, layer norm (two ways), softmax and
+ * log_softmax as exporters write them (decomposed, in f32 or in bf16 with
+ * casts to f32 and back), over rows of 64, 200 (two axes), 1000, 4096 and
+ * 20000, a warp or a block per row, the row in registers or read again:
+ * each must lower to one kernel and match the reference (f32 1e-5, bf16
+ * 2e-2).
  * Usage: gpu_test_cuda_fuse [COUNT [FIRST_SEED [SM]]] (default 1000
- * graphs). With SM (e.g. 90) the graphs are only lowered and every kernel
+ * graphs), or gpu_test_cuda_fuse rows [SM] for the row groups alone. With
+ * SM (e.g. 90) the graphs are only lowered and every kernel
  * NVRTC-compiled for sm_SM, no GPU needed: CI's codegen.nvrtc.fuse_random. */
 #include "gpu_check.h"
 #include "codegen/cg.h"
 #include "runtime/cuda_nvrtc.h"
+#include "frontend/sir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,25 +329,131 @@ static bool one(uint64_t seed)
 	return gpu_compare(s.g, s.t == IR_F32 ? 1e-5 : 2e-2, label);
 }
 
+/* ---- row groups: decomposed norms ---- */
+
+/* $T: the dtype, $S: x's shape, $W: the reduced dims' shape, $A: axes */
+static const char *const norm_srcs[][2] = {
+	{"rms_norm", "func @main(%x: $T[$S], %w: $T[$W]) -> ($T[$S]) {\n"
+		     "%two = const f32[] 2.0\n%eps = const f32[] 1e-06\n%h = cast(%x) dtype=f32\n"
+		     "%p = pow(%h, %two)\n%v = reduce_mean(%p) axes=$A keepdims=true\n%a = add(%v, %eps)\n"
+		     "%r = rsqrt(%a)\n%m = mul(%h, %r)\n%c = cast(%m) dtype=$T\n%y = mul(%w, %c)\nreturn %y\n}\n"},
+	{"layer_norm", "func @main(%x: $T[$S], %w: $T[$W], %b: $T[$W]) -> ($T[$S]) {\n"
+		       "%two = const f32[] 2.0\n%eps = const f32[] 1e-05\n%h = cast(%x) dtype=f32\n"
+		       "%m = reduce_mean(%h) axes=$A keepdims=true\n%d = sub(%h, %m)\n%p = pow(%d, %two)\n"
+		       "%v = reduce_mean(%p) axes=$A keepdims=true\n%a = add(%v, %eps)\n%r = rsqrt(%a)\n"
+		       "%n = mul(%d, %r)\n%c = cast(%n) dtype=$T\n%cw = mul(%c, %w)\n%y = add(%cw, %b)\n"
+		       "return %y\n}\n"},
+	{"layer_norm_div", "func @main(%x: $T[$S]) -> ($T[$S]) {\n"
+			   "%eps = const f32[] 1e-05\n%h = cast(%x) dtype=f32\n"
+			   "%m = reduce_mean(%h) axes=$A keepdims=true\n%d = sub(%h, %m)\n%q = mul(%d, %d)\n"
+			   "%v = reduce_mean(%q) axes=$A keepdims=true\n%a = add(%v, %eps)\n%r = sqrt(%a)\n"
+			   "%n = div(%d, %r)\n%y = cast(%n) dtype=$T\nreturn %y\n}\n"},
+	{"softmax", "func @main(%x: $T[$S]) -> ($T[$S]) {\n"
+		    "%h = cast(%x) dtype=f32\n%m = reduce_max(%h) axes=$A keepdims=true\n%d = sub(%h, %m)\n"
+		    "%e = exp(%d)\n%s = reduce_sum(%e) axes=$A keepdims=true\n%q = div(%e, %s)\n"
+		    "%y = cast(%q) dtype=$T\nreturn %y\n}\n"},
+	{"log_softmax", "func @main(%x: $T[$S]) -> ($T[$S]) {\n"
+			"%h = cast(%x) dtype=f32\n%m = reduce_max(%h) axes=$A keepdims=true\n%d = sub(%h, %m)\n"
+			"%e = exp(%d)\n%s = reduce_sum(%e) axes=$A keepdims=true\n%l = log(%s)\n%q = sub(%d, %l)\n"
+			"%y = cast(%q) dtype=$T\nreturn %y\n}\n"},
+};
+
+static int rows_fail;
+
+/* tmpl with $T, $S, $W, $A replaced, behind the header. */
+static char *norm_text(const char *tmpl, const char *const val[4])
+{
+	sn_buf b = {0};
+	sn_buf_puts(&b, "sinter 1\n");
+	for (const char *p = tmpl; *p; p++) {
+		const char *k = p[0] == '$' ? strchr("TSWA", p[1]) : NULL;
+		if (k && p[1]) {
+			sn_buf_puts(&b, val[k - "TSWA"]);
+			p++;
+		} else {
+			sn_buf_printf(&b, "%c", *p);
+		}
+	}
+	return b.oom ? (sn_buf_free(&b), NULL) : b.s;
+}
+
+/* One decomposed norm: one kernel, then compiled (compile_sm) or compared. */
+static void norm_case(int which, ir_dtype t, const char *shape, const char *wshape, const char *axes)
+{
+	const char *val[4] = {ir_dtype_name(t), shape, wshape, axes};
+	char *src = norm_text(norm_srcs[which][1], val);
+	char label[128];
+	snprintf(label, sizeof label, "%s %s[%s] axes=%s", norm_srcs[which][0], val[0], shape, axes);
+	ir_graph *g = NULL;
+	sn_err e = {0};
+	if (!src || sir_parse(src, strlen(src), "norm.sir", NULL, 0, &g, &e) != SN_OK) {
+		printf("%-40s FAIL: %s\n", label, src ? e.msg : "out of memory");
+		free(src);
+		rows_fail++;
+		return;
+	}
+	free(src);
+	cg_target tg = {.sm = compile_sm ? compile_sm : gpu_device_sm()};
+	cg_plan *p = NULL;
+	uint32_t steps = cg_lower(g, NULL, &tg, &p, &e) == SN_OK ? p->nsteps : 0;
+	cg_plan_free(p);
+	if (steps != 1) {
+		printf("%-40s FAIL: %u steps, not one row-group kernel %s\n", label, steps, e.msg);
+		rows_fail++;
+		ir_graph_free(g);
+		return;
+	}
+	if (compile_sm) {
+		if (compile_only(g, label))
+			printf("%-40s compiled\n", label);
+		return;
+	}
+	gpu_compare(g, t == IR_F32 ? 1e-5 : 2e-2, label);
+}
+
+static void norm_cases(void)
+{
+	static const char *const shapes[][3] = {
+		{"2,7,64", "64", "[-1]"},       /* a warp per row, in registers */
+		{"2,3,5,40", "5,40", "[-2,-1]"}, /* two axes */
+		{"3,33,1000", "1000", "[-1]"},  /* a warp per row, read again */
+		{"2,5,4096", "4096", "[-1]"},   /* a block per row, in registers */
+		{"3,20000", "20000", "[-1]"},   /* a block per row, read again */
+		{"1,1,777", "777", "[2]"},      /* one row */
+	};
+	for (size_t w = 0; w < SN_COUNT(norm_srcs); w++)
+		for (size_t k = 0; k < SN_COUNT(shapes); k++)
+			for (int d = 0; d < 2; d++)
+				norm_case((int)w, d ? IR_BF16 : IR_F32, shapes[k][0], shapes[k][1], shapes[k][2]);
+}
+
 int main(int argc, char **argv)
 {
-	long count = argc > 1 ? strtol(argv[1], NULL, 10) : 1000;
+	bool rows_only = argc > 1 && !strcmp(argv[1], "rows");
+	if (rows_only) {
+		argv++;
+		argc--;
+	}
+	long count = rows_only ? 0 : argc > 1 ? strtol(argv[1], NULL, 10) : 1000;
 	unsigned long long first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
-	compile_sm = argc > 3 ? atoi(argv[3]) : 0;
+	compile_sm = rows_only ? (argc > 1 ? atoi(argv[1]) : 0) : argc > 3 ? atoi(argv[3]) : 0;
 	if (compile_sm) {
 		sn_err e = {0};
 		if (rt_nvrtc_open(&nvrtc, &e) != SN_OK) {
 			printf("skipped: no NVRTC (%s)\n", e.msg);
-			return 0;
+			return GPU_SKIP;
 		}
 		for (long i = 0; i < count; i++)
 			one(first + (unsigned long long)i);
+		if (rows_only)
+			norm_cases();
 		printf("fused random graphs: %ld compiled for sm_%d, %d failed\n", count, compile_sm, compile_fail);
-		return compile_fail != 0;
+		return compile_fail != 0 || rows_fail != 0;
 	}
 	if (!gpu_available())
-		return 0;
+		return GPU_SKIP;
 	for (long i = 0; i < count; i++)
 		one(first + (unsigned long long)i);
-	return gpu_done();
+	norm_cases();
+	return gpu_done() || rows_fail;
 }

@@ -39,12 +39,29 @@ static unsigned caps(const ir_graph *g, ir_ref r, void *ctx)
 	case IR_OP_matmul: return FU_CAN_BLAS_EPI;
 	case IR_OP_linear: return FU_CAN_BLAS_EPI | FU_CAN_EPILOGUE;
 	case IR_OP_scaled_dot_product_attention: return ctx ? FU_CAN_LAYOUT : 0;
+	case IR_OP_reduce_sum:
+	case IR_OP_reduce_mean:
+	case IR_OP_reduce_max:
+	case IR_OP_reduce_min: return ctx == (void *)2 ? FU_CAN_ROWS : 0;
 	default: return 0;
 	}
 }
 
+static void groups_are_ctx(const char *label, const char *src, const char *want, void *ctx);
+
 /* The groups of src, as fu_plan_print writes them, must equal want. */
 static void groups_are(const char *label, const char *src, const char *want)
+{
+	groups_are_ctx(label, src, want, (void *)1);
+}
+
+/* The same with reductions that take row groups (as CUDA's renderer). */
+static void rows_are(const char *label, const char *src, const char *want)
+{
+	groups_are_ctx(label, src, want, (void *)2);
+}
+
+static void groups_are_ctx(const char *label, const char *src, const char *want, void *ctx)
 {
 	ir_graph *g = parse(src);
 	CHECK(g != NULL);
@@ -52,7 +69,7 @@ static void groups_are(const char *label, const char *src, const char *want)
 		return;
 	fu_plan p;
 	sn_err e = {0};
-	fu_opts o = {.caps = caps, .ctx = (void *)1};
+	fu_opts o = {.caps = caps, .ctx = ctx};
 	CHECK(fu_partition(g, &o, false, &p, &e) == SN_OK);
 	sn_buf b = {0};
 	fu_plan_print(g, &p, &b);
@@ -148,6 +165,79 @@ static void rules(void)
 		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[8,16]) -> (f32[64]) {\n"
 		   "  %m = matmul(%x, %w)\n  %v = reshape(%m) shape=[64]\n  return %v\n}\n",
 		   "group 0 node %m: %m(matmul)\n");
+}
+
+/* Row groups: reductions over the same trailing axes with the pointwise
+ * nodes of their iteration space, decided by element count. */
+static const char *const rms_src =
+	"sinter 1\nfunc @main(%x: bf16[2,5,64], %w: bf16[64]) -> (bf16[2,5,64]) {\n"
+	"  %two = const f32[] 2.0\n  %eps = const f32[] 1e-06\n  %h = cast(%x) dtype=f32\n"
+	"  %p = pow(%h, %two)\n  %v = reduce_mean(%p) axes=[-1] keepdims=true\n  %a = add(%v, %eps)\n"
+	"  %r = rsqrt(%a)\n  %m = mul(%h, %r)\n  %c = cast(%m) dtype=bf16\n  %y = mul(%w, %c)\n  return %y\n}\n";
+
+static void rows(void)
+{
+	/* RMSNorm as the dynamo exporter writes it, bf16 casts included: the
+	 * prologue (cast, pow), the per-row add and rsqrt and the epilogue
+	 * (muls, cast) in one group */
+	rows_are("rms_norm", rms_src,
+		 "group 0 rows %y: %h(cast) %p(pow) %v(reduce_mean) %a(add) %r(rsqrt) %m(mul) %c(cast) %y(mul)\n");
+	/* the cpu's caps (no FU_CAN_ROWS): the partition of before */
+	groups_are("rms_norm, no rows", rms_src,
+		   "group 0 pointwise %h: %h(cast)\ngroup 1 pointwise %p: %p(pow)\ngroup 2 node %v: %v(reduce_mean)\n"
+		   "group 3 pointwise %y: %a(add) %r(rsqrt) %m(mul) %c(cast) %y(mul)\n");
+	/* two reductions, the second reading the first's value: softmax
+	 * (max, then the sum of exp(x - max)) and layer norm (mean, then the
+	 * mean of (x - mean)^2) */
+	rows_are("softmax",
+		 "sinter 1\nfunc @main(%x: f32[3,7,40]) -> (f32[3,7,40]) {\n"
+		 "  %m = reduce_max(%x) axes=[-1] keepdims=true\n  %d = sub(%x, %m)\n  %e = exp(%d)\n"
+		 "  %s = reduce_sum(%e) axes=[2] keepdims=true\n  %y = div(%e, %s)\n  return %y\n}\n",
+		 "group 0 rows %y: %m(reduce_max) %d(sub) %e(exp) %s(reduce_sum) %y(div)\n");
+	rows_are("layer_norm",
+		 "sinter 1\nfunc @main(%x: f32[6,40], %w: f32[40], %b: f32[40]) -> (f32[6,40]) {\n"
+		 "  %m = reduce_mean(%x) axes=[-1] keepdims=true\n  %d = sub(%x, %m)\n  %q = mul(%d, %d)\n"
+		 "  %v = reduce_mean(%q) axes=[-1] keepdims=true\n  %eps = const f32[] 1e-05\n  %a = add(%v, %eps)\n"
+		 "  %s = sqrt(%a)\n  %n = div(%d, %s)\n  %nw = mul(%n, %w)\n  %y = add(%nw, %b)\n  return %y\n}\n",
+		 "group 0 rows %y: %m(reduce_mean) %d(sub) %q(mul) %v(reduce_mean) %a(add) %s(sqrt) %n(div) %nw(mul) "
+		 "%y(add)\n");
+	/* over two trailing axes; a per-row root (the reduction itself) */
+	rows_are("two axes, per-row root",
+		 "sinter 1\nfunc @main(%x: f32[4,3,5]) -> (f32[4,1,1]) {\n"
+		 "  %e = exp(%x)\n  %s = reduce_sum(%e) axes=[1,2] keepdims=true\n  return %s\n}\n",
+		 "group 0 rows %s: %e(exp) %s(reduce_sum)\n");
+	/* not a row group: a reduction over a leading axis, one that drops
+	 * its dims, a lone reduction, an intermediate read elsewhere too */
+	rows_are("leading axis",
+		 "sinter 1\nfunc @main(%x: f32[4,8]) -> (f32[4,8]) {\n"
+		 "  %m = reduce_max(%x) axes=[0] keepdims=true\n  %d = sub(%x, %m)\n  return %d\n}\n",
+		 "group 0 node %m: %m(reduce_max)\ngroup 1 pointwise %d: %d(sub)\n");
+	rows_are("dims dropped",
+		 "sinter 1\nfunc @main(%x: f32[4,8]) -> (f32[4]) {\n"
+		 "  %e = exp(%x)\n  %s = reduce_sum(%e) axes=[-1]\n  return %s\n}\n",
+		 "group 0 pointwise %e: %e(exp)\ngroup 1 node %s: %s(reduce_sum)\n");
+	rows_are("lone",
+		 "sinter 1\nfunc @main(%x: f32[4,8]) -> (f32[4,1]) {\n"
+		 "  %s = reduce_sum(%x) axes=[-1] keepdims=true\n  return %s\n}\n",
+		 "group 0 node %s: %s(reduce_sum)\n");
+	/* (the sum and the division still make one: %e is loaded) */
+	rows_are("read elsewhere",
+		 "sinter 1\nfunc @main(%x: f32[4,8]) -> (f32[4,8], f32[4,8]) {\n"
+		 "  %m = reduce_max(%x) axes=[-1] keepdims=true\n  %d = sub(%x, %m)\n  %e = exp(%d)\n"
+		 "  %s = reduce_sum(%e) axes=[-1] keepdims=true\n  %y = div(%e, %s)\n  return %y, %e\n}\n",
+		 "group 0 node %m: %m(reduce_max)\ngroup 1 pointwise %e: %d(sub) %e(exp)\ngroup 2 rows %y: %s(reduce_sum) "
+		 "%y(div)\n");
+	/* reductions of different rows do not share a group: the second
+	 * reads the first's output transposed (stored: index-only nodes are
+	 * not members of row groups yet) */
+	rows_are("two row groups",
+		 "sinter 1\nfunc @main(%x: f32[4,8]) -> (f32[8,4]) {\n"
+		 "  %m = reduce_max(%x) axes=[-1] keepdims=true\n  %d = sub(%x, %m)\n"
+		 "  %e = exp(%d)\n  %s = reduce_sum(%e) axes=[-1] keepdims=true\n  %y = div(%e, %s)\n"
+		 "  %t = transpose(%y) perm=[1,0]\n  %m2 = reduce_max(%t) axes=[-1] keepdims=true\n"
+		 "  %d2 = sub(%t, %m2)\n  return %d2\n}\n",
+		 "group 0 rows %y: %m(reduce_max) %d(sub) %e(exp) %s(reduce_sum) %y(div)\n"
+		 "group 1 pointwise %t: %t(transpose)\ngroup 2 rows %d2: %m2(reduce_max) %d2(sub)\n");
 }
 
 /* GPT-2's attention block, small: q, k, v split from one tensor and
@@ -387,6 +477,7 @@ static void samples(void)
 int main(void)
 {
 	rules();
+	rows();
 	layouts();
 	attention_rewrite();
 	for (int form = 0; form < 3; form++)
