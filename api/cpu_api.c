@@ -288,16 +288,18 @@ char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
 
 /* ---- the plan cache (docs/CACHE.md): cpu entries beside the CUDA ones,
  * keyed by XXH3-128 of the text "sinter cpu plan FORMAT VERSION", the
- * mode, pass pipeline, precision and fusion, the host (LLVM, target
- * triple, CPU and its features, OpenBLAS's build), the weights' identity
- * and the model's canonical text: a key no CUDA plan can have. ---- */
+ * emitter's version (CL_EMIT_VERSION), the mode, pass pipeline, precision
+ * and fusion, the host (LLVM, target triple, CPU and its features,
+ * OpenBLAS's build), the weights' identity and the model's canonical
+ * text: a key no CUDA plan can have. ---- */
 static void plan_key(const sinter_model *m, const sinter_compile_options *o, const char *wid, uint8_t key[16])
 {
 	const char *mode = o && o->mode ? o->mode : "default";
 	sn_buf b = {0};
-	sn_buf_printf(&b, "sinter cpu plan %d %s\nmode %s\npipeline %s\nprecision %d\nfusion %s\nhost ",
-		      CL_PLAN_FORMAT, SINTER_VERSION, mode, o && o->passes ? o->passes : pass_pipeline(mode),
-		      o ? (int)o->precision : 0, o && o->no_fusion ? "off" : "on");
+	sn_buf_printf(&b, "sinter cpu plan %d %s\nemit %d\nmode %s\npipeline %s\nprecision %d\nfusion %s\nhost ",
+		      CL_PLAN_FORMAT, SINTER_VERSION, CL_EMIT_VERSION, mode,
+		      o && o->passes ? o->passes : pass_pipeline(mode), o ? (int)o->precision : 0,
+		      o && o->no_fusion ? "off" : "on");
 	rt_cpu_host(&b);
 	sn_buf_printf(&b, "\nweights %s\n", wid);
 	ir_print(m->g, &b);

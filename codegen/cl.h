@@ -146,6 +146,10 @@ int cl_fusion_groups(const ir_graph *g, sn_buf *b, sn_err *e);
 void cl_plan_list(const cl_plan *p, sn_buf *b);
 
 /* ---- codegen/cl_emit.c: LLVM IR through the LLVM-C API ---- */
+/* The emitted kernels' version, in the plan cache's key (a plan names
+ * its objects, which an older emitter made): 2, issue 31's full-range
+ * exp, sums in double, NaN-propagating max and min, norms in double. */
+#define CL_EMIT_VERSION 2
 typedef struct cl_emitter cl_emitter;
 /* A new module in its own context; free with cl_emit_free (or hand the
  * module and context to the plan with cl_emit_finish). */

@@ -23,8 +23,9 @@
  *
  * Row kernels (softmax, log_softmax, layer_norm, rms_norm, reductions over
  * trailing axes): one row per iteration, statistics accumulated in
- * <8 x float> vectors (LLVM 16's C API sets no fast-math flags, so a
- * scalar float reduction would not vectorize), then a scalar tail. */
+ * vectors of 8 (LLVM 16's C API sets no fast-math flags, so a scalar
+ * reduction would not vectorize), then a scalar tail: sums in double, as
+ * the reference interpreter's, max and min in f32, NaN propagating. */
 #include "codegen/cl.h"
 
 #include <llvm-c/Analysis.h>
@@ -445,42 +446,83 @@ static LLVMValueRef cv(cl_emitter *m, LLVMTypeRef ty, double v)
 	return LLVMConstVector(e, VW);
 }
 
-/* e^x without a libm call, so loops over it vectorize: x = n ln2 + r
- * (Cody-Waite, |r| <= ln2/2), e^r by Cephes' expf polynomial, 2^n by
- * building the exponent; within 2 ulp of expf over [-87.3, 88]; inputs
- * outside saturate (1.2e-38, 1.65e38), NaN stays NaN. ty: f32 or v8. */
-static LLVMValueRef fexp(cl_emitter *m, LLVMValueRef x, LLVMTypeRef ty)
+/* An i32 constant of the integer type matching ty (f32: i32, v8: <8 x i32>). */
+static LLVMValueRef ciw(cl_emitter *m, LLVMTypeRef ty, int v)
+{
+	LLVMValueRef c = LLVMConstInt(m->i32, (unsigned long long)(long long)v, 1);
+	if (ty != m->v8)
+		return c;
+	LLVMValueRef e[VW];
+	for (int i = 0; i < VW; i++)
+		e[i] = c;
+	return LLVMConstVector(e, VW);
+}
+
+/* 2^k as a float of type ty, k an i32 (vector) in the normal range. */
+static LLVMValueRef pow2i(cl_emitter *m, LLVMValueRef k, LLVMTypeRef ty)
+{
+	LLVMValueRef bits = LLVMBuildShl(m->b, LLVMBuildAdd(m->b, k, ciw(m, ty, 127), ""), ciw(m, ty, 23), "");
+	return LLVMBuildBitCast(m->b, bits, ty, "");
+}
+
+/* a b + c, fused where the host has FMA (llvm.fmuladd); ty f32 or v8. */
+static LLVMValueRef fmuladd(cl_emitter *m, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMTypeRef ty)
+{
+	const char *name = ty == m->v8 ? "llvm.fmuladd.v8f32" : "llvm.fmuladd.f32";
+	LLVMTypeRef ps[3] = {ty, ty, ty};
+	LLVMTypeRef ft = LLVMFunctionType(ty, ps, 3, 0);
+	LLVMValueRef fn = LLVMGetNamedFunction(m->mod, name);
+	if (!fn)
+		fn = LLVMAddFunction(m->mod, name, ft);
+	LLVMValueRef as[3] = {a, b, c};
+	return LLVMBuildCall2(m->b, ft, fn, as, 3, "");
+}
+
+/* a e^x without a libm call, so loops over it vectorize: x = n ln2 + r
+ * (Cody-Waite, |r| <= ln2/2), e^r by Cephes' expf polynomial (y, within
+ * 2 ulp of expf), and 2^n applied as two normal powers of two,
+ * ((a y) 2^(n>>1)) 2^(n - (n>>1)): a y 2^(n>>1) is exact, so the second
+ * product rounds once, into the subnormals (exp(-100) = 3.7e-44, a
+ * multiple of the smallest subnormal, correctly rounded up to y's error)
+ * or past the largest float (exp(89) = inf). x is clamped to [-150, 89]
+ * first (n stays in [-217, 128], each half a normal exponent), so e^inf =
+ * inf; below -150 the result is 0 (a 0 with a: e^-150 = 7e-66, and no
+ * caller's |a| reaches 1e20 there), so e^-inf = 0. NaN stays NaN. a
+ * (NULL: 1) lets a e^x be rounded once where e^x alone would be subnormal
+ * (silu's x e^x / (1 + e^x) for x < -87). ty: f32 or v8. */
+static LLVMValueRef fexp_mul(cl_emitter *m, LLVMValueRef x, LLVMValueRef a, LLVMTypeRef ty)
 {
 	LLVMBuilderRef b = m->b;
 	bool vec = ty == m->v8;
 	LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
-	LLVMValueRef c = sel(m, LLVMBuildFCmp(b, LLVMRealOGT, x, cv(m, ty, 88.0), ""), cv(m, ty, 88.0), x);
-	c = sel(m, LLVMBuildFCmp(b, LLVMRealOLT, c, cv(m, ty, -87.33654), ""), cv(m, ty, -87.33654), c);
+	LLVMValueRef low = LLVMBuildFCmp(b, LLVMRealOLT, x, cv(m, ty, -150.0), "");
+	LLVMValueRef c = sel(m, LLVMBuildFCmp(b, LLVMRealOGT, x, cv(m, ty, 89.0), ""), cv(m, ty, 89.0), x);
+	c = sel(m, low, cv(m, ty, -150.0), c);
 	c = sel(m, nan, cv(m, ty, 0), c);
 	LLVMValueRef n = callf(m, vec ? "llvm.rint.v8f32" : "llvm.rint.f32", ty,
 			       LLVMBuildFMul(b, c, cv(m, ty, 1.44269504088896341), ""), NULL);
-	LLVMValueRef r = LLVMBuildFSub(b, c, LLVMBuildFMul(b, n, cv(m, ty, 0.693359375), ""), "");
-	r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, cv(m, ty, -2.12194440e-4), ""), "");
+	/* n ln2's high part has 9 bits: n C1 is exact, fused or not */
+	LLVMValueRef r = fmuladd(m, n, cv(m, ty, -0.693359375), c, ty);
+	r = fmuladd(m, n, cv(m, ty, 2.12194440e-4), r, ty);
 	static const double k[] = {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
 	LLVMValueRef p = cv(m, ty, 1.9875691500e-4);
 	for (size_t i = 0; i < SN_COUNT(k); i++)
-		p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), cv(m, ty, k[i]), "");
-	LLVMValueRef y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), ""), r, ""),
-				       cv(m, ty, 1.0), "");
-	LLVMTypeRef ity = vec ? LLVMVectorType(m->i32, VW) : m->i32;
-	LLVMValueRef ni = LLVMBuildFPToSI(b, n, ity, "");
-	LLVMValueRef c127 = vec ? LLVMConstVector((LLVMValueRef[]){LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
-								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
-								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0),
-								  LLVMConstInt(m->i32, 127, 0), LLVMConstInt(m->i32, 127, 0)}, VW)
-				: LLVMConstInt(m->i32, 127, 0);
-	LLVMValueRef c23 = vec ? LLVMConstVector((LLVMValueRef[]){LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
-								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
-								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0),
-								 LLVMConstInt(m->i32, 23, 0), LLVMConstInt(m->i32, 23, 0)}, VW)
-				: LLVMConstInt(m->i32, 23, 0);
-	LLVMValueRef e = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildAdd(b, ni, c127, ""), c23, ""), ty, "");
-	return sel(m, nan, x, LLVMBuildFMul(b, y, e, ""));
+		p = fmuladd(m, p, r, cv(m, ty, k[i]), ty);
+	LLVMValueRef y = LLVMBuildFAdd(b, fmuladd(m, p, LLVMBuildFMul(b, r, r, ""), r, ty), cv(m, ty, 1.0), "");
+	if (a)
+		y = LLVMBuildFMul(b, a, y, "");
+	LLVMValueRef ni = LLVMBuildFPToSI(b, n, vec ? LLVMVectorType(m->i32, VW) : m->i32, "");
+	LLVMValueRef n1 = LLVMBuildAShr(b, ni, ciw(m, ty, 1), "");
+	LLVMValueRef n2 = LLVMBuildSub(b, ni, n1, "");
+	y = LLVMBuildFMul(b, LLVMBuildFMul(b, y, pow2i(m, n1, ty), ""), pow2i(m, n2, ty), "");
+	if (a)
+		y = sel(m, low, LLVMBuildFMul(b, a, cv(m, ty, 0), ""), y);
+	return sel(m, nan, x, y);
+}
+
+static LLVMValueRef fexp(cl_emitter *m, LLVMValueRef x, LLVMTypeRef ty)
+{
+	return fexp_mul(m, x, NULL, ty);
 }
 
 static LLVMValueRef relu6(cl_emitter *m, LLVMValueRef v)
@@ -496,10 +538,18 @@ static LLVMValueRef softplus(cl_emitter *m, LLVMValueRef x)
 	return sel(m, LLVMBuildFCmp(m->b, LLVMRealOGT, x, cf(m, 0), ""), pos, neg);
 }
 
-static LLVMValueRef sigmoid(cl_emitter *m, LLVMValueRef x)
+/* a sigmoid(z) (a NULL: 1), for every z: a / (1 + e^-z) for z >= 0,
+ * a e^z / (1 + e^z) below, so that e^z never overflows and a e^z is
+ * rounded once where e^z alone is subnormal (z < -87: sigmoid(-100) =
+ * 3.7e-44, silu(-100) = -3.7e-42, not 0). The two exponentials of -|z|
+ * share their instructions (LLVM's CSE merges them). */
+static LLVMValueRef xsigmoid(cl_emitter *m, LLVMValueRef a, LLVMValueRef z)
 {
-	LLVMValueRef e = fexp(m, LLVMBuildFNeg(m->b, x, ""), m->f32);
-	return LLVMBuildFDiv(m->b, cf(m, 1), LLVMBuildFAdd(m->b, cf(m, 1), e, ""), "");
+	LLVMValueRef t = LLVMBuildFNeg(m->b, call1(m, "llvm.fabs.f32", z), "");
+	LLVMValueRef e = fexp(m, t, m->f32);
+	LLVMValueRef neg = a ? fexp_mul(m, t, a, m->f32) : e;
+	LLVMValueRef num = sel(m, LLVMBuildFCmp(m->b, LLVMRealOLT, z, cf(m, 0), ""), neg, a ? a : cf(m, 1));
+	return LLVMBuildFDiv(m->b, num, LLVMBuildFAdd(m->b, cf(m, 1), e, ""), "");
 }
 
 /* A float op on x (and y); NULL when not taken. */
@@ -515,7 +565,7 @@ static LLVMValueRef float_op(cl_emitter *m, const ir_node *n, LLVMValueRef x, LL
 	case IR_OP_sqrt: return call1(m, "llvm.sqrt.f32", x);
 	case IR_OP_rsqrt: return LLVMBuildFDiv(b, cf(m, 1), call1(m, "llvm.sqrt.f32", x), "");
 	case IR_OP_tanh: return call1(m, "tanhf", x);
-	case IR_OP_sigmoid: return sigmoid(m, x);
+	case IR_OP_sigmoid: return xsigmoid(m, NULL, x);
 	case IR_OP_erf: return call1(m, "erff", x);
 	case IR_OP_relu: return sel(m, LLVMBuildFCmp(b, LLVMRealOLT, x, cf(m, 0), ""), cf(m, 0), x);
 	case IR_OP_gelu:
@@ -524,14 +574,16 @@ static LLVMValueRef float_op(cl_emitter *m, const ir_node *n, LLVMValueRef x, LL
 			LLVMValueRef in = LLVMBuildFMul(b, cf(m, 0.7978845608028654),
 							LLVMBuildFAdd(b, x, LLVMBuildFMul(b, cf(m, 0.044715), x3, ""), ""), "");
 			/* 0.5 x (1 + tanh(u)) = x sigmoid(2u): no tanhf call, no cancellation */
-			return LLVMBuildFMul(b, x, sigmoid(m, LLVMBuildFMul(b, cf(m, 2), in, "")), "");
+			return xsigmoid(m, x, LLVMBuildFMul(b, cf(m, 2), in, ""));
 		} else {
 			LLVMValueRef t = LLVMBuildFAdd(b, cf(m, 1), call1(m, "erff", LLVMBuildFMul(b, x, cf(m, 0.7071067811865476), "")), "");
 			return LLVMBuildFMul(b, LLVMBuildFMul(b, cf(m, 0.5), x, ""), t, "");
 		}
-	case IR_OP_silu: return LLVMBuildFMul(b, x, sigmoid(m, x), "");
+	case IR_OP_silu: return xsigmoid(m, x, x);
 	case IR_OP_hardswish:
-		return LLVMBuildFDiv(b, LLVMBuildFMul(b, x, relu6(m, LLVMBuildFAdd(b, x, cf(m, 3), "")), ""), cf(m, 6), "");
+		/* x hardsigmoid(x): the factor is in [0, 1], so no overflow where
+		 * x relu6(x + 3) would (hardswish(3e38) = 3e38) */
+		return LLVMBuildFMul(b, x, LLVMBuildFDiv(b, relu6(m, LLVMBuildFAdd(b, x, cf(m, 3), "")), cf(m, 6), ""), "");
 	case IR_OP_hardsigmoid: return LLVMBuildFDiv(b, relu6(m, LLVMBuildFAdd(b, x, cf(m, 3), "")), cf(m, 6), "");
 	case IR_OP_clamp: {
 		LLVMValueRef lo = cf(m, a->min), hi = cf(m, a->max);
@@ -637,6 +689,15 @@ static LLVMValueRef compute(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int 
 		if (ot == IR_I64 && !fdom)
 			return a[0];
 		return NULL;
+	}
+	if (!fdom && n->op == IR_OP_div) {
+		/* a kernel cannot report integer division by zero, which the
+		 * reference interpreter refuses ("div: integer division by
+		 * zero"): only a nonzero constant divisor is taken here, others
+		 * fall back to the reference and its error */
+		const ir_node *d = &m->g->nodes[n->in[1]];
+		if (!is_scalar_const(d) || ir_load(d->dtype, d->data, 0) == 0)
+			return NULL;
 	}
 	LLVMValueRef v = fdom ? float_op(m, n, a[0], a[1]) : int_op(m, n, a[0], a[1]);
 	return v && n->dtype == IR_BF16 ? bf16_round(m, v) : v;
@@ -931,17 +992,6 @@ static bool emit_pointwise(cl_emitter *m, const ir_graph *g, const fu_plan *fp, 
 	return true;
 }
 
-/* Horizontal sum or max of a <8 x float>. */
-static LLVMValueRef hreduce(cl_emitter *m, LLVMValueRef v, bool max)
-{
-	LLVMValueRef acc = LLVMBuildExtractElement(m->b, v, LLVMConstInt(m->i32, 0, 0), "");
-	for (int i = 1; i < VW; i++) {
-		LLVMValueRef e = LLVMBuildExtractElement(m->b, v, LLVMConstInt(m->i32, (unsigned)i, 0), "");
-		acc = max ? callf(m, "llvm.maxnum.f32", m->f32, acc, e) : LLVMBuildFAdd(m->b, acc, e, "");
-	}
-	return acc;
-}
-
 typedef enum rkind { R_SUM, R_MAX, R_MIN } rkind;
 
 /* Element i of p (dtype t: f32 or bf16), as f32 or, vec, the <8 x float>
@@ -965,60 +1015,103 @@ static void st_f(cl_emitter *m, ir_dtype t, LLVMValueRef x, LLVMValueRef p, LLVM
 		storef(m, x, gep(m, m->f32, p, i));
 }
 
-/* A reduction over row p[0..cols) of f(x): vectors of 8 then a scalar
- * tail. fx: 0 x, 1 (x - c)^2, 2 exp(x - c), 3 x^2. */
+/* The larger (max) or smaller of acc and x, NaN when either is: acc
+ * once NaN stays, x NaN is taken (ref_reduce's "NaN sticks"; LLVM's
+ * maxnum/minnum would drop it). f32 or v8. */
+static LLVMValueRef fmaxp(cl_emitter *m, LLVMValueRef acc, LLVMValueRef x, bool max)
+{
+	LLVMValueRef take = LLVMBuildFCmp(m->b, max ? LLVMRealUGT : LLVMRealULT, x, acc, "");
+	LLVMValueRef r = sel(m, take, x, acc);
+	return sel(m, LLVMBuildFCmp(m->b, LLVMRealUNO, acc, acc, ""), acc, r);
+}
+
+/* f(x) of a reduction (row_reduce), x f32 or v8 loaded; a double (or
+ * <8 x double>) for a sum. */
+static LLVMValueRef reduce_term(cl_emitter *m, LLVMValueRef x, bool vec, bool sum, int fx, LLVMValueRef c)
+{
+	LLVMTypeRef f64 = LLVMDoubleTypeInContext(m->ctx);
+	if (fx == 2)
+		x = fexp(m, LLVMBuildFSub(m->b, x, c, ""), vec ? m->v8 : m->f32);
+	if (sum)
+		x = LLVMBuildFPExt(m->b, x, vec ? LLVMVectorType(f64, VW) : f64, "");
+	if (fx == 1)
+		x = LLVMBuildFSub(m->b, x, c, "");
+	if (fx == 1 || fx == 3)
+		x = LLVMBuildFMul(m->b, x, x, "");
+	return x;
+}
+
+#define RU 4 /* accumulators of row_reduce's main loop */
+
+/* A reduction over row p[0..cols) of f(x): RU vectors of 8 at a time into
+ * RU accumulators (the loop is then bound by throughput, not by one add's
+ * latency), vectors of 8, then a scalar tail. fx: 0 x, 1 (x - c)^2,
+ * 2 exp(x - c), 3 x^2. Max and min are f32 (exact, NaN propagating);
+ * sums accumulate in double (<8 x double>, as ref_reduce does: a
+ * 2^24-element sum of floats in 8 float lanes was far off), the squares
+ * of fx 1 and 3 computed in double too (layer_norm of [1e30, -1e30, 0]
+ * squares 1e30), and return a double; c is an f32 for fx 2, a double for
+ * fx 1. */
 static LLVMValueRef row_reduce(cl_emitter *m, LLVMValueRef f, ir_dtype t, LLVMValueRef p, int64_t cols, rkind k, int fx,
 			       LLVMValueRef c)
 {
-	double init = k == R_SUM ? 0.0 : k == R_MAX ? -INFINITY : INFINITY;
-	const char *mm = k == R_MAX ? "llvm.maxnum" : "llvm.minnum";
-	char vname[32], sname[32];
-	snprintf(vname, sizeof vname, "%s.v8f32", mm);
-	snprintf(sname, sizeof sname, "%s.f32", mm);
-	int64_t nv = cols / VW * VW;
-	LLVMValueRef vinit = LLVMConstVector((LLVMValueRef[]){cf(m, init), cf(m, init), cf(m, init), cf(m, init),
-							       cf(m, init), cf(m, init), cf(m, init), cf(m, init)}, VW);
+	LLVMTypeRef f64 = LLVMDoubleTypeInContext(m->ctx);
+	bool sum = k == R_SUM, max = k == R_MAX;
+	LLVMTypeRef sty = sum ? f64 : m->f32;
+	double init = sum ? 0.0 : max ? -INFINITY : INFINITY;
+	int64_t nu = cols / (RU * VW) * (RU * VW), nv = cols / VW * VW;
+	LLVMValueRef ie[VW];
+	for (int i = 0; i < VW; i++)
+		ie[i] = LLVMConstReal(sty, init);
+	LLVMValueRef vinit = LLVMConstVector(ie, VW);
 	LLVMValueRef vc = NULL;
 	if (c) {
-		LLVMValueRef u = LLVMGetUndef(m->v8);
+		LLVMTypeRef cvt = LLVMVectorType(LLVMTypeOf(c), VW);
+		LLVMValueRef u = LLVMGetUndef(cvt);
 		vc = LLVMBuildInsertElement(m->b, u, c, LLVMConstInt(m->i32, 0, 0), "");
 		vc = LLVMBuildShuffleVector(m->b, vc, u, LLVMConstNull(LLVMVectorType(m->i32, VW)), "");
 	}
+	/* RU vectors per iteration */
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(m->b);
 	loop l;
-	loop_begin(m, f, ci(m, 0), ci(m, nv), &l);
-	LLVMValueRef acc = carried(m, &l, vinit, pre);
-	LLVMValueRef x = ld(m, t, p, l.iv, true);
-	if (fx == 1 || fx == 2)
-		x = LLVMBuildFSub(m->b, x, vc, "");
-	if (fx == 1 || fx == 3)
-		x = LLVMBuildFMul(m->b, x, x, "");
-	if (fx == 2)
-		x = fexp(m, x, m->v8);
-	LLVMValueRef nacc = k == R_SUM ? LLVMBuildFAdd(m->b, acc, x, "") : callf(m, vname, m->v8, acc, x);
-	LLVMBasicBlockRef cur = LLVMGetInsertBlock(m->b);
-	LLVMAddIncoming(acc, &nacc, &cur, 1);
-	loop_end(m, &l, VW);
-	LLVMValueRef s;
-	if (k == R_SUM) {
-		s = hreduce(m, acc, false);
-	} else {
-		s = LLVMBuildExtractElement(m->b, acc, LLVMConstInt(m->i32, 0, 0), "");
-		for (int i = 1; i < VW; i++)
-			s = callf(m, sname, m->f32, s, LLVMBuildExtractElement(m->b, acc, LLVMConstInt(m->i32, (unsigned)i, 0), ""));
+	loop_begin(m, f, ci(m, 0), ci(m, nu), &l);
+	LLVMValueRef acc[RU], nacc[RU];
+	for (int j = 0; j < RU; j++)
+		acc[j] = carried(m, &l, vinit, pre);
+	for (int j = 0; j < RU; j++) {
+		LLVMValueRef x = ld(m, t, p, LLVMBuildAdd(m->b, l.iv, ci(m, j * VW), ""), true);
+		x = reduce_term(m, x, true, sum, fx, vc);
+		nacc[j] = sum ? LLVMBuildFAdd(m->b, acc[j], x, "") : fmaxp(m, acc[j], x, max);
 	}
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(m->b);
+	for (int j = 0; j < RU; j++)
+		LLVMAddIncoming(acc[j], &nacc[j], &cur, 1);
+	loop_end(m, &l, RU * VW);
+	for (int w = RU / 2; w >= 1; w /= 2)
+		for (int j = 0; j < w; j++)
+			acc[j] = sum ? LLVMBuildFAdd(m->b, acc[j], acc[j + w], "") : fmaxp(m, acc[j], acc[j + w], max);
+	/* the vectors left */
+	pre = LLVMGetInsertBlock(m->b);
+	loop vl;
+	loop_begin(m, f, ci(m, nu), ci(m, nv), &vl);
+	LLVMValueRef vacc = carried(m, &vl, acc[0], pre);
+	LLVMValueRef x = reduce_term(m, ld(m, t, p, vl.iv, true), true, sum, fx, vc);
+	LLVMValueRef nv_acc = sum ? LLVMBuildFAdd(m->b, vacc, x, "") : fmaxp(m, vacc, x, max);
+	cur = LLVMGetInsertBlock(m->b);
+	LLVMAddIncoming(vacc, &nv_acc, &cur, 1);
+	loop_end(m, &vl, VW);
+	LLVMValueRef s = LLVMBuildExtractElement(m->b, vacc, LLVMConstInt(m->i32, 0, 0), "");
+	for (int i = 1; i < VW; i++) {
+		LLVMValueRef e = LLVMBuildExtractElement(m->b, vacc, LLVMConstInt(m->i32, (unsigned)i, 0), "");
+		s = sum ? LLVMBuildFAdd(m->b, s, e, "") : fmaxp(m, s, e, max);
+	}
+	/* the scalar tail */
 	pre = LLVMGetInsertBlock(m->b);
 	loop tl;
 	loop_begin(m, f, ci(m, nv), ci(m, cols), &tl);
 	LLVMValueRef sacc = carried(m, &tl, s, pre);
-	LLVMValueRef y = ld(m, t, p, tl.iv, false);
-	if (fx == 1 || fx == 2)
-		y = LLVMBuildFSub(m->b, y, c, "");
-	if (fx == 1 || fx == 3)
-		y = LLVMBuildFMul(m->b, y, y, "");
-	if (fx == 2)
-		y = fexp(m, y, m->f32);
-	LLVMValueRef ns = k == R_SUM ? LLVMBuildFAdd(m->b, sacc, y, "") : callf(m, sname, m->f32, sacc, y);
+	LLVMValueRef y = reduce_term(m, ld(m, t, p, tl.iv, false), false, sum, fx, c);
+	LLVMValueRef ns = sum ? LLVMBuildFAdd(m->b, sacc, y, "") : fmaxp(m, sacc, y, max);
 	cur = LLVMGetInsertBlock(m->b);
 	LLVMAddIncoming(sacc, &ns, &cur, 1);
 	loop_end(m, &tl, 1);
@@ -1104,35 +1197,51 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 	LLVMValueRef xp = gep(m, mem_type(m, xt), m->bufs[1], base);
 	bool is_red = ir_ops[n->op].kind == IR_K_REDUCE;
 	LLVMValueRef op = gep(m, mem_type(m, ot), m->bufs[0], is_red ? lr.iv : base);
-	LLVMValueRef fc = cf(m, (double)cols);
+	LLVMTypeRef f64 = LLVMDoubleTypeInContext(m->ctx);
+	LLVMValueRef fc = LLVMConstReal(f64, (double)cols);
 	if (is_red) {
 		LLVMValueRef s = row_reduce(m, f, xt, xp, cols, rk, 0, NULL);
 		if (mean)
 			s = LLVMBuildFDiv(m->b, s, fc, "");
+		if (rk == R_SUM)
+			s = LLVMBuildFPTrunc(m->b, s, m->f32, "");
 		st_f(m, ot, s, op, ci(m, 0));
 	} else {
-		LLVMValueRef mul = NULL, sub = NULL, addl = NULL; /* out = (x - sub) * mul [- addl] */
+		/* softmax: out = (x - sub) * mul [- addl] in f32; the norms:
+		 * (x - mu) * rstd in double (mu and rstd of any row of floats
+		 * are finite there, and x - mu is: [3e38, -3e38]), then
+		 * rounded, then the weight and the bias */
+		LLVMValueRef mul = NULL, sub = NULL, addl = NULL, mu = NULL, rstd = NULL;
 		LLVMValueRef w = n->nin > 1 ? m->bufs[2] : NULL, bb = n->nin > 2 ? m->bufs[3] : NULL;
+		LLVMValueRef eps = LLVMConstReal(f64, n->attrs->eps);
 		if (n->op == IR_OP_softmax || n->op == IR_OP_log_softmax) {
 			LLVMValueRef mx = row_reduce(m, f, xt, xp, cols, R_MAX, 0, NULL);
-			LLVMValueRef s = row_reduce(m, f, xt, xp, cols, R_SUM, 2, mx);
+			LLVMValueRef s = LLVMBuildFPTrunc(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 2, mx), m->f32, "");
 			sub = mx;
 			if (n->op == IR_OP_softmax)
 				mul = LLVMBuildFDiv(m->b, cf(m, 1), s, "");
 			else
 				addl = call1(m, "llvm.log.f32", s);
-		} else if (n->op == IR_OP_layer_norm) {
-			LLVMValueRef mu = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 0, NULL), fc, "");
-			LLVMValueRef var = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 1, mu), fc, "");
-			sub = mu;
-			mul = LLVMBuildFDiv(m->b, cf(m, 1), call1(m, "llvm.sqrt.f32", LLVMBuildFAdd(m->b, var, cf(m, n->attrs->eps), "")), "");
 		} else {
-			LLVMValueRef ms = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 3, NULL), fc, "");
-			mul = LLVMBuildFDiv(m->b, cf(m, 1), call1(m, "llvm.sqrt.f32", LLVMBuildFAdd(m->b, ms, cf(m, n->attrs->eps), "")), "");
+			LLVMValueRef var;
+			if (n->op == IR_OP_layer_norm) {
+				mu = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 0, NULL), fc, "");
+				var = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 1, mu), fc, "");
+			} else {
+				var = LLVMBuildFDiv(m->b, row_reduce(m, f, xt, xp, cols, R_SUM, 3, NULL), fc, "");
+			}
+			rstd = LLVMBuildFDiv(m->b, LLVMConstReal(f64, 1),
+					     callf(m, "llvm.sqrt.f64", f64, LLVMBuildFAdd(m->b, var, eps, ""), NULL), "");
 		}
 		loop lc;
 		loop_begin(m, f, ci(m, 0), ci(m, cols), &lc);
 		LLVMValueRef x = ld(m, xt, xp, lc.iv, false);
+		if (rstd) {
+			x = LLVMBuildFPExt(m->b, x, f64, "");
+			if (mu)
+				x = LLVMBuildFSub(m->b, x, mu, "");
+			x = LLVMBuildFPTrunc(m->b, LLVMBuildFMul(m->b, x, rstd, ""), m->f32, "");
+		}
 		if (sub)
 			x = LLVMBuildFSub(m->b, x, sub, "");
 		if (n->op == IR_OP_softmax)
