@@ -233,8 +233,10 @@ def table(records, dtype=None, runs=()):
     for r in recs:
         t, s = r.get("torch", {}), r.get("sinter", {})
         best = s.get(r.get("sinter_best") or "", {})
+        errs = [e["err"] for e in s.values() if _finite(e.get("err"))]
+        err = best.get("err") if best else (max(errs) if errs else None)  # a failing model: its worst
         cells = [r["name"], r.get("family", "-"), _fmt(r["params"] / 1e6 if _finite(r.get("params")) else None, ".1f"),
-                 r.get("status", "-"), _fmt(best.get("err"), ".1e"), _fmt(r.get("tol"), ".1e")]
+                 r.get("status", "-"), _fmt(err, ".1e"), _fmt(r.get("tol"), ".1e")]
         cells += [_ms(t.get(m)) for m in tmodes]
         cells += [_ms(s.get(k)) for k in smodes]
         cells += [_fmt(r.get("ratio_tc"), ".2f"), _fmt(r.get("ratio_eager"), ".2f"),
@@ -838,6 +840,17 @@ def run_meta(args):
     return meta
 
 
+def covers(rec, args):
+    """Whether a record already holds what this call would measure (--resume
+    skips its model): every PyTorch mode and sinter entry asked for, or a
+    stage error that ended the model early (build, export, reference)."""
+    if rec.get("errors"):
+        return True
+    want = ["cli:" + m for m in args.sinter_modes] + ["py:" + m for m in args.py_modes]
+    return all(m in rec.get("torch", {}) for m in args.torch_modes) and \
+        all(k in rec.get("sinter", {}) for k in want)
+
+
 def estimate(spec, args):
     est = spec["est_s"] * (len(args.sinter_modes) + len(args.py_modes)) / 3.0 + 15
     if any(m != "eager" for m in args.torch_modes):
@@ -955,14 +968,20 @@ def parse_args(argv):
     ap.add_argument("--family", help="comma list of: " + ", ".join(sm.FAMILIES))
     ap.add_argument("--shard", type=parse_shard, help="I/N: every N-th model from the I-th (1-based)")
     ap.add_argument("--resume", action="store_true",
-                    help="skip models that already have a record of this dtype in --out")
+                    help="skip models whose record of this dtype in --out has every mode this call "
+                         "measures (a record without torch.compile's modes is measured again with them)")
+    ap.add_argument("--resume-from", metavar="JSON",
+                    help="start from this results file (the last call's, carried to the machine) when --out "
+                         "does not exist yet; implies --resume")
     ap.add_argument("--time-budget", type=float, default=0,
                     help="seconds: start no model that would likely end past this (0: no limit); a model "
                          "cut by it is not recorded, so the next --resume call runs it")
     ap.add_argument("--model-timeout", type=int, default=900, help="seconds one model may take (recorded as "
                                                                    "an error past it)")
     ap.add_argument("--sinter-timeout", type=int, default=600, help="seconds one sinter command may take")
-    ap.add_argument("--est-scale", type=float, default=1.0, help="scales the per-model time estimates")
+    ap.add_argument("--est-scale", type=float, default=0.7,
+                    help="scales the per-model time estimates (default 0.7: measured on the H200, the "
+                         "estimates ran about 1.5-2.5x long)")
     ap.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
     ap.add_argument("--skip-torch-compile", action="store_true", help="PyTorch eager only")
     ap.add_argument("--torch-modes", help="comma list (default eager,default,reduce-overhead)")
@@ -1028,6 +1047,9 @@ def main(argv):
         a.sinter = os.path.abspath(a.sinter)
     a.out = os.path.abspath(a.out)
     res = load_results(a.out)
+    if a.resume_from and not res["records"] and not res["runs"]:
+        res = load_results(a.resume_from)  # the last call's file, carried in
+        a.resume = True
     logs = os.path.join(os.path.dirname(a.out), "suite-logs")
     os.makedirs(logs, exist_ok=True)
     os.makedirs(a.cache_dir, exist_ok=True)
@@ -1037,7 +1059,7 @@ def main(argv):
     os.makedirs(a.work, exist_ok=True)
     meta = run_meta(a)
     res["runs"].append(meta)
-    done = {(r.get("name"), r.get("dtype")) for r in res["records"]}
+    done = {(r.get("name"), r.get("dtype")) for r in res["records"] if covers(r, a)}
     todo = [m for m in models if not (a.resume and (m["name"], a.dtype) in done)]
     log("== suite: %d models selected, %d to run (%s), results %s" % (len(models), len(todo), a.dtype, a.out))
     ran, stopped = 0, None

@@ -120,7 +120,8 @@ check(len(body) == 8, "header, separator and one row per bf16 model")
 rowa = [ln for ln in body if ln.startswith("| a |")]
 check(rowa and "0.500" in rowa[0] and "| 0.50 |" in rowa[0] and "| pass |" in rowa[0], "a's row")
 rowc = [ln for ln in body if ln.startswith("| c |")]
-check(rowc and "FAIL" in rowc[0] and "0.100" not in rowc[0], "a wrong answer shows FAIL, not its time")
+check(rowc and "FAIL" in rowc[0] and "0.100" not in rowc[0] and "| 5.0e-01 |" in rowc[0],
+      "a wrong answer shows FAIL, not its time, and its error")
 check("- c: cli:default: rel L2" in text and "- e: export: RuntimeError" in text, "failures listed")
 res = {"format": suite.FORMAT, "runs": [], "records": []}
 for r in recs:
@@ -136,6 +137,13 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and out.count("\n| ") == 8 and "| a | tv-cls | 1.0 | pass |" in out, "--table FILE")
     rc, out, err = run("--summary", path)
     check(rc == 0 and len(out.strip().splitlines()) == 2 and out.startswith("suite bf16: 3/6"), "--summary FILE")
+
+# 5. --resume: a record counts as done when it holds every mode asked for
+args = suite.parse_args(["--skip-torch-compile"])
+check(suite.covers(f, args) is False, "f lacks reduce-overhead on the Python path: measured again")
+check(suite.covers(a, suite.parse_args(["--skip-torch-compile", "--py-path", "off"])), "a covers an eager-only call")
+check(not suite.covers(f, suite.parse_args(["--py-path", "off"])), "f lacks torch.compile's modes")
+check(suite.covers(e, suite.parse_args([])), "a model that ended in an export error is not retried")
 
 if fails:
     print("suite_check: %d checks failed" % fails)
