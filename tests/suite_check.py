@@ -145,6 +145,13 @@ check(suite.covers(a, suite.parse_args(["--skip-torch-compile", "--py-path", "of
 check(not suite.covers(f, suite.parse_args(["--py-path", "off"])), "f lacks torch.compile's modes")
 check(suite.covers(e, suite.parse_args([])), "a model that ended in an export error is not retried")
 
+# 6. --time-budget: a model whose estimate does not fit is not started
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "s.json")
+    rc, out, err = run("--no-sinter", "--time-budget", "10", "--models", "resnet18,vgg16", "--out", path)
+    check(rc == 0 and "stopped before resnet18" in out and "2 models left" in out, "--time-budget stops cleanly")
+    check(os.path.exists(path) and json.load(open(path))["records"] == [], "nothing recorded for models not run")
+
 if fails:
     print("suite_check: %d checks failed" % fails)
     sys.exit(1)
