@@ -19,6 +19,7 @@
 #endif
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,10 @@ typedef struct api_cpu {
 	/* the last run's inputs (copies) and output buffers, for bench */
 	void **last_in;
 	void **out_buf;
+	/* held by a run or a bench: runs on one handle from several threads
+	 * take turns (the plan's arena, last_in and out_buf are the
+	 * handle's), so each gets its own right outputs (sinter.h, Threads) */
+	pthread_mutex_t run_lock;
 } api_cpu;
 
 bool api_cpu_built(void)
@@ -175,6 +180,7 @@ void api_cpu_free(sinter_compiled *cc)
 	free(c->out_buf);
 	rt_cpu_free(c->rt);
 	sinter_model_free(c->desc);
+	pthread_mutex_destroy(&c->run_lock);
 	free(c);
 }
 
@@ -361,9 +367,15 @@ static api_cpu *cpu_new(const ir_graph *g, const cl_plan *p, const sinter_compil
 			sinter_compile_stats *s, sn_err *e)
 {
 	api_cpu *c = calloc(1, sizeof *c);
+	if (c && pthread_mutex_init(&c->run_lock, NULL)) {
+		free(c);
+		c = NULL;
+	}
 	if (!c || !(c->desc = calloc(1, sizeof *c->desc)) || !(c->desc->g = ir_graph_clone(g, e))) {
-		if (c)
+		if (c) {
 			free(c->desc);
+			pthread_mutex_destroy(&c->run_lock);
+		}
 		free(c);
 		return NULL;
 	}
@@ -575,10 +587,22 @@ static size_t node_bytes(const ir_node *n)
 	return (size_t)ir_numel(&n->shape) * ir_dtype_size(n->dtype);
 }
 
+static sinter_status cpu_run(api_cpu *c, const sinter_tensor *inputs, size_t ninputs, sinter_tensor **outputs,
+			     sinter_error *err);
+
 sinter_status api_cpu_run(sinter_compiled *cc, const sinter_tensor *inputs, size_t ninputs, sinter_tensor **outputs,
 			  sinter_error *err)
 {
 	api_cpu *c = (api_cpu *)cc;
+	pthread_mutex_lock(&c->run_lock);
+	sinter_status st = cpu_run(c, inputs, ninputs, outputs, err);
+	pthread_mutex_unlock(&c->run_lock);
+	return st;
+}
+
+static sinter_status cpu_run(api_cpu *c, const sinter_tensor *inputs, size_t ninputs, sinter_tensor **outputs,
+			     sinter_error *err)
+{
 	*outputs = NULL;
 	const ir_graph *g = rt_cpu_plan(c->rt)->g;
 	uint32_t nin = g->ninputs, nout = g->noutputs;
@@ -636,9 +660,19 @@ done:
 	return st;
 }
 
+static sinter_status cpu_bench(api_cpu *c, int warmup, int iters, double *ms, sinter_error *err);
+
 sinter_status api_cpu_bench(sinter_compiled *cc, int warmup, int iters, double *ms, sinter_error *err)
 {
 	api_cpu *c = (api_cpu *)cc;
+	pthread_mutex_lock(&c->run_lock);
+	sinter_status st = cpu_bench(c, warmup, iters, ms, err);
+	pthread_mutex_unlock(&c->run_lock);
+	return st;
+}
+
+static sinter_status cpu_bench(api_cpu *c, int warmup, int iters, double *ms, sinter_error *err)
+{
 	const ir_graph *g = rt_cpu_plan(c->rt)->g;
 	if (!c->last_in || (g->ninputs && !c->last_in[0]))
 		return api_failf(err, SINTER_E_USAGE, "bench needs a run first (its inputs are reused)");

@@ -21,10 +21,12 @@
  *    under the model's lock). Functions taking a non-const model that
  *    change it (sinter_model_optimize, sinter_model_load_weights,
  *    sinter_model_init_random, sinter_model_free) need it to themselves.
- *  - A sinter_compiled is used by one thread at a time (it owns a CUDA
- *    stream, buffers and the last run's inputs); compile one per thread to
- *    run in parallel. sinter_compile_options and error structs belong to
- *    their caller.
+ *  - A CUDA sinter_compiled is used by one thread at a time (it owns a
+ *    CUDA stream, buffers and the last run's inputs); compile one per
+ *    thread to run in parallel. A cpu one may be shared: its runs and
+ *    benches from several threads take turns (a lock), each with its own
+ *    right outputs; one per thread runs in parallel.
+ *    sinter_compile_options and error structs belong to their caller.
  *  - sinter_version, sinter_dtype_*, sinter_precision_parse,
  *    sinter_cuda_available and the cache functions may be called from any
  *    thread at any time.

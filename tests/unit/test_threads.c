@@ -8,7 +8,9 @@
  *  - the cache functions on one folder from every thread, and when NVRTC is
  *    present sinter_compile_kernels of one model into one kernel cache;
  *  - logging at info level into a handler, and a trace recording, while
- *    all of that runs (the trace then holds every thread's runs).
+ *    all of that runs (the trace then holds every thread's runs);
+ *  - one compiled cpu model run by two threads at once, many times (the
+ *    runs take turns; they shared its arena and gave wrong outputs).
  * Every thread's outputs must equal, bit for bit, the same call made alone. */
 #include "check.h"
 
@@ -97,6 +99,83 @@ static void *worker(void *arg)
 static bool same(const sinter_tensor *a, const sinter_tensor *b)
 {
 	return a && b && a->nbytes == b->nbytes && !memcmp(a->data, b->data, a->nbytes);
+}
+
+#define CPU_RUNS 60
+
+typedef struct cpu_job {
+	sinter_compiled *c;
+	sinter_tensor *in;
+	size_t nin;
+	sinter_tensor *want;
+	sinter_status st;
+	int wrong;
+} cpu_job;
+
+static void *cpu_worker(void *arg)
+{
+	cpu_job *j = arg;
+	for (int i = 0; i < CPU_RUNS && !j->st; i++) {
+		sinter_tensor *out = NULL;
+		sinter_error err;
+		j->st = sinter_compiled_run(j->c, j->in, j->nin, &out, &err);
+		j->wrong += !j->st && !same(out, j->want);
+		sinter_tensors_free(out, 1);
+	}
+	return NULL;
+}
+
+/* Two threads run one compiled cpu model, each on inputs of its own;
+ * every output must be the one a run alone gives. */
+static void shared_cpu_model(void)
+{
+	char why[128];
+	if (!sinter_cpu_available(why, sizeof why)) {
+		printf("no cpu device: one compiled cpu model shared, skipped\n");
+		return;
+	}
+	static const char *text = "sinter 1\n"
+				  "func @main(%x: f32[64,96]) -> (f32[64,96]) {\n"
+				  "  %w = param f32[96,96] \"w\"\n"
+				  "  %a = linear(%x, %w)\n"
+				  "  %t = tanh(%a)\n"
+				  "  %s = softmax(%t) axis=-1\n"
+				  "  %r = mul(%s, %x)\n"
+				  "  return %r\n"
+				  "}\n";
+	sinter_error err;
+	sinter_model *m = NULL;
+	CHECK(sinter_model_parse(text, strlen(text), "shared_cpu.sir", NULL, &m, &err) == SINTER_OK);
+	CHECK(m && sinter_model_init_random(m, 3, &err) == SINTER_OK);
+	sinter_compile_options co;
+	sinter_compile_options_init(&co);
+	co.device = "cpu";
+	co.cache_dir = "";
+	co.threads = 2;
+	sinter_compiled *c = NULL;
+	CHECK(m && sinter_compile(m, &co, &c, NULL, &err) == SINTER_OK);
+	cpu_job jobs[2] = {{0}};
+	pthread_t th[2];
+	for (int i = 0; c && i < 2; i++) {
+		jobs[i].c = c;
+		CHECK(sinter_random_inputs(m, 300 + (uint64_t)i, &jobs[i].in, &jobs[i].nin, &err) == SINTER_OK);
+		CHECK(sinter_compiled_run(c, jobs[i].in, jobs[i].nin, &jobs[i].want, &err) == SINTER_OK);
+	}
+	for (int i = 0; c && i < 2; i++)
+		CHECK(pthread_create(&th[i], NULL, cpu_worker, &jobs[i]) == 0);
+	for (int i = 0; c && i < 2; i++) {
+		pthread_join(th[i], NULL);
+		CHECK(jobs[i].st == SINTER_OK);
+		CHECK(jobs[i].wrong == 0);
+	}
+	printf("one compiled cpu model, 2 threads x %d runs: %d and %d wrong outputs\n", CPU_RUNS, jobs[0].wrong,
+	       jobs[1].wrong);
+	for (int i = 0; i < 2; i++) {
+		sinter_tensors_free(jobs[i].want, 1);
+		sinter_tensors_free(jobs[i].in, jobs[i].nin);
+	}
+	sinter_compiled_free(c);
+	sinter_model_free(m);
 }
 
 int main(void)
@@ -197,5 +276,6 @@ int main(void)
 	}
 	rmdir(cache_dir);
 	sinter_model_free(shared);
+	shared_cpu_model();
 	return check_done("threads");
 }
