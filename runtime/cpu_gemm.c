@@ -5,6 +5,7 @@
 #include "runtime/cpu_int.h"
 
 #include <cblas.h>
+#include <math.h>
 
 #include <sys/mman.h>
 #include <pthread.h>
@@ -15,10 +16,13 @@
  * polynomial (as cl_emit.c's fexp), no libm call, so the loop vectorizes:
  * rint(x log2 e) by adding and taking away 1.5 * 2^23 (exact for
  * |x log2 e| < 2^22, the same round to nearest even as rintf; the build's
- * ISO C keeps the sum from being folded or fused). */
+ * ISO C keeps the sum from being folded or fused). x is clamped to
+ * [-150, 89] and 2^n applied as two normal powers of two (y 2^n1 is
+ * exact, the second product rounds once), so the whole range is right:
+ * inf from 88.73 on, subnormals, 0 below -103.9. */
 static inline float fast_exp(float x)
 {
-	float c = x > 88.0f ? 88.0f : x < -87.33654f ? -87.33654f : x == x ? x : 0.0f;
+	float c = x > 89.0f ? 89.0f : x < -150.0f ? -150.0f : x == x ? x : 0.0f;
 	float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
 	float r = c - n * 0.693359375f - n * -2.12194440e-4f;
 	float p = 1.9875691500e-4f;
@@ -28,17 +32,22 @@ static inline float fast_exp(float x)
 	p = p * r + 1.6666665459e-1f;
 	p = p * r + 5.0000001201e-1f;
 	float y = p * r * r + r + 1.0f;
-	int32_t bits = ((int32_t)n + 127) * 8388608; /* << 23, n in [-126, 127] */
-	float e;
-	memcpy(&e, &bits, sizeof e);
-	return x != x ? x : y * e;
+	int32_t n1 = (int32_t)n / 2, n2 = (int32_t)n - n1; /* n in [-217, 128]: each in [-109, 64] */
+	int32_t b1 = (n1 + 127) * 8388608, b2 = (n2 + 127) * 8388608; /* << 23 */
+	float e1, e2;
+	memcpy(&e1, &b1, sizeof e1);
+	memcpy(&e2, &b2, sizeof e2);
+	return x != x ? x : y * e1 * e2;
 }
 
-/* 0.5 v (1 + tanh(u)) written as v / (1 + e^(-2u)) */
+/* 0.5 v (1 + tanh(u)) written as v sigmoid(2u): v / (1 + e^-2u) for
+ * u >= 0, v e^2u / (1 + e^2u) below (e^-2u would overflow: v = -10.1
+ * gave -6e-38, not -1.2e-38; and -7e-38 for v = -12, not 0) */
 static inline float gelu_tanh(float v)
 {
 	float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
-	return v / (1.0f + fast_exp(-2.0f * u));
+	float e = fast_exp(-2.0f * fabsf(u));
+	return (u < 0.0f ? v * e : v) / (1.0f + e);
 }
 
 /* A product's activation over one row of a tile, o[0..n): relu (act 1)

@@ -192,6 +192,59 @@ static void unary_ops(void)
 	free(x);
 }
 
+/* A product's tanh-GELU epilogue (runtime/cpu_gemm.c: x @ I, the GELU
+ * applied on the tile) on pre-activations from -14 to 6: right where the
+ * reference's 0.5 x (1 + tanh(u)) does not cancel, v sigmoid(2u) in
+ * double at -10.1 (e^-2u overflows floats there), 0 from -12 down (it was
+ * -7e-38: v over a clamped e^88). */
+static void gemm_gelu(void)
+{
+	static const char *text = "sinter 1\n"
+				  "func @main(%x: f32[64,8], %w: f32[8,8]) -> (f32[64,8]) {\n"
+				  "  %p = matmul(%x, %w)\n"
+				  "  %g = gelu(%p) approximate=tanh\n"
+				  "  return %g\n"
+				  "}\n";
+	float x[64 * 8], w[8 * 8] = {0};
+	for (int i = 0; i < 8; i++)
+		w[i * 8 + i] = 1;
+	for (int i = 0; i < 64 * 8; i++)
+		x[i] = (float)(-14.0 + 20.0 * i / (64.0 * 8));
+	x[5] = -10.1f;
+	sinter_model *m;
+	size_t refs = 99;
+	sinter_compiled *c = build(text, &m, &refs);
+	CHECK(refs == 0);
+	int64_t xs[2] = {64, 8}, ws[2] = {8, 8};
+	sinter_tensor in[2] = {tensor("x", SINTER_F32, 2, xs, x), tensor("w", SINTER_F32, 2, ws, w)};
+	sinter_tensor *got = NULL, *want = NULL;
+	sinter_error err;
+	CHECK(c && sinter_compiled_run(c, in, 2, &got, &err) == SINTER_OK);
+	CHECK(m && sinter_run_ref(m, in, 2, &want, &err) == SINTER_OK);
+	if (got && want) {
+		const float *g = got[0].data, *gw = want[0].data;
+		int64_t wu = 0;
+		for (int i = 0; i < 64 * 8; i++) {
+			if (x[i] >= -5)
+				wu = ulps(g[i], gw[i]) > wu ? ulps(g[i], gw[i]) : wu;
+			if (x[i] <= -12 && !(fabsf(g[i]) < 1e-44f)) {
+				printf("gemm gelu_tanh(%.9g) = %.9g\n", (double)x[i], (double)g[i]);
+				CHECK(0);
+			}
+		}
+		double v = -10.1f, u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+		double t = v / (1 + exp(-2 * u));
+		printf("gemm's tanh-GELU epilogue: worst %lld ulp on [-5, 6]; at -10.1 %.6g, exact %.6g\n", (long long)wu,
+		       (double)g[5], t);
+		CHECK(wu <= 64);
+		CHECK(fabs(g[5] - t) <= 1e-4 * fabs(t));
+	}
+	sinter_tensors_free(got, 1);
+	sinter_tensors_free(want, 1);
+	sinter_compiled_free(c);
+	sinter_model_free(m);
+}
+
 /* max, min, softmax over rows with NaN (in the vector part, in the tail,
  * first), infinities and none; rows of 37 = 4 vectors of 8 and a tail. */
 static void nan_reductions(void)
@@ -408,6 +461,7 @@ int main(void)
 	opts.cache_dir = ""; /* no cache: every plan and kernel made now */
 	opts.threads = 2;
 	unary_ops();
+	gemm_gelu();
 	nan_reductions();
 	long_sum();
 	big_norms();
