@@ -63,6 +63,8 @@ typedef struct em {
 	 * most ROW_CACHED loads */
 	bool cache;
 	uint8_t cached[CG_MAX_BUFS];
+	int64_t rows; /* row groups: R; a member of R elements is the row's value
+		       * at any index, so it is read at its one index (rix's) */
 	sn_err *e;
 } em;
 
@@ -368,12 +370,22 @@ static int value(em *m, ir_ref r, const ix *x, char *out, size_t cap)
 		const_literal(n, lit, sizeof lit);
 		return put(out, cap, m, "a literal", lit);
 	}
+	ix *cx = NULL;
+	if (m->rows && m->fp->group_of[r] == m->gid && ir_numel(&n->shape) == m->rows) {
+		if (!(cx = malloc(sizeof *cx)))
+			return sn_errf(m->e, SN_EINTERNAL, "fusion: out of memory");
+		bcast_ix(m->rix, &n->shape, cx);
+		x = cx;
+	}
 	char *key = memo_key(r, x);
-	if (!key)
+	if (!key) {
+		free(cx);
 		return sn_errf(m->e, SN_EINTERNAL, "fusion: out of memory");
+	}
 	const char *hit = memo_find(m, key);
 	if (hit) {
 		free(key);
+		free(cx);
 		return put(out, cap, m, "a value", hit);
 	}
 	bool here = m->fp->group_of[r] == m->gid || m->fp->free_[r];
@@ -456,6 +468,7 @@ static int value(em *m, ir_ref r, const ix *x, char *out, size_t cap)
 		rc = value(m, n->in[0], ox, var, sizeof var);
 done:
 	free(ox);
+	free(cx);
 	if (!rc)
 		rc = memo_add(m, key, var);
 	else
@@ -823,7 +836,7 @@ int cg_render_row_group(const ir_graph *g, const fu_plan *fp, uint32_t gid, cons
 	}
 
 	em m = {.g = g, .fp = fp, .gid = gid, .core = IR_NONE, .ind = "\t", .max_loads = CG_MAX_BUFS - 1,
-		.lp = 'p', .cache = persistent, .e = e};
+		.lp = 'p', .cache = persistent, .rows = R, .e = e};
 	ix *fx = malloc(sizeof *fx), *px = malloc(sizeof *px);
 	char v[IXCAP], rlin[64], var[24];
 	bool done_[64] = {0};
@@ -840,7 +853,7 @@ int cg_render_row_group(const ir_graph *g, const fu_plan *fp, uint32_t gid, cons
 		uint64_t have = s >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << s) - 1;
 		for (uint32_t k = 0; k < nm && !rc; k++) {
 			const ir_node *n = &g->nodes[mem[k]];
-			if (done_[k] || red_of[k] >= 0 || same_shape_(&n->shape, S) || (need[k] & ~have))
+			if (done_[k] || red_of[k] >= 0 || ir_numel(&n->shape) != R || (need[k] & ~have))
 				continue;
 			done_[k] = true;
 			bcast_ix(fx, &n->shape, px);
@@ -885,11 +898,16 @@ int cg_render_row_group(const ir_graph *g, const fu_plan *fp, uint32_t gid, cons
 			rc = key ? memo_add(&m, key, var) : sn_errf(e, SN_EINTERNAL, "fusion: out of memory");
 	}
 	/* the root: a last pass, or lane 0's store */
-	bool full = same_shape_(&root->shape, S);
+	bool full = ir_numel(&root->shape) != R;
 	if (!rc && full) {
 		row_loop_head(&m.body, persistent, (int)vpt, gs, L);
 		m.ind = "\t\t";
-		rc = value(&m, gr->root, fx, v, sizeof v);
+		if (same_shape_(&root->shape, S)) {
+			rc = value(&m, gr->root, fx, v, sizeof v);
+		} else { /* a reshape of S: its own index of element row * L + i */
+			decompose(&m, rlin, &root->shape, px);
+			rc = value(&m, gr->root, px, v, sizeof v);
+		}
 		if (!rc)
 			sn_buf_printf(&m.body, "\t\tst_%s(out, %s, %s);\n\t}\n", ir_dtype_name(root->dtype), rlin, v);
 	} else if (!rc) {

@@ -556,11 +556,12 @@ static bool row_space(const ir_graph *g, const ir_node *x, rowsp *sp)
 	return sp->L > 1;
 }
 
-/* 2: shaped as S (inside the row loop); 1: one value per row, its dims
- * (aligned to S's last) S's row dims or 1; 0: neither. */
+/* 2: R*L elements (inside the row loop; element j in row j / L, as a
+ * reshape of S keeps it); 1: one value per row, its dims (aligned to S's
+ * last) S's row dims or 1; 0: neither. */
 static int row_class(const rowsp *sp, const ir_shape *s)
 {
-	if (same_shape(s, &sp->S))
+	if (ir_numel(s) == sp->R * sp->L)
 		return 2;
 	if (ir_numel(s) != sp->R || s->rank > sp->S.rank)
 		return 0;
@@ -590,7 +591,7 @@ static bool row_free_node(const part *s, ir_ref q)
 static bool row_member_ok(const part *s, ir_ref q, const rowsp *sp)
 {
 	const ir_node *n = &s->g->nodes[q];
-	return row_reduce_in(s, q, sp) || (is_elementwise(n) && row_class(sp, &n->shape));
+	return row_reduce_in(s, q, sp) || ((is_elementwise(n) || fu_is_view(n)) && row_class(sp, &n->shape));
 }
 
 /* From each reduction that may be in a row group, the group grown to a
@@ -677,6 +678,15 @@ static void match_rows(part *s)
 				else if (!have)
 					loads[nl++] = o;
 			}
+		}
+		/* a member of R*L elements not shaped as S reads no per-row
+		 * member (its broadcast would not be per row) */
+		for (uint32_t i = 0; i < nm && ok; i++) {
+			const ir_node *qn = &g->nodes[mem[i]];
+			if (row_class(&sp, &qn->shape) != 2 || same_shape(&qn->shape, &sp.S))
+				continue;
+			for (uint32_t k = 0; k < qn->nin && ok; k++)
+				ok = !s->inm[qn->in[k]] || row_class(&sp, &g->nodes[qn->in[k]].shape) == 2;
 		}
 		ok = ok && nout == 1 && root == hi;
 		for (uint32_t i = 0; i < nm; i++) {

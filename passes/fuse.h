@@ -34,11 +34,12 @@
  *   - reshape and friends left outside groups are views of their operand;
  *   - row groups (when the renderer takes them, FU_CAN_ROWS): reductions
  *     over the same trailing axes of the same shape S (R rows of L) with
- *     the pointwise nodes of their iteration space, decided by element
- *     count as Inductor's scheduler does: a node of S's shape runs inside
- *     the row loop (a prologue such as pow, x - max, exp, a cast; or an
- *     epilogue that reads per-row values broadcast, such as the final
- *     muls of a norm or the / sum of a softmax), a node of R elements
+ *     the pointwise and reshape-like nodes of their iteration space,
+ *     decided by element count as Inductor's scheduler does: a node of
+ *     R*L elements (S's shape, or a reshape of it) runs inside the row
+ *     loop (a prologue such as pow, x - max, exp, a cast; or an epilogue
+ *     that reads per-row values broadcast, such as the final muls of a
+ *     norm or the / sum of a softmax), a node of R elements
  *     whose dims line up with S's row dims runs once per row (+ eps,
  *     rsqrt). Grown from the first such reduction to a fixed point:
  *     producers whose consumers are all in the group, consumers whose

@@ -9,8 +9,8 @@
  * plan stores is poisoned first. Bounds per dtype: f32 1e-5 relative L2,
  * f16 and bf16 2e-2 (values round at every node as unfused kernels store
  * them, the reference rounds at the same places from double).
- * Then the row groups: RMSNorm, layer norm (two ways), softmax and
- * log_softmax as exporters write them (decomposed, in f32 or in bf16 with
+ * Then the row groups: RMSNorm, layer norm (two ways), softmax,
+ * log_softmax and group norm as exporters write them (decomposed, in f32 or in bf16 with
  * casts to f32 and back), over rows of 64, 200 (two axes), 1000, 4096 and
  * 20000, a warp or a block per row, the row in registers or read again:
  * each must lower to one kernel and match the reference (f32 1e-5, bf16
@@ -356,6 +356,14 @@ static const char *const norm_srcs[][2] = {
 			"%h = cast(%x) dtype=f32\n%m = reduce_max(%h) axes=$A keepdims=true\n%d = sub(%h, %m)\n"
 			"%e = exp(%d)\n%s = reduce_sum(%e) axes=$A keepdims=true\n%l = log(%s)\n%q = sub(%d, %l)\n"
 			"%y = cast(%q) dtype=$T\nreturn %y\n}\n"},
+	/* $S: x (NCHW), $W: its rows [N, groups, C/groups*H*W], $A: the
+	 * channels' weight and bias shape [C,1,1] */
+	{"group_norm", "func @main(%x: $T[$S], %w: f32[$A], %b: f32[$A]) -> ($T[$S]) {\n"
+		       "%eps = const f32[] 1e-05\n%h = cast(%x) dtype=f32\n%g = reshape(%h) shape=[$W]\n"
+		       "%m = reduce_mean(%g) axes=[-1] keepdims=true\n%d = sub(%g, %m)\n%q = mul(%d, %d)\n"
+		       "%v = reduce_mean(%q) axes=[-1] keepdims=true\n%a = add(%v, %eps)\n%r = rsqrt(%a)\n"
+		       "%n = mul(%d, %r)\n%n4 = reshape(%n) shape=[$S]\n%nw = mul(%n4, %w)\n%nb = add(%nw, %b)\n"
+		       "%y = cast(%nb) dtype=$T\nreturn %y\n}\n"},
 };
 
 static int rows_fail;
@@ -421,10 +429,19 @@ static void norm_cases(void)
 		{"3,20000", "20000", "[-1]"},   /* a block per row, read again */
 		{"1,1,777", "777", "[2]"},      /* one row */
 	};
-	for (size_t w = 0; w < SN_COUNT(norm_srcs); w++)
+	static const char *const gn_shapes[][3] = {
+		{"2,32,8,8", "2,4,512", "32,1,1"},       /* a warp per row, in registers */
+		{"2,64,32,32", "2,8,8192", "64,1,1"},    /* a block per row, in registers */
+		{"1,6,100,100", "1,3,20000", "6,1,1"},   /* a block per row, read again */
+	};
+	size_t gn = SN_COUNT(norm_srcs) - 1;
+	for (size_t w = 0; w < gn; w++)
 		for (size_t k = 0; k < SN_COUNT(shapes); k++)
 			for (int d = 0; d < 2; d++)
 				norm_case((int)w, d ? IR_BF16 : IR_F32, shapes[k][0], shapes[k][1], shapes[k][2]);
+	for (size_t k = 0; k < SN_COUNT(gn_shapes); k++)
+		for (int d = 0; d < 2; d++)
+			norm_case((int)gn, d ? IR_BF16 : IR_F32, gn_shapes[k][0], gn_shapes[k][1], gn_shapes[k][2]);
 }
 
 int main(int argc, char **argv)
