@@ -1,0 +1,89 @@
+/* inspect.c: sinter check, print and hash. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cli_cmd_check(const cli_opts *o)
+{
+	sinter_model *m;
+	int rc = cli_load(o, &m);
+	if (rc)
+		return rc;
+	if (o->json) {
+		char hex[33];
+		sinter_model_hash(m, hex);
+		printf("{\"ok\": true, \"file\": ");
+		cli_json_str(o->file);
+		printf(", \"nodes\": %zu, \"hash\": \"%s\", \"symbols\": [", sinter_model_num_nodes(m), hex);
+		for (size_t i = 0; i < sinter_model_num_symbols(m); i++) {
+			printf("%s", i ? ", " : "");
+			cli_json_str(sinter_model_symbol(m, i));
+		}
+		printf("],\n \"inputs\": [");
+		for (size_t i = 0; i < sinter_model_num_inputs(m); i++) {
+			sinter_tensor d;
+			sinter_model_input(m, i, &d);
+			printf("%s", i ? ", " : "");
+			cli_json_desc(&d, m, (int)i);
+		}
+		printf("],\n \"outputs\": [");
+		for (size_t i = 0; i < sinter_model_num_outputs(m); i++) {
+			sinter_tensor d;
+			sinter_model_output(m, i, &d);
+			printf("%s", i ? ", " : "");
+			cli_json_desc(&d, NULL, 0);
+		}
+		printf("]}\n");
+	} else {
+		printf("%s: ok: %zu nodes, %zu inputs, %zu outputs\n", o->file, sinter_model_num_nodes(m),
+		       sinter_model_num_inputs(m), sinter_model_num_outputs(m));
+	}
+	sinter_model_free(m);
+	return 0;
+}
+
+int cli_cmd_print(const cli_opts *o)
+{
+	sinter_model *m;
+	int rc = cli_load(o, &m);
+	if (!rc && (rc = cli_optimize(o, m, false, 0)))
+		sinter_model_free(m);
+	if (rc)
+		return rc;
+	sinter_error err = {0};
+	bool cpu = o->device && !strcmp(o->device, "cpu");
+	if (o->device && !cpu) {
+		sinter_model_free(m);
+		return cli_usage_error("print", "--device takes cpu (its plan's steps), got '%s'", o->device);
+	}
+	char *text = cpu ? sinter_model_print_cpu_plan(m, &err)
+		   : o->groups ? sinter_model_print_groups(m, 0, &err)
+		   : o->dot    ? sinter_model_dot(m)
+			       : sinter_model_print(m);
+	sinter_model_free(m);
+	if (!text && (o->groups || cpu)) {
+		fprintf(stderr, "sinter print: %s\n", err.message);
+		return err.status;
+	}
+	if (!text) {
+		fprintf(stderr, "sinter print: out of memory\n");
+		return SINTER_E_INTERNAL;
+	}
+	fputs(text, stdout);
+	sinter_free(text);
+	return 0;
+}
+
+int cli_cmd_hash(const cli_opts *o)
+{
+	sinter_model *m;
+	int rc = cli_load(o, &m);
+	if (rc)
+		return rc;
+	char hex[33];
+	sinter_model_hash(m, hex);
+	printf("%s\n", hex);
+	sinter_model_free(m);
+	return 0;
+}

@@ -1,0 +1,179 @@
+/* model.c: a model loaded, optimized and made ready to run or compile:
+ * what run, bench, compile and cache explain share. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cli_load(const cli_opts *o, sinter_model **m)
+{
+	sinter_options so;
+	sinter_options_init(&so);
+	so.shapes = o->shapes;
+	so.nshapes = o->nshapes;
+	sinter_error err;
+	if (sinter_model_load(o->file, &so, m, &err) != SINTER_OK)
+		return cli_report(&err);
+	return 0;
+}
+
+/* Runs the passes the options ask for: --passes, --mode, --precision.
+ * `always`: the default mode's pipeline even when none was named. */
+int cli_optimize(const cli_opts *o, sinter_model *m, bool always, int sm)
+{
+	if (!always && !o->mode && !o->passes && !o->precision)
+		return 0;
+	sinter_error err;
+	int prec = o->precision ? sinter_precision_parse(o->precision) : SINTER_PREC_FP32;
+	if (sinter_model_optimize(m, o->mode, o->passes, (sinter_precision)prec, sm,
+				  o->passes || o->mode ? o->dump_dir : NULL, &err))
+		return cli_report(&err);
+	return 0;
+}
+
+double cli_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double cli_wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Binds the symbols of the model's inputs from the shapes of the given
+ * tensors, adding to o->shapes; returns 1 if any binding was added. */
+static int bind_from_inputs(sinter_model *m, const sinter_tensor *ts, size_t n, cli_opts *o)
+{
+	int added = 0;
+	for (size_t i = 0; i < sinter_model_num_inputs(m); i++) {
+		sinter_tensor d;
+		sinter_model_input(m, i, &d);
+		const sinter_tensor *t = NULL;
+		for (size_t k = 0; k < n; k++)
+			if (d.name && !strcmp(ts[k].name, d.name))
+				t = &ts[k];
+		if (!t && n == 1 && !ts[0].name[0] && sinter_model_num_inputs(m) == 1)
+			t = &ts[0]; /* a .npy's one unnamed array */
+		if (!t || t->rank != d.rank)
+			continue; /* the run reports the mismatch */
+		for (int k = 0; k < d.rank; k++) {
+			const char *sym = sinter_model_input_symbol(m, i, k);
+			bool known = false;
+			for (size_t j = 0; sym && j < o->nshapes; j++)
+				known |= !strcmp(o->shapes[j].name, sym);
+			if (sym && !known && o->nshapes < 16) {
+				o->shapes[o->nshapes].name = sym;
+				o->shapes[o->nshapes++].value = t->shape[k];
+				added = 1;
+			}
+		}
+	}
+	return added;
+}
+
+void cli_prepared_free(cli_prepared *p)
+{
+	sinter_tensors_free(p->ins, p->nins);
+	sinter_model_free(p->m);
+	memset(p, 0, sizeof *p);
+}
+
+int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
+{
+	memset(p, 0, sizeof *p);
+	const char *init = o->init ? o->init : default_random && !o->weights ? "random" : NULL;
+	if (init && strcmp(init, "random"))
+		return cli_usage_error("run", "--init takes 'random', got '%s'", init);
+	if (o->init && o->weights)
+		return cli_usage_error("run", "%s", "--init random and --weights exclude each other");
+	sinter_error err;
+	const char *ins0[] = {o->file, o->weights, o->inputs};
+	if (o->out && sinter_output_check(NULL, o->out, ins0, 3, &err) != SINTER_OK)
+		return cli_report(&err);
+	if (o->inputs && sinter_tensors_read(o->inputs, &p->ins, &p->nins, &err) != SINTER_OK)
+		return cli_report(&err);
+	double t0 = cli_now();
+	int rc = cli_load(o, &p->m);
+	if (!rc && p->ins && sinter_model_num_symbols(p->m) && bind_from_inputs(p->m, p->ins, p->nins, o)) {
+		sinter_model *bound;
+		/* names in o->shapes point into p->m: load the bound model first */
+		rc = cli_load(o, &bound);
+		for (size_t i = 0; i < o->nshapes; i++)
+			o->shapes[i].name = NULL;
+		sinter_model_free(p->m);
+		p->m = rc ? NULL : bound;
+	}
+	p->parse_s = cli_now() - t0;
+	if (rc) {
+		cli_prepared_free(p);
+		return rc;
+	}
+	/* -o: never one of the inputs (the weights line's file included),
+	 * checked before the weights are read or anything runs */
+	const char *ins[] = {o->file, o->weights, o->inputs};
+	if (o->out && sinter_output_check(p->m, o->out, ins, 3, &err) != SINTER_OK)
+		goto fail;
+	t0 = cli_now();
+	if (init ? sinter_model_init_random(p->m, o->seed, &err)
+		 : sinter_model_load_weights(p->m, o->weights, &err))
+		goto fail;
+	if (!p->ins && !init) {
+		err.status = SINTER_E_USAGE;
+		snprintf(err.message, sizeof err.message,
+			 "sinter run: no inputs: pass --inputs FILE (.safetensors, .npz, .npy) or --init random");
+		goto fail;
+	}
+	if (!p->ins && sinter_random_inputs(p->m, o->seed, &p->ins, &p->nins, &err))
+		goto fail;
+	p->load_s = cli_now() - t0;
+	return 0;
+fail:
+	cli_prepared_free(p);
+	return cli_report(&err);
+}
+
+bool cli_is_package(const char *file)
+{
+	size_t n = strlen(file);
+	return n > 10 && !strcmp(file + n - 10, ".sinterpkg");
+}
+
+/* The library's one options struct from the flags; the library decides
+ * what the mode and precision mean. */
+void cli_compile_opts(const cli_opts *o, sinter_compile_options *co)
+{
+	sinter_compile_options_init(co);
+	co->mode = o->mode;
+	co->passes = o->passes;
+	co->precision = (sinter_precision)(o->precision ? sinter_precision_parse(o->precision) : 0);
+	co->cache_dir = o->no_cache ? "" : o->cache_dir;
+	co->dump_dir = o->dump_dir;
+	co->no_fusion = o->no_fusion;
+	co->tune_budget_s = o->tune_budget;
+	co->tune_progress = o->tune_progress;
+	co->cache_remote = o->cache_remote;
+	co->device = o->device && !strcmp(o->device, "cpu") ? "cpu" : NULL;
+	co->threads = o->threads;
+}
+
+/* Random inputs for a compiled model (packages carry no model). */
+int cli_package_inputs(sinter_compiled *c, const cli_opts *o, sinter_tensor **ins, size_t *n, sinter_error *err)
+{
+	size_t k = sinter_compiled_num_inputs(c);
+	sinter_tensor *d = calloc(k ? k : 1, sizeof *d);
+	if (!d)
+		return SINTER_E_INTERNAL;
+	for (size_t i = 0; i < k; i++)
+		sinter_compiled_input(c, i, &d[i]);
+	int rc = sinter_random_tensors(d, k, o->seed, ins, err);
+	*n = k;
+	free(d);
+	return rc;
+}
