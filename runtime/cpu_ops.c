@@ -122,8 +122,10 @@ int cpu_run_attn(rt_cpu *c, const cl_step *s, sn_err *e)
 	return SN_OK;
 }
 
-/* ---- pooling, NHWC f32: max over the window (padding never wins), and
- * the mean over H and W ---- */
+/* ---- pooling, NHWC f32: max over the window (padding never wins, NaN
+ * does), and the mean over H and W, summed in double by blocks of
+ * channels (as the reference's: a float sum over 2^20 pixels was 1e-5
+ * off) ---- */
 
 typedef struct pjob {
 	const ir_node *n;
@@ -140,18 +142,21 @@ static void pool_task(void *ctx, int64_t lo, int64_t hi, int tid)
 	int64_t H = j->xs->d[1], W = j->xs->d[2], C = j->xs->d[3];
 	int64_t Ho = j->n->shape.d[1], Wo = j->n->shape.d[2];
 	if (j->n->op == IR_OP_global_avg_pool) {
-		for (int64_t b = lo; b < hi; b++) {
-			float *o = j->out + b * C;
-			for (int64_t c = 0; c < C; c++)
-				o[c] = 0;
-			for (int64_t p = 0; p < H * W; p++) {
-				const float *x = j->x + (b * H * W + p) * C;
-				for (int64_t c = 0; c < C; c++)
-					o[c] += x[c];
+		enum { CB = 256 };
+		double acc[CB];
+		for (int64_t b = lo; b < hi; b++)
+			for (int64_t c0 = 0; c0 < C; c0 += CB) {
+				int64_t nc = C - c0 < CB ? C - c0 : CB;
+				for (int64_t c = 0; c < nc; c++)
+					acc[c] = 0;
+				for (int64_t p = 0; p < H * W; p++) {
+					const float *x = j->x + (b * H * W + p) * C + c0;
+					for (int64_t c = 0; c < nc; c++)
+						acc[c] += x[c];
+				}
+				for (int64_t c = 0; c < nc; c++)
+					j->out[b * C + c0 + c] = (float)(acc[c] / (double)(H * W));
 			}
-			for (int64_t c = 0; c < C; c++)
-				o[c] /= (float)(H * W);
-		}
 		return;
 	}
 	int64_t kh = a->kernel.v[0], kw = a->kernel.n > 1 ? a->kernel.v[1] : kh;
