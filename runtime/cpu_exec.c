@@ -19,7 +19,6 @@
 
 #include <cblas.h>
 
-#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -231,27 +230,6 @@ static int cores(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
-}
-
-/* OpenBLAS (the pthreads build) starts its worker threads when it is
- * loaded, and an idle worker spins on sched_yield for about 2^28 cycles
- * before it sleeps: a tenth of a second of a core taken from our pool at
- * every process start, the warm start's first run included. We call
- * BLAS on one thread only, so those workers are stopped once, through
- * OpenBLAS's own shutdown (the one it runs before a fork), looked up at
- * run time so that another BLAS build without it is left alone. */
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static void blas_quiet(void)
-{
-	openblas_set_num_threads(1);
-	void (*shutdown)(void) = (void (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
-	if (shutdown)
-		shutdown();
-}
-
-void rt_cpu_blas_quiet(void)
-{
-	pthread_once(&blas_once, blas_quiet);
 }
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
@@ -502,9 +480,6 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 	int rc = SN_OK;
 	int n = threads > 0 ? threads : cores();
 	st->threads = n;
-	/* our pool splits the work; OpenBLAS runs each call on one thread
-	 * (and setting its thread count again would restart its workers) */
-	rt_cpu_blas_quiet();
 	c->pool = pool_new(n);
 	c->fns = calloc(p->nfns ? p->nfns : 1, sizeof *c->fns);
 	c->addr = calloc(p->g->nnodes ? p->g->nnodes : 1, sizeof *c->addr);
@@ -520,6 +495,10 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 		rc = sn_errf(e, SN_EINTERNAL, "out of memory (cpu arena, %llu bytes)", (unsigned long long)p->arena_bytes);
 		goto fail;
 	}
+	/* our pool splits the work; OpenBLAS runs each call on one thread,
+	 * and is loaded now if the plan calls it (cpu_blas.c) */
+	if (cpu_plan_blas(p) && (rc = cpu_blas_ready(c->pool->n, e)))
+		goto fail;
 	bool packaged = false;
 	for (int k = 0; k < CL_NMOD; k++)
 		packaged |= p->obj[k] != NULL;

@@ -32,9 +32,10 @@ typedef struct rt_cpu_stats {
 int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(void *, const char *), void *warn_ctx,
 		rt_cpu_stats *st, rt_cpu **out, sn_err *e);
 void rt_cpu_free(rt_cpu *c);
-/* Stops OpenBLAS's idle worker threads (they spin for a tenth of a second
- * after the library loads; the cpu device calls BLAS on one thread):
- * first thing in a cpu compile, and in rt_cpu_load. Idempotent. */
+/* Loads OpenBLAS with one thread (runtime/cpu_blas.c: sinter is not
+ * linked with it, so that no command starts its worker threads; the cpu
+ * device calls BLAS on one thread): first thing in a cpu compile, and in
+ * rt_cpu_load. Idempotent; a failure to load is reported by rt_cpu_load. */
 void rt_cpu_blas_quiet(void);
 /* What the host's compiled code depends on, for the plan cache's key:
  * "llvm 16 TRIPLE CPU FEATURES openblas CONFIG", appended to b. */

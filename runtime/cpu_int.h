@@ -55,6 +55,18 @@ void cpu_pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, void *
  * ends (they sleep again after a short spin). */
 void cpu_pool_hot(pool *p, bool on);
 
+/* ---- OpenBLAS (cpu_blas.c) ----
+ * Opened on first use with one thread (rt_cpu_blas_quiet); the runtime's
+ * calls go through cblas_sgemm, cblas_sgemv and openblas_get_config,
+ * defined there. */
+
+/* Whether p has steps that call BLAS (products, convolutions, attention). */
+bool cpu_plan_blas(const cl_plan *p);
+
+/* OpenBLAS loaded, and the address space for the work buffers of
+ * `threads` threads calling it (128 MiB each): else SN_EENV. */
+int cpu_blas_ready(int threads, sn_err *e);
+
 /* ---- the loaded plan ---- */
 
 struct rt_cpu {
