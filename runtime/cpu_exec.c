@@ -1,7 +1,7 @@
-/* cpu_exec.c: the CPU runtime (cpu_exec.h): thread pool, LLVM
- * optimization and ORC LLJIT, object cache, and the executor (with the
- * reference-interpreter fallback and the bf16 staging). The steps' own
- * code is in cpu_gemm.c, cpu_conv.c and cpu_ops.c (cpu_int.h). */
+/* cpu_exec.c: the CPU runtime (cpu_exec.h): LLVM optimization and ORC
+ * LLJIT, object cache, and the executor (with the reference-interpreter
+ * fallback and the bf16 staging). The steps' own code is in cpu_gemm.c,
+ * cpu_conv.c and cpu_ops.c, the thread pool in cpu_pool.c (cpu_int.h). */
 #include "runtime/cpu_int.h"
 
 #include "ir/log.h"
@@ -27,153 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* ---- thread pool (cpu_int.h) ---- */
-
-/* How long a worker looks for the next round, and the caller for the
- * workers' end, before sleeping on the condition variable outside a run
- * (inside one they do not sleep): about 2^12 pause instructions, tens of
- * microseconds. */
-#define POOL_SPIN 4096
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-static void run_chunks(pool *p, int tid)
-{
-	for (;;) {
-		int64_t lo = atomic_fetch_add(&p->next, p->chunk);
-		if (lo >= p->total)
-			break;
-		int64_t hi = lo + p->chunk < p->total ? lo + p->chunk : p->total;
-		p->fn(p->ctx, lo, hi, tid);
-	}
-}
-
-static void *worker(void *arg)
-{
-	pool *p = arg;
-	int tid = atomic_fetch_add(&p->nworker, 1) + 1;
-	uint64_t seen = 0;
-	for (;;) {
-		/* the next step is usually a few microseconds away: look for
-		 * it a while before sleeping (a wake-up costs tens of them) */
-		for (int i = 0; atomic_load(&p->gen) == seen && !atomic_load(&p->quit) &&
-				(atomic_load(&p->hot) > 0 || i++ < POOL_SPIN);)
-			cpu_relax();
-		pthread_mutex_lock(&p->mu);
-		while (!atomic_load(&p->quit) && atomic_load(&p->gen) == seen && atomic_load(&p->hot) == 0)
-			pthread_cond_wait(&p->cv, &p->mu);
-		pthread_mutex_unlock(&p->mu);
-		if (atomic_load(&p->quit))
-			break;
-		if (atomic_load(&p->gen) == seen)
-			continue; /* a run began: spin for its first job */
-		seen = atomic_load(&p->gen);
-		run_chunks(p, tid);
-		if (atomic_fetch_sub(&p->busy, 1) == 1) {
-			pthread_mutex_lock(&p->mu);
-			pthread_cond_signal(&p->done);
-			pthread_mutex_unlock(&p->mu);
-		}
-	}
-	return NULL;
-}
-
-static void pool_free(pool *p)
-{
-	if (!p)
-		return;
-	if (p->th) {
-		pthread_mutex_lock(&p->mu);
-		atomic_store(&p->quit, true);
-		pthread_cond_broadcast(&p->cv);
-		pthread_mutex_unlock(&p->mu);
-		for (int i = 0; i < p->n - 1; i++)
-			if (p->th[i])
-				pthread_join(p->th[i], NULL);
-	}
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv);
-	pthread_cond_destroy(&p->done);
-	free(p->th);
-	free(p);
-}
-
-static pool *pool_new(int n)
-{
-	pool *p = calloc(1, sizeof *p);
-	if (!p)
-		return NULL;
-	p->n = n < 1 ? 1 : n;
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
-	pthread_cond_init(&p->done, NULL);
-	if (p->n > 1) {
-		p->th = calloc((size_t)p->n - 1, sizeof *p->th);
-		if (!p->th) {
-			pool_free(p);
-			return NULL;
-		}
-		for (int i = 0; i < p->n - 1; i++)
-			if (pthread_create(&p->th[i], NULL, worker, p) != 0) {
-				p->n = i + 1; /* fewer workers than asked */
-				break;
-			}
-	}
-	return p;
-}
-
-void cpu_pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, void *ctx)
-{
-	if (total <= 0)
-		return;
-	int64_t chunk = (total + 4 * p->n - 1) / (4 * p->n);
-	if (chunk < min_chunk)
-		chunk = min_chunk;
-	if (chunk < 1)
-		chunk = 1;
-	if (p->n == 1 || chunk >= total) {
-		fn(ctx, 0, total, 0);
-		return;
-	}
-	pthread_mutex_lock(&p->mu);
-	p->fn = fn;
-	p->ctx = ctx;
-	p->total = total;
-	p->chunk = chunk;
-	atomic_store(&p->next, 0);
-	atomic_store(&p->busy, p->n - 1);
-	atomic_fetch_add(&p->gen, 1); /* after the round's fields: a spinning worker reads them once it sees gen move */
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	run_chunks(p, 0);
-	for (int i = 0; atomic_load(&p->busy) && (atomic_load(&p->hot) > 0 || i++ < POOL_SPIN);)
-		cpu_relax();
-	if (atomic_load(&p->busy)) {
-		pthread_mutex_lock(&p->mu);
-		while (atomic_load(&p->busy))
-			pthread_cond_wait(&p->done, &p->mu);
-		pthread_mutex_unlock(&p->mu);
-	}
-}
-
-void cpu_pool_hot(pool *p, bool on)
-{
-	if (p->n <= 1)
-		return;
-	pthread_mutex_lock(&p->mu);
-	atomic_fetch_add(&p->hot, on ? 1 : -1);
-	if (on)
-		pthread_cond_broadcast(&p->cv); /* the sleeping workers spin from now on */
-	pthread_mutex_unlock(&p->mu);
-}
 
 /* ---- the loaded plan ---- */
 
@@ -208,7 +61,7 @@ void rt_cpu_free(rt_cpu *c)
 		free(c->wino[i]);
 	free(c->wino);
 	free(c->stage);
-	pool_free(c->pool);
+	cpu_pool_free(c->pool);
 	if (c->jit)
 		LLVMOrcDisposeLLJIT(c->jit);
 	free(c->fns);
@@ -480,7 +333,7 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 	int rc = SN_OK;
 	int n = threads > 0 ? threads : cores();
 	st->threads = n;
-	c->pool = pool_new(n);
+	c->pool = cpu_pool_new(n);
 	c->fns = calloc(p->nfns ? p->nfns : 1, sizeof *c->fns);
 	c->addr = calloc(p->g->nnodes ? p->g->nnodes : 1, sizeof *c->addr);
 	c->arena = p->arena_bytes ? aligned_alloc(CL_ALIGN, (p->arena_bytes + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN) : NULL;

@@ -1,7 +1,7 @@
 /* cpu_int.h: internal to the cpu runtime (runtime/cpu_*.c; not installed,
- * never included outside it): what its files share. cpu_exec.c holds the
- * thread pool, LLVM and ORC LLJIT loading, the loaded plan and the
- * executor (with the reference-interpreter fallback and the bf16
+ * never included outside it): what its files share. cpu_pool.c holds the
+ * thread pool; cpu_exec.c LLVM and ORC LLJIT loading, the loaded plan and
+ * the executor (with the reference-interpreter fallback and the bf16
  * staging); cpu_gemm.c the products (OpenBLAS, the packed-weights
  * micro-kernel, bf16 products); cpu_conv.c the convolutions (im2col and
  * Winograd); cpu_ops.c attention, pooling and gather. Prefix of what is
@@ -23,36 +23,52 @@
  * epilogue computes the columns [c0, c1) of each, other kernels whole rows */
 typedef void kern_fn(void **bufs, int64_t lo, int64_t hi, int64_t c0, int64_t c1);
 
-/* ---- thread pool ----
- * n - 1 workers and the caller share each job's chunks through an atomic
- * counter; a job is announced by bumping gen under the lock. While a run
- * is in progress (hot, cpu_pool_hot) the workers look for the next job
- * and the caller for the workers' end without sleeping: a sleeping thread
- * lets its virtual CPU halt, and waking it again costs far more than the
- * spin (docs/PERF.md, "the pool stays awake during a run"). */
+/* ---- thread pool (cpu_pool.c) ----
+ * n - 1 workers and the caller take each round's chunks from one atomic
+ * word (round, chunks, next chunk); the caller waits only for chunks
+ * taken, never for a worker that has not taken one (a descheduled worker
+ * costs the round nothing). Every wait spins for a bounded time (longer
+ * while a run is in progress: cpu_pool_hot), then sleeps on a condition
+ * variable (docs/PERF.md, "the pool under load"). One caller at a time. */
 typedef void task_fn(void *ctx, int64_t lo, int64_t hi, int tid);
 
 typedef struct pool {
-	int n;
+	int n;               /* threads, the caller's included (tid 0; workers 1 .. n-1) */
 	pthread_t *th;
 	pthread_mutex_t mu;
-	pthread_cond_t cv, done;
-	atomic_ullong gen;  /* written under mu, read by spinning workers too */
-	atomic_int busy;    /* workers still in this round */
+	pthread_cond_t cv;   /* sleeping workers: a round published, a run begun, quit */
+	pthread_cond_t done; /* the sleeping caller: the round's last chunk done */
+	atomic_ullong job;   /* [round:32][chunks:16][next:16] */
+	atomic_int ndone;    /* chunks of this round done */
+	atomic_int sleepers; /* workers on cv */
+	atomic_uint wake_gen;  /* bumped by cpu_pool_hot(on) */
+	atomic_bool caller_waits; /* the caller is on done */
 	atomic_bool quit;
+	atomic_int nworker;  /* worker ids */
+	atomic_int hot;      /* runs in progress (cpu_pool_hot) */
+	/* the round's task: written before job publishes it */
 	task_fn *fn;
 	void *ctx;
 	int64_t total, chunk;
-	atomic_llong next;
-	atomic_int nworker; /* worker ids */
-	atomic_int hot;     /* runs in progress (cpu_pool_hot) */
+	/* the caller's alone: a worker's chunk came late (cpu_pool.c) */
+	int64_t solo_until; /* CLOCK_MONOTONIC ns: rounds until then run on the caller alone */
+	int64_t solo_ns;    /* the next solo spell */
+	int64_t nlate;      /* oversubscription seen: late chunks, a preempted caller */
+	long nivcsw;        /* the caller's involuntary context switches at the run's start */
+	int64_t run_t0;     /* the run's start (ns) */
 } pool;
 
-/* fn over [0, total) in chunks of at least min_chunk. */
+/* A pool of n threads (n - 1 workers; fewer if threads cannot be made).
+ * NULL when out of memory. Free with cpu_pool_free. */
+pool *cpu_pool_new(int n);
+void cpu_pool_free(pool *p);
+
+/* fn over [0, total) in chunks of at least min_chunk; returns when all
+ * are done. */
 void cpu_pool_for(pool *p, int64_t total, int64_t min_chunk, task_fn *fn, void *ctx);
 
-/* A run begins (on: the workers are woken and spin between its jobs) or
- * ends (they sleep again after a short spin). */
+/* A run begins (on: sleeping workers wake and spin for its first round;
+ * between its rounds they spin longer before sleeping) or ends. */
 void cpu_pool_hot(pool *p, bool on);
 
 /* ---- OpenBLAS (cpu_blas.c) ----
