@@ -73,12 +73,12 @@ static void attn_rows(const ajob *j, int64_t b, int64_t h, const float *Q, const
 		for (int64_t s = 0; s < valid; s++)
 			mx = r[s] > mx || r[s] != r[s] ? r[s] : mx;
 		/* every score masked: mx is -inf and e^(-inf - -inf) NaN */
-		float sum = 0;
+		double sum = 0; /* as the reference's */
 		for (int64_t s = 0; s < valid; s++) {
 			r[s] = expf(r[s] - mx);
 			sum += r[s];
 		}
-		float inv = 1.0f / sum;
+		float inv = (float)(1.0 / sum);
 		for (int64_t s = 0; s < valid; s++)
 			r[s] *= inv;
 		for (int64_t s = valid; s < ns; s++)

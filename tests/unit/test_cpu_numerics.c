@@ -377,6 +377,56 @@ static void long_pool(void)
 	free(x);
 }
 
+/* Attention of one query over 2^20 keys (the runtime's attention step):
+ * the softmax's denominator summed in double, the output within 4e-6 of
+ * the reference's (a float sum made it 4e-5 off). */
+static void long_attention(void)
+{
+	static const char *text = "sinter 1\n"
+				  "func @main(%q: f32[1,1,1,4], %k: f32[1,1,1048576,4], %v: f32[1,1,1048576,4]) -> "
+				  "(f32[1,1,1,4]) {\n"
+				  "  %a = scaled_dot_product_attention(%q, %k, %v) causal=false scale=0\n"
+				  "  return %a\n"
+				  "}\n";
+	size_t s = (size_t)1 << 20;
+	float q[4], *k = malloc(s * 4 * sizeof *k), *v = malloc(s * 4 * sizeof *v);
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return;
+	}
+	for (int i = 0; i < 4; i++)
+		q[i] = (float)(urand() - 0.5);
+	for (size_t i = 0; i < s * 4; i++)
+		k[i] = (float)(urand() - 0.5), v[i] = (float)urand();
+	sinter_model *m;
+	size_t refs = 99;
+	sinter_compiled *c = build(text, &m, &refs);
+	CHECK(refs == 0);
+	int64_t qs[4] = {1, 1, 1, 4}, ks[4] = {1, 1, (int64_t)s, 4};
+	sinter_tensor in[3] = {tensor("q", SINTER_F32, 4, qs, q), tensor("k", SINTER_F32, 4, ks, k),
+			       tensor("v", SINTER_F32, 4, ks, v)};
+	sinter_tensor *got = NULL, *want = NULL;
+	sinter_error err;
+	CHECK(c && sinter_compiled_run(c, in, 3, &got, &err) == SINTER_OK);
+	CHECK(m && sinter_run_ref(m, in, 3, &want, &err) == SINTER_OK);
+	if (got && want) {
+		double worst = 0;
+		for (int i = 0; i < 4; i++) {
+			double g = ((float *)got[0].data)[i], w = ((float *)want[0].data)[i];
+			worst = fabs(g - w) / fabs(w) > worst ? fabs(g - w) / fabs(w) : worst;
+		}
+		printf("attention over 2^20 keys: relative error %.3g\n", worst);
+		CHECK(worst <= 4e-6);
+	}
+	sinter_tensors_free(got, 1);
+	sinter_tensors_free(want, 1);
+	sinter_compiled_free(c);
+	sinter_model_free(m);
+	free(k);
+	free(v);
+}
+
 /* layer_norm and rms_norm of rows whose squares overflow floats. */
 static void big_norms(void)
 {
@@ -503,6 +553,7 @@ int main(void)
 	nan_reductions();
 	long_sum();
 	long_pool();
+	long_attention();
 	big_norms();
 	int_division();
 	return check_done("cpu_numerics");
