@@ -22,3 +22,18 @@ endif()
 add_test(NAME gpu.torch COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_torch.py)
 set_tests_properties(gpu.torch PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77
   ENVIRONMENT "SINTER_LIBRARY=${CMAKE_BINARY_DIR}/libsinter.so.0;PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+
+# sinter.compile(module, device="cpu" / "ref" / default) against the
+# module's own outputs, no GPU needed (tests/python/test_torch_cpu.py);
+# exits 77, a skip, without torch and onnxscript (scripts/test's venv has
+# neither) or without the cpu device.
+if(NOT SINTER_TSAN)
+  set(SINTER_TORCH_ENV "SINTER_LIBRARY=${CMAKE_BINARY_DIR}/libsinter.so.0;PYTHONPATH=${CMAKE_SOURCE_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
+  if(SINTER_SANITIZE)
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+      OUTPUT_VARIABLE SINTER_TORCH_ASAN OUTPUT_STRIP_TRAILING_WHITESPACE)
+    list(APPEND SINTER_TORCH_ENV "LD_PRELOAD=${SINTER_TORCH_ASAN}" "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0")
+  endif()
+  add_test(NAME python.torch COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_torch_cpu.py)
+  set_tests_properties(python.torch PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${SINTER_TORCH_ENV}")
+endif()

@@ -5,6 +5,7 @@ import ctypes
 import ctypes.util
 import glob
 import os
+import re
 import shutil
 
 MAX_RANK = 8
@@ -17,6 +18,38 @@ class SinterError(Exception):
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
+
+
+class FreedError(SinterError, ValueError):
+    """A method of a Model or Compiled called after close() (status 2:
+    usage). A ValueError too, as for a closed Python file."""
+
+    def __init__(self, what):
+        super().__init__(2, "%s was freed (close() was called): it can no longer be used" % what)
+
+
+def _py_value(v):
+    return v if re.fullmatch(r"-?[0-9.]+", v) else repr(v)
+
+
+# The library's messages name the CLI's flags; from Python they name the
+# arguments that do the same (python/README.md, Errors).
+_PYTHONIC = [
+    (re.compile(r"sinter compile without --device cpu"), lambda m: "compiled for cuda"),
+    (re.compile(r"sinter compile --device cpu"), lambda m: "compiled with device='cpu'"),
+    (re.compile(r"\(e\.g\. (\w+)=(\w+)\) when loading the model"),
+     lambda m: "when loading the model (e.g. sinter.load(..., shapes={'%s': %s}))" % (m[1], m[2])),
+    (re.compile(r"--shape (\w+)=(\w+)"),
+     lambda m: "shapes={'%s': %s}" % (m[1], m[2] if m[2].isdigit() else "...")),
+    (re.compile(r"--([a-z][a-z-]*)[ =]([\w.]+)"), lambda m: "%s=%s" % (m[1].replace("-", "_"), _py_value(m[2]))),
+]
+
+
+def pythonic(message):
+    """message with the CLI's flags rewritten as Python arguments."""
+    for rx, fn in _PYTHONIC:
+        message = rx.sub(fn, message)
+    return message
 
 
 class Tensor(ctypes.Structure):
@@ -134,6 +167,8 @@ _PROTOS = {
     "sinter_compile_options_init": (None, [P(CompileOptions)]),
     "sinter_compile": (c_status, [ctypes.c_void_p, P(CompileOptions), P(ctypes.c_void_p), P(CompileStats),
                                   P(Error)]),
+    "sinter_compile_kernels": (c_status, [ctypes.c_void_p, P(CompileOptions), ctypes.c_char_p, P(CompileStats),
+                                          P(Error)]),
     "sinter_load_package": (c_status, [ctypes.c_char_p, P(CompileOptions), P(ctypes.c_void_p),
                                        P(CompileStats), P(Error)]),
     "sinter_compiled_num_inputs": (ctypes.c_size_t, [ctypes.c_void_p]),
@@ -141,6 +176,7 @@ _PROTOS = {
     "sinter_compiled_input": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
     "sinter_compiled_output": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
     "sinter_compiled_free": (None, [ctypes.c_void_p]),
+    "sinter_compiled_device": (ctypes.c_char_p, [ctypes.c_void_p]),
     "sinter_compiled_run": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(P(Tensor)), P(Error)]),
     "sinter_compiled_run_device": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(Tensor),
                                               ctypes.c_size_t, ctypes.c_void_p, P(Error)]),
@@ -168,4 +204,4 @@ def lib():
 
 def check(status, err):
     if status != 0:
-        raise SinterError(status, err.message.decode("utf-8", "replace"))
+        raise SinterError(status, pythonic(err.message.decode("utf-8", "replace")))

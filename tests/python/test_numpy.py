@@ -72,19 +72,19 @@ x = rng.standard_normal((3, 7)).astype(np.float32)
 ref = 2 * np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0)
 ok(y.shape == (3, 5) and y.dtype == np.float32, "y %s %s" % (y.shape, y.dtype))
 ok(np.allclose(y, ref, rtol=1e-5, atol=1e-6), "y differs from NumPy by %g" % np.abs(y - ref).max())
-(y2,) = m.run([x])  # by position
+(y2,) = m.run([x], device="ref")  # by position
 ok(np.array_equal(y, y2), "positional inputs")
 ok("linear" in m.text() and len(m.hash()) == 32, "text and hash")
 # the weights line is read when none are given
 m2 = sinter.load(os.path.join(tmp, "m.sir"), shapes={"N": 3}).load_weights()
-ok(np.array_equal(m2.run({"x": x})[0], y), "weights from the model's weights line")
+ok(np.array_equal(m2.run({"x": x}, device="ref")[0], y), "weights from the model's weights line")
 
 # 3. errors carry their status: 1 bad input, 2 usage
-raises(1, lambda: m.run({"z": x}), "unknown input name", "x")
-raises(1, lambda: m.run({"x": x[:, :6].copy()}), "wrong shape")
+raises(1, lambda: m.run({"z": x}, device="ref"), "unknown input name", "x")
+raises(1, lambda: m.run({"x": x[:, :6].copy()}, device="ref"), "wrong shape")
 raises(2, lambda: m.run({"x": x}, device="tpu"), "unknown device")
 raises(1, lambda: sinter.load(os.path.join(tmp, "missing.sir")), "missing file")
-raises(2, lambda: sinter.load(os.path.join(tmp, "m.sir")).run({"x": x}), "unbound symbol", "N")
+raises(2, lambda: sinter.load(os.path.join(tmp, "m.sir")).run({"x": x}, device="ref"), "unbound symbol", "N")
 with open(os.path.join(tmp, "bad.sir"), "w") as f:
     f.write("sinter 1\nfunc @main(%x: f32[2]) -> (f32[2]) {\n  %y = nosuchop(%x)\n  return %y\n}\n")
 raises(1, lambda: sinter.load(os.path.join(tmp, "bad.sir")), "unknown op", "bad.sir:3")
@@ -100,7 +100,7 @@ if have_cpu:
     c = sinter.compile_model(m, device="cpu", threads=2, cache_dir=os.path.join(tmp, "cache"))
     x2 = rng.standard_normal((3, 7)).astype(np.float32)
     (yc2,) = c.run({"x": x2})
-    (yr2,) = m.run({"x": x2})
+    (yr2,) = m.run({"x": x2}, device="ref")
     ok(np.allclose(yc2, yr2, rtol=2e-5, atol=1e-6), "compiled cpu model, second input: %g" % np.abs(yc2 - yr2).max())
     ok(c.stats["steps"] >= 1, "cpu compile stats %r" % c.stats)
 else:
@@ -127,7 +127,7 @@ if onnx:
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(tmp, "s.onnx"))
     mo = sinter.load(os.path.join(tmp, "s.onnx"))
     xo = rng.standard_normal((2, 6)).astype(np.float32)
-    (yo,) = mo.run({"x": xo})
+    (yo,) = mo.run({"x": xo}, device="ref")
     a = xo.astype(np.float64) @ W + B
     e = np.exp(a - a.max(-1, keepdims=True))
     ok(np.allclose(yo, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7), "ONNX softmax(x W + B)")
@@ -135,7 +135,7 @@ if onnx:
 # 5. a sample: resblock on ref, deterministic, and integer/bool outputs come back typed
 r = sinter.load(os.path.join(src, "samples", "resblock.sir"), shapes={"N": 1}).init_random(5)
 ins = r.random_inputs(9)
-o1, o2 = r.run(ins)[0], r.run(ins)[0]
+o1, o2 = r.run(ins, device="ref")[0], r.run(ins, device="ref")[0]
 ok(o1.shape == (1, 8, 16, 16) and np.array_equal(o1, o2) and (o1 >= 0).all() and o1.std() > 0,
    "resblock on ref")
 
@@ -169,5 +169,5 @@ try:
 except ImportError:
     pass
 
-print("python.numpy: %s" % ("all checks passed" if not fails else "%d failures" % fails))
+print("test_numpy.py: %s" % ("all checks passed" if not fails else "%d failures" % fails))
 sys.exit(1 if fails else 0)
