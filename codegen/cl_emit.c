@@ -481,8 +481,8 @@ static LLVMValueRef fmuladd(cl_emitter *m, LLVMValueRef a, LLVMValueRef b, LLVMV
 /* a e^x without a libm call, so loops over it vectorize: x = n ln2 + r
  * (Cody-Waite, |r| <= ln2/2), e^r by Cephes' expf polynomial (y, within
  * 2 ulp of expf), and 2^n applied as two normal powers of two,
- * ((a y) 2^(n>>1)) 2^(n - (n>>1)): a y 2^(n>>1) is exact, so the second
- * product rounds once, into the subnormals (exp(-100) = 3.7e-44, a
+ * ((a y) 2^(n>>1)) 2^(n - (n>>1)): the first scaling is exact, so the
+ * second product rounds once, into the subnormals (exp(-100) = 3.7e-44, a
  * multiple of the smallest subnormal, correctly rounded up to y's error)
  * or past the largest float (exp(89) = inf). x is clamped to [-150, 89]
  * first (n stays in [-217, 128], each half a normal exponent), so e^inf =
