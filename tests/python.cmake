@@ -26,7 +26,7 @@ set_tests_properties(gpu.torch PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_COD
 # sinter.compile(module, device="cpu" / "ref" / default) against the
 # module's own outputs, no GPU needed (tests/python/test_torch_cpu.py);
 # exits 77, a skip, without torch and onnxscript (scripts/test's venv has
-# neither) or without the cpu device.
+# neither); "ref" only without the cpu device.
 if(NOT SINTER_TSAN)
   set(SINTER_TORCH_ENV "SINTER_LIBRARY=${CMAKE_BINARY_DIR}/libsinter.so.0;PYTHONPATH=${CMAKE_SOURCE_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
   if(SINTER_SANITIZE)
