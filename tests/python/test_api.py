@@ -152,6 +152,29 @@ for t in ts:
 ok(len(results) == 60 and all(r is True or r == "freed" for r in results),
    "runs racing close: %d results, %d wrong" % (len(results), sum(r is False for r in results)))
 
+# two threads running one compiled model, each on its own inputs: every
+# output is its own input's (issue 31 item 14 saw 221 wrong in 4000 on cpu)
+for dev in ["cpu"] if have_cpu else []:
+    c = sinter.compile_model(sinter.load(one, shapes={"N": 3}, weights=os.path.join(tmp, "w.safetensors")),
+                             device=dev, threads=2)
+    xs = [rng.standard_normal((3, 7)).astype(np.float32) for _ in range(2)]
+    wants = [c.run(xi)[0] for xi in xs]
+    bad = []
+
+    def runner(k):
+        for _ in range(100):
+            if not np.array_equal(c.run(xs[k])[0], wants[k]):
+                bad.append(k)
+
+    ts = [threading.Thread(target=runner, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    ok(not bad and np.allclose(wants[0], numpy_one(xs[0]), rtol=2e-5, atol=1e-5),
+       "two threads on one %s compiled model: %d wrong outputs in 200" % (dev, len(bad)))
+    c.close()
+
 # 3. inputs: one array for a one-input model; a list, tuple or dict for
 # several; the count checked; float64 becomes the input's float dtype
 # (correctly rounded, as the CLI reads a float64 .npy), refused for ints
