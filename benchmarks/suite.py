@@ -25,6 +25,7 @@ the model finishes; a failure (build, export, sinter, mismatch) is recorded
 with its message and the run goes on. See benchmarks/README.md.
 """
 import argparse
+import concurrent.futures
 import datetime
 import json
 import math
@@ -858,7 +859,7 @@ def estimate(spec, args):
     return est * args.est_scale
 
 
-def run_one(args, spec, timeout, logs):
+def run_one(args, spec, timeout, logs, gpu=None):
     """The worker for one model, in a fresh process; its record, salvaged
     from the partial result file if it died."""
     work = tempfile.mkdtemp(prefix="suite-%s-" % spec["name"], dir=args.work)
@@ -874,6 +875,8 @@ def run_one(args, spec, timeout, logs):
     lib = os.path.join(os.path.dirname(os.path.realpath(args.sinter)), "libsinter.so.0")
     if "SINTER_LIBRARY" not in env and os.path.exists(lib):
         env["SINTER_LIBRARY"] = lib
+    if gpu is not None:  # --gpus: this worker, and the sinter it runs, on one GPU of the machine
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     log_path = os.path.join(logs, "%s.%s.log" % (spec["name"], args.dtype))
     t0 = time.time()
     killed = None
@@ -899,7 +902,7 @@ def run_one(args, spec, timeout, logs):
             tail = [ln.strip() for ln in f.read().splitlines() if ln.strip()][-3:]
         why = "signal %d" % -rc if rc < 0 else "exit %d" % rc
         rec.setdefault("errors", []).append({"stage": "worker", "error": "died (%s) in stage %s: %s" % (
-            why, rec.get("stage"), " | ".join(tail))[:600]})
+            why, rec.get("stage") or "start", " | ".join(tail))[:600]})
     rec["wall_s"] = round(time.time() - t0, 1)
     rec["log"] = os.path.relpath(log_path, os.path.dirname(os.path.abspath(args.out)))
     shutil.rmtree(work, ignore_errors=True)
@@ -982,6 +985,9 @@ def parse_args(argv):
     ap.add_argument("--est-scale", type=float, default=0.7,
                     help="scales the per-model time estimates (default 0.7: measured on the H200, the "
                          "estimates ran about 1.5-2.5x long)")
+    ap.add_argument("--gpus", type=int, default=1,
+                    help="models side by side, one per GPU (CUDA_VISIBLE_DEVICES), on a machine with that many "
+                         "(default 1)")
     ap.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
     ap.add_argument("--skip-torch-compile", action="store_true", help="PyTorch eager only")
     ap.add_argument("--torch-modes", help="comma list (default eager,default,reduce-overhead)")
@@ -1014,6 +1020,8 @@ def parse_args(argv):
     a.py_modes = [m for m in a.py_modes.split(",") if m] if a.py_path != "off" else []
     if a.no_sinter:
         a.sinter_modes, a.py_modes = [], []
+    if a.gpus < 1:
+        ap.error("--gpus wants at least 1")
     if a.iters < 1 or a.warmup < 0:
         ap.error("--iters wants at least 1 and --warmup at least 0")
     return a
@@ -1063,29 +1071,48 @@ def main(argv):
     todo = [m for m in models if not (a.resume and (m["name"], a.dtype) in done)]
     log("== suite: %d models selected, %d to run (%s), results %s" % (len(models), len(todo), a.dtype, a.out))
     ran, stopped = 0, None
+    slots = list(range(a.gpus)) if a.gpus > 1 else [None]
+    running = {}  # future -> (spec, gpu)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(slots))
     try:
-        for k, spec in enumerate(todo):
-            left = a.time_budget - (time.time() - t_start) if a.time_budget else None
-            est = estimate(spec, a)
-            if left is not None and est > left:
-                stopped = "stopped before %s (about %.0f s; %.0f s of --time-budget left): %d models left, " \
-                          "run again with --resume" % (spec["name"], est, left, len(todo) - k)
+        k = 0
+        while True:
+            # start models while a GPU is free and the budget allows
+            while k < len(todo) and slots and not stopped:
+                spec = todo[k]
+                left = a.time_budget - (time.time() - t_start) if a.time_budget else None
+                est = estimate(spec, a)
+                if left is not None and est > left:
+                    stopped = "stopped before %s (about %.0f s; %.0f s of --time-budget left): %d models left, " \
+                              "run again with --resume" % (spec["name"], est, left, len(todo) - k)
+                    break
+                timeout = a.model_timeout if left is None else int(max(30, min(a.model_timeout, left)))
+                gpu = slots.pop(0)
+                log("== [%d/%d] %s (%s), about %.0f s%s" % (k + 1, len(todo), spec["name"], spec["family"], est,
+                                                          "" if gpu is None else ", GPU %d" % gpu))
+                running[pool.submit(run_one, a, spec, timeout, logs, gpu)] = (spec, gpu)
+                k += 1
+            if not running:
                 break
-            timeout = a.model_timeout if left is None else int(max(30, min(a.model_timeout, left)))
-            log("== [%d/%d] %s (%s), about %.0f s" % (k + 1, len(todo), spec["name"], spec["family"], est))
-            rec, killed = run_one(a, spec, timeout, logs)
-            if killed is not None and killed < a.model_timeout:
-                stopped = "%s cut by --time-budget after %d s (not recorded): run again with --resume" % (
-                    spec["name"], killed)
-                break
-            put_record(res, rec)
-            meta["wall_s"] = round(time.time() - t_start, 1)
-            write_json(a.out, res)
-            ran += 1
-            log("   %s: %s%s, ratio vs torch.compile best %s, vs eager %s, %.0f s" % (
-                spec["name"], rec["status"], " (%s)" % rec["message"][:200] if rec.get("message") else "",
-                _fmt(rec.get("ratio_tc"), ".2f"), _fmt(rec.get("ratio_eager"), ".2f"), rec["wall_s"]))
+            done_now, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for fut in done_now:
+                spec, gpu = running.pop(fut)
+                slots.append(gpu)
+                rec, killed = fut.result()
+                if killed is not None and killed < a.model_timeout:
+                    cut = "%s cut by --time-budget after %d s (not recorded): run again with --resume" % (
+                        spec["name"], killed)
+                    stopped = cut if not stopped else stopped + "; " + cut
+                    continue
+                put_record(res, rec)
+                meta["wall_s"] = round(time.time() - t_start, 1)
+                write_json(a.out, res)
+                ran += 1
+                log("   %s: %s%s, ratio vs torch.compile best %s, vs eager %s, %.0f s" % (
+                    spec["name"], rec["status"], " (%s)" % rec["message"][:200] if rec.get("message") else "",
+                    _fmt(rec.get("ratio_tc"), ".2f"), _fmt(rec.get("ratio_eager"), ".2f"), rec["wall_s"]))
     finally:
+        pool.shutdown(wait=True)
         if own_work:
             shutil.rmtree(a.work, ignore_errors=True)
     meta["wall_s"] = round(time.time() - t_start, 1)

@@ -152,6 +152,23 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and "stopped before resnet18" in out and "2 models left" in out, "--time-budget stops cleanly")
     check(os.path.exists(path) and json.load(open(path))["records"] == [], "nothing recorded for models not run")
 
+# 7. --gpus: models side by side; a worker that dies is recorded with why
+with tempfile.TemporaryDirectory() as tmp:
+    fake = os.path.join(tmp, "fake", "torch")
+    os.makedirs(fake)
+    with open(os.path.join(fake, "__init__.py"), "w") as fh:
+        fh.write("raise ImportError('suite_check: no torch here')\n")
+    path = os.path.join(tmp, "s.json")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(fake))
+    p = subprocess.run([sys.executable, SUITE, "--no-sinter", "--gpus", "2", "--models",
+                        "resnet18,squeezenet1_1,mobilenet_v2", "--out", path], capture_output=True, text=True,
+                       timeout=120, env=env)
+    recs = json.load(open(path))["records"] if os.path.exists(path) else []
+    check(p.returncode == 0 and "GPU 0" in p.stdout and "GPU 1" in p.stdout, "--gpus 2 uses both GPUs")
+    check(sorted(r["name"] for r in recs) == ["mobilenet_v2", "resnet18", "squeezenet1_1"] and
+          all(r["status"] == "error" and "died (exit 1)" in r["message"] and "no torch here" in r["message"]
+              for r in recs), "every worker's death recorded with its reason")
+
 if fails:
     print("suite_check: %d checks failed" % fails)
     sys.exit(1)
