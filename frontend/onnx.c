@@ -422,8 +422,13 @@ static int open_external(ox_ctx *c, const onnx_tensor *tp, const char *what, siz
 	*path = NULL;
 	if (!c->dir)
 		return ox_fail(c, NULL, "%s: external data is not supported when reading from memory", what);
-	if (tp->bad_ext)
-		return ox_fail(c, NULL, "%s: external data offset or length is not a number", what);
+	if (tp->bad_ext) {
+		const char *v = tp->bad_ext_val;
+		size_t n = strlen(v), digits = strspn(v + (v[0] == '-'), "0123456789");
+		const char *why = !n ? "is empty" : digits + (v[0] == '-') < n || !digits ? "is not a number"
+						: v[0] == '-' ? "is negative" : "is out of range";
+		return ox_fail(c, NULL, "%s: external data %s '%.40s' %s", what, tp->bad_ext, v, why);
+	}
 	if (!tp->location || !safe_location(tp->location))
 		return ox_fail(c, NULL, "%s: external data location '%s' is not a relative path inside the model's directory",
 			       what, tp->location ? tp->location : "");

@@ -1018,19 +1018,23 @@ int ox_tr_conv_transpose(ox_ctx *c, const onnx_node *nd)
 enum { RESIZE_MAX = 1 << 16, RESIZE_KNOWN_MAX = 1 << 22 };
 
 /* The input coordinate of output coordinate o along an axis of size in
- * resized to out with scale s (ONNX's coordinate_transformation_mode). */
-static double resize_coord(int mode, double o, int64_t in, int64_t out, double s)
+ * resized to out with scale s (ONNX's coordinate_transformation_mode), in
+ * float arithmetic as onnxruntime computes it: the spec leaves the
+ * precision open, and a coordinate on a tie of the nearest modes (x.5)
+ * lands by it. The resized length is the output length out (so
+ * pytorch_half_pixel and align_corners use the integer length, not in * s). */
+static float resize_coord(int mode, float o, int64_t in, int64_t out, float s)
 {
-	double len = s * (double)in; /* ONNX's resized length: in * scale, not rounded */
+	float lo = (float)in, lr = (float)out;
 	switch (mode) {
-	case 1: return (o + 0.5) / s - 0.5;                                     /* half_pixel */
-	case 2: return len > 1 ? (o + 0.5) / s - 0.5 : 0;                       /* pytorch_half_pixel */
-	case 3: return len == 1 ? 0 : o * (double)(in - 1) / (len - 1);         /* align_corners */
-	case 4: return o / s;                                                   /* asymmetric */
-	case 5: return (o + 0.5) / s;                                           /* tf_half_pixel_for_nn */
-	default: {                                                              /* half_pixel_symmetric */
-		double adj = (double)out / (s * (double)in), center = (double)in / 2;
-		return center * (1 - adj) + (o + 0.5) / s - 0.5;
+	case 1: return (o + 0.5f) / s - 0.5f;                         /* half_pixel */
+	case 2: return lr > 1 ? (o + 0.5f) / s - 0.5f : 0.0f;          /* pytorch_half_pixel */
+	case 3: return lr == 1 ? 0.0f : o * (lo - 1) / (lr - 1);       /* align_corners */
+	case 4: return o / s;                                         /* asymmetric */
+	case 5: return (o + 0.5f) / s;                                /* tf_half_pixel_for_nn */
+	default: {                                                    /* half_pixel_symmetric */
+		float width = s * lo, adj = lr / width, center = lo / 2, off = center * (1 - adj);
+		return (float)((double)off + ((double)o + 0.5) / (double)s - 0.5);
 	}
 	}
 }
@@ -1073,7 +1077,7 @@ static ir_ref resize_term(ox_ctx *c, const onnx_node *nd, ir_ref y, int axis, co
 /* Resize along one axis from in to out: nearest (one gather), linear (two
  * weighted gathers) or cubic (four), with the tables computed here. */
 static ir_ref resize_axis(ox_ctx *c, const onnx_node *nd, ir_ref y, int axis, int64_t in, int64_t out,
-			  double s, int mode, int coord, int nearest, double ca, bool excl)
+			  float s, int mode, int coord, int nearest, double ca, bool excl)
 {
 	int taps = mode == 0 ? 1 : mode == 1 ? 2 : 4;
 	int64_t *idx = malloc((size_t)(out * taps + 1) * sizeof *idx);
@@ -1085,7 +1089,7 @@ static ir_ref resize_axis(ox_ctx *c, const onnx_node *nd, ir_ref y, int axis, in
 	}
 	bool ident = out == in;
 	for (int64_t o = 0; o < out; o++) {
-		double x = resize_coord(coord, (double)o, in, out, s);
+		double x = resize_coord(coord, (float)o, in, out, s);
 		if (mode == 0) {
 			double f = floor(x), r;
 			switch (nearest) {
@@ -1185,7 +1189,9 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 	int got = ox_aints(c, nd, "axes", &axes);
 	if (got < 0)
 		return c->e->code;
-	double scale[IR_MAX_LIST];
+	/* Per resized axis: its scale (float, as onnxruntime keeps it) and, from
+	 * sizes, its output length (-1: from the scale). */
+	float scale[IR_MAX_LIST];
 	int64_t size[IR_MAX_LIST];
 	if (ox_has(nd, 3)) {
 		ir_ints sz;
@@ -1193,21 +1199,25 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 			return c->e->code;
 		if (sz.n != axes.n)
 			return ox_fail(c, nd, "sizes has %d entries for %d axes", sz.n, axes.n);
-		for (int i = 0; i < axes.n; i++)
+		for (int i = 0; i < axes.n; i++) {
+			if (sz.v[i] < 0)
+				return ox_fail(c, nd, "sizes must be >= 0, got %lld (entry %d)", (long long)sz.v[i], i);
 			size[i] = sz.v[i], scale[i] = -1;
+		}
 		if (policy) { /* one scale for every axis: the smallest or the largest */
-			double k = policy == 1 ? INFINITY : 0;
+			float k = policy == 1 ? INFINITY : 0;
 			for (int i = 0; i < axes.n; i++) {
 				int a = ir_axis(axes.v[i], r);
 				if (a < 0 || xs.d[a] <= 0)
 					return ox_fail(c, nd, "keep_aspect_ratio_policy needs known, non-empty resized dims");
-				double q = (double)size[i] / (double)xs.d[a];
+				float q = (float)size[i] / (float)xs.d[a];
 				k = policy == 1 ? (q < k ? q : k) : (q > k ? q : k);
 			}
 			for (int i = 0; i < axes.n; i++) {
-				double o = floor(k * (double)xs.d[ir_axis(axes.v[i], r)] + 0.5);
-				if (!(o >= 0 && o <= (double)RESIZE_MAX))
-					return ox_fail(c, nd, "output size %g is out of range", o);
+				float o = roundf(k * (float)xs.d[ir_axis(axes.v[i], r)]);
+				if (!(o >= 0 && o <= (float)RESIZE_MAX))
+					return ox_fail(c, nd, "output size %g is out of range (at most %d)", (double)o,
+						       RESIZE_MAX);
 				scale[i] = k;
 				size[i] = (int64_t)o;
 			}
@@ -1220,8 +1230,11 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 		size_t ns = st->nbytes / ir_dtype_size(st->dtype);
 		if (ns != (size_t)axes.n)
 			return ox_fail(c, nd, "scales has %zu entries for %d axes", ns, axes.n);
-		for (int i = 0; i < axes.n; i++)
-			scale[i] = ir_load(st->dtype, st->data, (size_t)i), size[i] = -1;
+		for (int i = 0; i < axes.n; i++) {
+			scale[i] = (float)ir_load(st->dtype, st->data, (size_t)i), size[i] = -1;
+			if (!(scale[i] > 0))
+				return ox_fail(c, nd, "scales must be > 0, got %g (entry %d)", (double)scale[i], i);
+		}
 	} else {
 		return ox_fail(c, nd, "scales or sizes is required");
 	}
@@ -1240,44 +1253,51 @@ int ox_tr_resize(ox_ctx *c, const onnx_node *nd)
 	}
 	double ca = ox_af(nd, "cubic_coeff_a", -0.75);
 	bool excl = ox_ai(nd, "exclude_outside", 0) != 0;
-	ir_ref y = x;
-	for (int i = 0; i < axes.n && y != IR_NONE; i++) {
+	/* Each axis's output length and scale first: onnxruntime copies the
+	 * input when no length changes, whatever the scales. */
+	int64_t outv[IR_MAX_LIST];
+	bool same = true;
+	for (int i = 0; i < axes.n; i++) {
 		int a = ir_axis(axes.v[i], r);
 		if (a < 0)
 			return ox_fail(c, nd, "axis %lld is out of range", (long long)axes.v[i]);
 		int64_t in = xs.d[a];
-		double s = scale[i];
+		float s = scale[i];
 		int64_t out = size[i];
-		if (out < 0) {
-			if (!(s > 0) || s > 1e6)
-				return ox_fail(c, nd, "scales must be > 0");
+		if (out < 0) { /* from the scale: onnxruntime's (int64)(scale * in), in float */
 			if (in < 0) {
-				if (s == 1)
-					continue;
-				return ox_fail(c, nd, "a resized dim must be known; bind it to a value when loading the model");
+				if (s != 1)
+					return ox_fail(c, nd, "a resized dim must be known; bind it to a value when loading the model");
+				out = in;
+			} else {
+				float o = s * (float)in;
+				if (!(o <= (float)RESIZE_MAX))
+					return ox_fail(c, nd, "scale %g makes axis %d %g long (at most %d)", (double)s, a,
+						       (double)o, RESIZE_MAX);
+				out = (int64_t)o;
 			}
-			double o = floor((double)in * s);
-			if (!(o <= (double)RESIZE_MAX))
-				return ox_fail(c, nd, "output size %g is out of range", o);
-			out = (int64_t)o;
 		} else {
 			if (in < 0 && out != in)
 				return ox_fail(c, nd, "a resized dim must be known; bind it to a value when loading the model");
-			if (in < 0)
-				continue;
-			if (s <= 0)
-				s = in ? (double)out / (double)in : 1;
+			if (in >= 0 && s <= 0) /* onnxruntime's scale from sizes, in float */
+				s = in ? (float)out / (float)in : 1;
 		}
-		if (out < 0 || out > RESIZE_MAX)
+		if (in >= 0 && out > RESIZE_MAX)
 			return ox_fail(c, nd, "output size %lld is out of range (at most %d)", (long long)out, RESIZE_MAX);
-		if (ox_ai(nd, "antialias", 0) && s < 1 && mode != 0)
+		if (in >= 0 && ox_ai(nd, "antialias", 0) && s < 1 && mode != 0)
 			return ox_fail(c, nd, "antialias when downsampling is not supported");
-		if (in == 0 || out == 0) {
-			if (out != in)
-				return ox_fail(c, nd, "resizing an empty dim is not supported");
-			continue;
-		}
-		y = resize_axis(c, nd, y, a, in, out, s, mode, coord, nearest, ca, excl);
+		if ((in == 0 || out == 0) && out != in)
+			return ox_fail(c, nd, "resizing an empty dim is not supported");
+		outv[i] = out, scale[i] = s;
+		same &= out == in;
+	}
+	ir_ref y = x;
+	for (int i = 0; i < axes.n && y != IR_NONE && !same; i++) {
+		int a = ir_axis(axes.v[i], r);
+		int64_t in = xs.d[a];
+		if (in <= 0)
+			continue; /* symbolic with scale 1, or empty */
+		y = resize_axis(c, nd, y, a, in, outv[i], scale[i], mode, coord, nearest, ca, excl);
 	}
 	return bind(c, nd, y);
 }

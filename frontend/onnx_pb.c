@@ -341,10 +341,9 @@ static int dec_tensor(onnx_pb_reader *r, void *out, sn_err *e)
 			const char *val = en.value ? en.value : "";
 			if (strcmp(en.key, "location") == 0)
 				t->location = val;
-			else if (strcmp(en.key, "offset") == 0 && !parse_u63(val, &t->offset))
-				t->bad_ext = true;
-			else if (strcmp(en.key, "length") == 0 && !parse_u63(val, &t->length))
-				t->bad_ext = true;
+			else if ((strcmp(en.key, "offset") == 0 && !parse_u63(val, &t->offset)) ||
+				 (strcmp(en.key, "length") == 0 && !parse_u63(val, &t->length)))
+				t->bad_ext = en.key, t->bad_ext_val = val;
 			break;
 		}
 		case 14:

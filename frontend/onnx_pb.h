@@ -60,7 +60,8 @@ typedef struct onnx_tensor {
 	const char *location;  /* NULL if absent */
 	int64_t offset;        /* 0 if absent */
 	int64_t length;        /* -1 if absent */
-	bool bad_ext;          /* offset or length is not a decimal integer >= 0 */
+	const char *bad_ext;   /* "offset" or "length" when it is not a decimal integer >= 0, else NULL */
+	const char *bad_ext_val; /* its text */
 } onnx_tensor;
 
 typedef struct onnx_attr {

@@ -38,6 +38,11 @@ The models, with weights drawn at random as initializers:
                  (axis 1 of a rank-4 input), ReduceSum/Unsqueeze/Squeeze/
                  Split with axes and sizes as attributes, Resize with an
                  empty roi, Clip with tensor bounds, ArgMax, Gather
+  resize_edges   Resize where onnxruntime's float arithmetic decides: an
+                 output length from a float scale (12 * float(7/12) -> 7),
+                 a round_prefer_ceil tie, pytorch_half_pixel resized to 1,
+                 align_corners by a scale, a cubic scale that keeps the
+                 length (a copy); opset 18
 Each model runs as `sinter run M.onnx --device ref` and, through
 `sinter import M.onnx -o M.sir`, as `sinter run M.sir --device ref` (the
 import path of a user who keeps the IR).
@@ -314,6 +319,33 @@ def opset11(rng):
     return m
 
 
+def resize_edges(rng):
+    """Resize where onnxruntime computes in float: the output length
+    (int64)(scale * in) in float (12 * float(7/12) is 7, not 6), coordinates
+    in float (a round_prefer_ceil tie at 2.5 that double arithmetic puts at
+    2.4999999), the integer output length in pytorch_half_pixel (resized to
+    1) and align_corners, and no resizing at all when no length changes."""
+    b = Builder(rng)
+    x = "x"
+
+    def rows(n):
+        return b.op("Slice", [x, b.init("st", np.array([0], np.int64)), b.init("en", np.array([n], np.int64)),
+                              b.init("ax", np.array([2], np.int64))])
+
+    def resize(v, sh, **attrs):
+        sc = b.init("sc", np.array([1, 1, sh, 1], np.float32))
+        return b.op("Resize", [v, "", sc], **attrs)
+
+    outs = [resize(x, 7 / 12, mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+            resize(rows(3), 0.5, mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+            resize(rows(4), 11 / 6, mode="nearest", coordinate_transformation_mode="half_pixel",
+                   nearest_mode="round_prefer_ceil"),
+            resize(rows(3), 1.1538461446762085, mode="cubic"),
+            resize(rows(4), 1.7, mode="linear", coordinate_transformation_mode="align_corners")]
+    return b.model("resize_edges", [helper.make_tensor_value_info(x, F, [1, 2, 12, 12])],
+                   [helper.make_tensor_value_info(o, F, [None] * 4) for o in outs], 18)
+
+
 # ---- running ----
 
 def ort_run(path, feeds):
@@ -381,7 +413,8 @@ def main():
               ("block_gelu_tanh", block(rng, "add", "tanh", 20), [(1, 16, 64)]),
               ("unet", unet(rng), [(2, 8, 8, 8)]),
               ("lm_ops", lm_ops(rng), [(2, 3, 6, 4)]),
-              ("opset11", opset11(rng), [(2, 3, 4, 5)])]
+              ("opset11", opset11(rng), [(2, 3, 4, 5)]),
+              ("resize_edges", resize_edges(rng), [(1, 2, 12, 12)])]
     bad = 0
     try:
         for name, m, shapes in models:

@@ -746,6 +746,27 @@ static void test_errors(void)
 	expect(&m, "m.onnx: node 'rs' (Reshape): shape (input 1) must be known at import time; it depends on a graph input",
 	       SN_EINPUT);
 
+	/* Resize: a scale too large and a negative size each say what is wrong */
+	for (int k = 0; k < 3; k++) {
+		g = (pbw){0};
+		static const float big[4] = {1, 1, 1e9f, 1}, neg[4] = {1, 1, -2, 1};
+		if (k < 2) {
+			init_f(&g, "sc", I64(4), k ? neg : big, 4);
+			w_node(&g, "Resize", "rz", L("x", "", "sc"), L("y"), NULL);
+		} else {
+			init_i64(&g, "sz", I64(4), (const int64_t[]){1, 1, -4, 2}, 4);
+			w_node(&g, "Resize", "rz", L("x", "", "", "sz"), L("y"), NULL);
+		}
+		w_value(&g, 11, "x", W_FLOAT, L("1", "1", "2", "2"));
+		w_value(&g, 12, "y", W_FLOAT, NULL);
+		m = w_model(&g, 17);
+		static const char *const want[] = {
+			"m.onnx: node 'rz' (Resize): scale 1e+09 makes axis 2 2e+09 long (at most 65536)",
+			"m.onnx: node 'rz' (Resize): scales must be > 0, got -2 (entry 2)",
+			"m.onnx: node 'rz' (Resize): sizes must be >= 0, got -4 (entry 2)"};
+		expect(&m, want[k], SN_EINPUT);
+	}
+
 	/* a truncated file */
 	g = (pbw){0};
 	w_node(&g, "Relu", "r", L("x"), L("y"), NULL);
@@ -771,12 +792,13 @@ static void test_external(void)
 	fwrite("PADDING!", 1, 8, f); /* the tensor starts at offset 8 */
 	fwrite(wv, 4, 4, f);
 	fclose(f);
-	for (int bad = 0; bad < 2; bad++) {
+	for (int bad = 0; bad < 3; bad++) { /* 1: a location outside the folder; 2: a negative offset */
 		pbw g = {0}, t = {0};
 		pbw_int(&t, 1, 4);
 		pbw_int(&t, 2, W_FLOAT);
 		pbw_str(&t, 8, "w");
-		const char *kv[3][2] = {{"location", bad ? "../m.onnx.data" : "m.onnx.data"}, {"offset", "8"}, {"length", "16"}};
+		const char *kv[3][2] = {{"location", bad == 1 ? "../m.onnx.data" : "m.onnx.data"},
+					{"offset", bad == 2 ? "-8" : "8"}, {"length", "16"}};
 		for (int i = 0; i < 3; i++) {
 			pbw en = {0};
 			pbw_str(&en, 1, kv[i][0]);
@@ -798,7 +820,10 @@ static void test_external(void)
 		l.rc = onnx_load(mpath, NULL, 0, &l.g, l.ws, &l.e);
 		if (bad) {
 			char want[512];
-			snprintf(want, sizeof want, "%s: initializer 'w': external data location '../m.onnx.data' is not a relative path inside the model's directory", mpath);
+			if (bad == 1)
+				snprintf(want, sizeof want, "%s: initializer 'w': external data location '../m.onnx.data' is not a relative path inside the model's directory", mpath);
+			else
+				snprintf(want, sizeof want, "%s: initializer 'w': external data offset '-8' is negative", mpath);
 			CHECK(l.rc == SN_EINPUT);
 			CHECK_STR(l.e.msg, want);
 		} else {
