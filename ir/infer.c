@@ -717,12 +717,38 @@ static int rule_reshape(const ir_graph *g, const ir_node *n, ir_dtype *t, ir_sha
 	int64_t pin, pout;
 	if (!num_product(x->shape.d, x->shape.rank, cin, &pin) || !num_product(sh->v, sh->n, cout, &pout))
 		return fail(e, n, "element count of %s or %s overflows", TY(x), target.s);
-	if (memcmp(cin, cout, sizeof cin) != 0)
+	/* With a -1, the symbols x has beyond the target's go into the -1: it
+	 * is that one symbol when the numbers match (f32[N,3,4] to [-1,12] is
+	 * [N,12]); N*3 is no dim (a dim is a number or one symbol). */
+	int extra = -1, nextra = 0;
+	bool fewer = false;
+	for (int k = 0; k < IR_MAX_SYMS; k++) {
+		fewer |= cin[k] < cout[k];
+		if (cin[k] > cout[k])
+			nextra += cin[k] - cout[k], extra = k;
+	}
+	if (fewer || (nextra && infer < 0))
 		return fail(e, n, "%s cannot become %s (the symbols differ)", TY(x), target.s);
 	ir_shape r = {0};
 	r.rank = sh->n;
 	memcpy(r.d, sh->v, sh->n * sizeof *r.d);
-	if (infer >= 0) {
+	if (nextra) {
+		if (nextra == 1 && pout != 0 && pin == pout) {
+			r.d[infer] = IR_SYM(extra);
+		} else {
+			char what[200] = "", *w = what;
+			for (int k = 0; k < IR_MAX_SYMS; k++)
+				for (int j = 0; j < cin[k] - cout[k] && w < what + sizeof what - 40; j++)
+					w += snprintf(w, (size_t)(what + sizeof what - w), "%s%s", w == what ? "" : "*", g->syms[k]);
+			if (pout != 0 && pin % pout == 0 && pin / pout != 1)
+				snprintf(w, (size_t)(what + sizeof what - w), "*%lld", LL(pin / pout));
+			else if (pout == 0 || pin % pout)
+				snprintf(w, (size_t)(what + sizeof what - w), "*%lld/%lld", LL(pin), LL(pout));
+			return fail(e, n, "the -1 of %s for %s would be %s, which no dim can hold (a dim is a number or one "
+				    "symbol); bind %s to a value when loading the model", target.s, TY(x), what,
+				    g->syms[extra]);
+		}
+	} else if (infer >= 0) {
 		if (pout == 0)
 			return fail(e, n, "cannot infer the -1 of %s from %s: the other dims include a 0",
 				    target.s, TY(x));

@@ -243,6 +243,59 @@ static void test_shape_subgraph(void)
 	unload(&l);
 }
 
+/* ---- a dynamic-batch Reshape whose -1 stands for the batch symbol (the
+ * numbers cancel) imports; one whose -1 would be batch*16 says so, naming
+ * the node and the symbol to bind ---- */
+static void expect(pbw *m, const char *msg, int code);
+
+static void test_reshape_sym(void)
+{
+	for (int k = 0; k < 2; k++) {
+		pbw g = {0};
+		init_i64(&g, "target", I64(2), (const int64_t[]){-1, k ? 4 : 12}, 2);
+		w_node(&g, "Reshape", "rs", L("x", "target"), L("y"), NULL);
+		w_value(&g, 11, "x", W_FLOAT, L("batch", k ? "16" : "2", k ? "4" : "6"));
+		w_value(&g, 12, "y", W_FLOAT, NULL);
+		pbw m = w_model(&g, 18);
+		if (k) {
+			expect(&m, "m.onnx: node 'rs' (Reshape): reshape: the -1 of [-1,4] for f32[batch,16,4] would be batch*16, "
+				   "which no dim can hold (a dim is a number or one symbol); bind batch to a value when loading the model",
+			       SN_EINPUT);
+			continue;
+		}
+		loaded l = load(&m, "reshape_sym", NULL, 0);
+		CHECK(l.rc == SN_OK);
+		if (l.rc) {
+			unload(&l);
+			continue;
+		}
+		CHECK(l.g->nodes[l.g->outputs[0]].shape.rank == 2 && l.g->nodes[l.g->outputs[0]].shape.d[0] == IR_SYM(0) &&
+		      l.g->nodes[l.g->outputs[0]].shape.d[1] == 12);
+		unload(&l);
+		/* bound, it runs: the values move unchanged */
+		g = (pbw){0};
+		init_i64(&g, "target", I64(2), I64(-1, 12));
+		w_node(&g, "Reshape", "rs", L("x", "target"), L("y"), NULL);
+		w_value(&g, 11, "x", W_FLOAT, L("batch", "2", "6"));
+		w_value(&g, 12, "y", W_FLOAT, NULL);
+		m = w_model(&g, 18);
+		sir_bind b = {"batch", 3};
+		l = load(&m, NULL, &b, 1);
+		CHECK(l.rc == SN_OK);
+		float x[36];
+		for (int i = 0; i < 36; i++)
+			x[i] = (float)(i * 7 % 11) - 4.5f;
+		const float *in[] = {x};
+		ir_tensor out[1];
+		if (l.rc == SN_OK && run(&l, in, out) == SN_OK) {
+			CHECK(out[0].shape.rank == 2 && out[0].shape.d[0] == 3 && out[0].shape.d[1] == 12);
+			CHECK(memcmp(out[0].data, x, sizeof x) == 0);
+			free(out[0].data);
+		}
+		unload(&l);
+	}
+}
+
 /* ---- Split (num_outputs), Slice with a negative step, Concat, Transpose ---- */
 static void test_moves(void)
 {
@@ -850,6 +903,7 @@ int main(int argc, char **argv)
 		corpus_dir = argv[2];
 	test_convnet();
 	test_shape_subgraph();
+	test_reshape_sym();
 	test_moves();
 	test_gemm();
 	test_mask();
