@@ -663,6 +663,11 @@ void sinter_tensors_free(sinter_tensor *ts, size_t n)
 	free(ts);
 }
 
+void sinter_remove_temp_files(void)
+{
+	sn_out_remove_temps();
+}
+
 static int set_tensor(sinter_tensor *t, const char *name, ir_dtype dt, const ir_shape *s)
 {
 	memset(t, 0, sizeof *t);

@@ -5,6 +5,7 @@
 
 #include "autotune/at.h"
 #include "ir/file.h"
+#include "ir/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -102,8 +103,10 @@ sinter_status sinter_tuning_merge(const char *a, const char *b, const char *out,
 }
 
 /* Deletes the files in dir/sub/XX/ whose names end in suffix (and
- * leftover temp files of such entries); never follows a symlink. */
-static size_t clear_kind(const char *dir, const char *sub, const char *suffix)
+ * leftover temp files of such entries); never follows a symlink. One that
+ * cannot be deleted is reported (a warning) and counted in *failed; the
+ * rest are still deleted. */
+static size_t clear_kind(const char *dir, const char *sub, const char *suffix, size_t *failed)
 {
 	size_t removed = 0, sl = strlen(suffix);
 	for (int i = 0; i < 256; i++) {
@@ -122,8 +125,14 @@ static size_t clear_kind(const char *dir, const char *sub, const char *suffix)
 			size_t l = strlen(de->d_name);
 			bool entry = l > sl && !strcmp(de->d_name + l - sl, suffix);
 			bool tmp = de->d_name[0] == '.' && strstr(de->d_name, suffix) && strstr(de->d_name, ".tmp");
-			if ((entry || tmp) && unlinkat(dirfd(d), de->d_name, 0) == 0)
+			if (!entry && !tmp)
+				continue;
+			if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
 				removed += entry;
+			} else if (errno != ENOENT) {
+				sn_log(SN_LOG_WARN, "cache clear: cannot delete %s/%s: %s", path, de->d_name, strerror(errno));
+				(*failed)++;
+			}
 		}
 		closedir(d);
 	}
@@ -136,8 +145,12 @@ sinter_status sinter_tuning_clear(const char *dir, size_t *removed, sinter_error
 	sinter_status st = dir_or_default(&dir, def, sizeof def, err);
 	if (st)
 		return st;
-	*removed = clear_kind(dir, "tuning", ".json");
-	clear_kind(dir, "plans", ".tune");
-	clear_kind(dir, "plans", ".key");
+	size_t failed = 0;
+	*removed = clear_kind(dir, "tuning", ".json", &failed);
+	clear_kind(dir, "plans", ".tune", &failed);
+	clear_kind(dir, "plans", ".key", &failed);
+	if (failed)
+		return api_failf(err, SINTER_E_ENV, "tuning records: cannot delete %zu files under %s (each named above)",
+				 failed, dir);
 	return SINTER_OK;
 }

@@ -411,6 +411,13 @@ sinter_status sinter_output_check(const sinter_model *m, const char *path, const
 sinter_status sinter_tensors_write(const char *path, const sinter_tensor *ts, size_t n, sinter_error *err);
 /* Frees n tensors, their data and names, and the array. */
 void sinter_tensors_free(sinter_tensor *ts, size_t n);
+/* Removes the temp file of every write in progress in this process (an
+ * output, a package, a cache entry: ".NAME.tmp-..." beside NAME), which
+ * an interrupted process would leave behind. Async-signal-safe (unlink
+ * only): for a SIGINT or SIGTERM handler that then re-raises the signal,
+ * as the sinter command's does. A write whose temp file it removed fails
+ * or writes nothing. */
+void sinter_remove_temp_files(void);
 
 void sinter_free(void *p);
 

@@ -369,6 +369,47 @@ int sn_out_check(const char *path, sn_err *e)
 	return rc;
 }
 
+/* The temp files being written, for sn_out_remove_temps (a SIGINT or
+ * SIGTERM handler): fixed slots, so that the handler reads no heap memory
+ * that another thread may free. A slot is 0 free, 1 being filled, 2 live;
+ * a name is registered before its file is created and released after its
+ * rename or unlink, so the handler never misses a file of ours (unlinking
+ * a name that is not there, or no longer there, is harmless). */
+enum { TMP_SLOTS = 32, TMP_PATH = 4096 };
+static struct {
+	_Atomic int state;
+	char path[TMP_PATH];
+} tmp_live[TMP_SLOTS];
+
+static int tmp_register(const char *tmp)
+{
+	if (strlen(tmp) >= TMP_PATH)
+		return 0; /* not cleaned up on a signal; the write itself is fine */
+	for (int i = 0; i < TMP_SLOTS; i++) {
+		int free_ = 0;
+		if (atomic_compare_exchange_strong(&tmp_live[i].state, &free_, 1)) {
+			memcpy(tmp_live[i].path, tmp, strlen(tmp) + 1);
+			atomic_store(&tmp_live[i].state, 2);
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+static void tmp_release(sn_out *o)
+{
+	if (o->slot > 0)
+		atomic_store(&tmp_live[o->slot - 1].state, 0);
+	o->slot = 0;
+}
+
+void sn_out_remove_temps(void)
+{
+	for (int i = 0; i < TMP_SLOTS; i++)
+		if (atomic_load(&tmp_live[i].state) == 2)
+			unlink(tmp_live[i].path);
+}
+
 int sn_out_open(sn_out *o, const char *path, unsigned mode, sn_err *e)
 {
 	memset(o, 0, sizeof *o);
@@ -392,12 +433,15 @@ int sn_out_open(sn_out *o, const char *path, unsigned mode, sn_err *e)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		snprintf(o->tmp, cap, "%.*s.%s.tmp-%ld-%u-%lx", (int)dlen, path, path + dlen, (long)getpid(),
 			 counter++, (unsigned long)ts.tv_nsec);
+		tmp_release(o);
+		o->slot = tmp_register(o->tmp);
 		o->fd = f_open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 		err = errno;
 		if (o->fd < 0 && err != EEXIST)
 			break;
 	}
 	if (o->fd < 0) {
+		tmp_release(o);
 		free(o->tmp);
 		o->tmp = NULL; /* nothing of ours to remove */
 		sn_out_abort(o);
@@ -434,6 +478,7 @@ int sn_out_finish(sn_out *o, sn_err *e)
 	o->fd = -1;
 	if (err) {
 		unlink(o->tmp);
+		tmp_release(o);
 		free(o->tmp);
 		o->tmp = NULL;
 		return sn_errf(e, code_write(err), "cannot write %s: %s", o->path, strerror(err));
@@ -448,10 +493,12 @@ int sn_out_commit(sn_out *o, sn_err *e)
 	if (f_rename(o->tmp, o->path) != 0) {
 		int err = errno;
 		unlink(o->tmp);
+		tmp_release(o);
 		free(o->tmp);
 		o->tmp = NULL;
 		return sn_errf(e, code_write(err), "cannot write %s: %s", o->path, strerror(err));
 	}
+	tmp_release(o);
 	free(o->tmp);
 	o->tmp = NULL;
 	return SN_OK;
@@ -464,6 +511,7 @@ void sn_out_abort(sn_out *o)
 	o->fd = -1;
 	if (o->tmp)
 		unlink(o->tmp);
+	tmp_release(o);
 	free(o->tmp);
 	free(o->path);
 	o->tmp = o->path = NULL;

@@ -90,6 +90,7 @@ typedef struct sn_out {
 	bool no_sync;     /* set after sn_out_open: sn_out_finish skips the fsync
 			   * (a cache entry whose reader verifies its checksums and
 			   * rebuilds it, so a crash can only cost the entry) */
+	int slot;         /* 1 + its slot in the list sn_out_remove_temps reads, or 0 */
 } sn_out;
 
 /* Checks, before any work, that path can be an output: nothing there yet
@@ -99,6 +100,10 @@ typedef struct sn_out {
 int sn_out_check(const char *path, sn_err *e);
 /* Whether a and b name the same existing file (device and inode). */
 bool sn_same_file(const char *a, const char *b);
+/* Unlinks the temp file of every write in progress (open, not yet
+ * committed or aborted): async-signal-safe, for a SIGINT or SIGTERM
+ * handler that then re-raises the signal (sinter_remove_temp_files). */
+void sn_out_remove_temps(void);
 /* Creates the temp file for path (mode as for open, before the umask). */
 int sn_out_open(sn_out *o, const char *path, unsigned mode, sn_err *e);
 /* Appends n bytes; a failure is kept in o->err and reported by finish. */

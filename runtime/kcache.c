@@ -2,6 +2,7 @@
  * docs/CACHE.md for the layout and guarantees). */
 #include "runtime/kcache.h"
 #include "ir/file.h"
+#include "ir/log.h"
 
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -406,6 +407,8 @@ static int walk(const char *dir, const char *kind, const char *suffix, bool clea
 	if (!fits(top, sizeof top, "%s/%s", dir, kind))
 		return sn_errf(e, SN_EENV, "kernel cache: path too long under %s", dir);
 	int rc = SN_OK;
+	size_t failed = 0; /* clear: entries that could not be deleted */
+	char first[KC_PATH_MAX + 512] = "";
 	/* Nothing below dir is followed: kernels/ (plans/) and their xx/ that
 	 * are symlinks (out of the cache) are skipped, never walked. */
 	int tfd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -426,17 +429,21 @@ static int walk(const char *dir, const char *kind, const char *suffix, bool clea
 		if (!fits(sub, sizeof sub, "%s/%s", top, de->d_name))
 			continue;
 		int sfd = openat(tfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sfd < 0) {
-			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
-				continue;
-			rc = sn_errf(e, SN_EENV, "kernel cache: cannot open %s: %s", sub, strerror(errno));
-			break;
-		}
-		DIR *sd = fdopendir(sfd);
+		DIR *sd = sfd < 0 ? NULL : fdopendir(sfd);
 		if (!sd) {
-			rc = sn_errf(e, SN_EENV, "kernel cache: cannot open %s: %s", sub, strerror(errno));
-			close(sfd);
-			break;
+			int err = errno;
+			if (sfd >= 0)
+				close(sfd);
+			else if (err == ENOENT || err == ENOTDIR || err == ELOOP)
+				continue;
+			if (!clear) {
+				rc = sn_errf(e, SN_EENV, "kernel cache: cannot open %s: %s", sub, strerror(err));
+				break;
+			}
+			sn_log(SN_LOG_WARN, "cache clear: cannot open %s: %s", sub, strerror(err));
+			if (!failed++)
+				snprintf(first, sizeof first, "%s: %s", sub, strerror(err));
+			continue;
 		}
 		struct dirent *fe;
 		while ((fe = readdir(sd))) {
@@ -447,9 +454,13 @@ static int walk(const char *dir, const char *kind, const char *suffix, bool clea
 				if (unlinkat(sfd, fe->d_name, 0) != 0) {
 					if (errno == ENOENT)
 						continue;
-					rc = sn_errf(e, SN_EENV, "kernel cache: cannot delete %s/%s: %s", sub,
-						     fe->d_name, strerror(errno));
-					break;
+					/* reported, and the rest still deleted: the
+					 * error (the first) comes after the walk */
+					sn_log(SN_LOG_WARN, "cache clear: cannot delete %s/%s: %s", sub, fe->d_name,
+					       strerror(errno));
+					if (!failed++)
+						snprintf(first, sizeof first, "%s/%s: %s", sub, fe->d_name, strerror(errno));
+					continue;
 				}
 				if (entry)
 					(*entries)++;
@@ -466,6 +477,11 @@ static int walk(const char *dir, const char *kind, const char *suffix, bool clea
 			break;
 	}
 	closedir(d);
+	if (!rc && failed == 1)
+		rc = sn_errf(e, SN_EENV, "kernel cache: cannot delete %s", first);
+	else if (!rc && failed)
+		rc = sn_errf(e, SN_EENV, "kernel cache: cannot delete %zu entries under %s (the first: %s)", failed, top,
+			     first);
 	return rc;
 }
 
@@ -477,9 +493,12 @@ int kc_stats(const char *dir, size_t *entries, uint64_t *bytes, sn_err *e)
 int kc_clear(const char *dir, size_t *removed, sn_err *e)
 {
 	size_t plans = 0;
+	/* both walks, whatever the first met: clear deletes all it can */
 	int rc = walk(dir, "kernels", ".cubin", true, removed, NULL, e);
-	if (rc == SN_OK)
-		rc = walk(dir, "plans", ".plan", true, &plans, NULL, e);
+	sn_err pe = {0};
+	int prc = walk(dir, "plans", ".plan", true, &plans, NULL, &pe);
+	if (!rc && prc)
+		*e = pe, rc = prc;
 	*removed += plans;
 	return rc;
 }
