@@ -97,137 +97,302 @@ static int add_shapes(const char *cmd, cli_opts *o, const char *arg)
 	return 0;
 }
 
-/* Parses argv after the command. allow: which value options this command
- * takes ("shape" always). */
-int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o, bool run)
+/* The commands that take an option, as bits. */
+enum {
+	K_CHECK = 1, K_PRINT = 2, K_HASH = 4, K_RUN = 8, K_COMPILE = 16, K_BENCH = 32, K_IMPORT = 64, K_EXPLAIN = 128,
+	K_ALL = 255,
+	K_RUNLIKE = K_RUN | K_BENCH | K_EXPLAIN, /* run's model, weights and inputs options */
+	K_PASSES = K_PRINT | K_COMPILE | K_RUNLIKE,
+};
+static const char *const cmd_names[] = {"check", "print", "hash", "run", "compile", "bench", "import", "cache explain"};
+
+typedef enum {
+	O_HELP, O_SHAPE, O_DEVICE, O_THREADS, O_INPUTS, O_INIT, O_WEIGHTS, O_CACHE_DIR, O_TUNE_BUDGET,
+	O_TUNE_PROGRESS, O_CACHE_REMOTE, O_WARM_CHILD, O_OUT, O_SEED, O_MODE, O_PASSES, O_PRECISION, O_DOT,
+	O_DUMP_DIR, O_TARGET, O_GROUPS, O_NO_FUSION, O_NO_CACHE, O_PROFILE, O_JSON, O_ITERS, O_WARMUP, O_DURATION,
+} opt_id;
+
+/* Every option of the commands that take a model, one row each: its name,
+ * whether it takes a value (as the next argument or after '='), and which
+ * commands take it. Unknown options get the nearest name as a hint. */
+static const struct {
+	const char *name;
+	opt_id id;
+	bool value, hidden;
+	unsigned cmds;
+} options[] = {
+	{"--help", O_HELP, false, false, K_ALL},
+	{"-h", O_HELP, false, true, K_ALL},
+	{"--shape", O_SHAPE, true, false, K_ALL},
+	{"--device", O_DEVICE, true, false, K_RUNLIKE | K_PRINT | K_COMPILE},
+	{"--threads", O_THREADS, true, false, K_RUNLIKE},
+	{"--inputs", O_INPUTS, true, false, K_RUNLIKE},
+	{"--init", O_INIT, true, false, K_RUNLIKE | K_COMPILE},
+	{"--weights", O_WEIGHTS, true, false, K_RUNLIKE | K_COMPILE},
+	{"--seed", O_SEED, true, false, K_RUNLIKE | K_COMPILE},
+	{"--cache-dir", O_CACHE_DIR, true, false, K_RUN | K_EXPLAIN | K_COMPILE}, /* bench: caches of its own */
+	{"--tune-budget", O_TUNE_BUDGET, true, false, K_RUNLIKE},
+	{"--tune-progress", O_TUNE_PROGRESS, true, false, K_RUNLIKE},
+	{"--cache-remote", O_CACHE_REMOTE, true, false, K_RUNLIKE},
+	{"--warm-start-child", O_WARM_CHILD, true, true, K_RUNLIKE},
+	{"-o", O_OUT, true, false, K_RUNLIKE | K_COMPILE | K_IMPORT},
+	{"--mode", O_MODE, true, false, K_PASSES},
+	{"--passes", O_PASSES, true, false, K_PASSES},
+	{"--precision", O_PRECISION, true, false, K_PASSES},
+	{"--no-fusion", O_NO_FUSION, false, false, K_PASSES},
+	{"--dot", O_DOT, false, false, K_PRINT},
+	{"--groups", O_GROUPS, false, false, K_PRINT},
+	{"--dump-dir", O_DUMP_DIR, true, false, K_PRINT | K_COMPILE},
+	{"--target", O_TARGET, true, false, K_COMPILE},
+	{"--no-cache", O_NO_CACHE, false, false, K_COMPILE},
+	{"--json", O_JSON, false, false, K_CHECK | K_COMPILE | K_RUNLIKE},
+	{"--profile", O_PROFILE, false, false, K_BENCH},
+	{"--iters", O_ITERS, true, false, K_BENCH},
+	{"--warmup", O_WARMUP, true, false, K_BENCH},
+	{"--duration", O_DURATION, true, false, K_BENCH},
+};
+
+size_t cli_edit_distance(const char *a, const char *b)
+{
+	/* Levenshtein, one row; names are short (longer ones are far anyway) */
+	size_t n = strlen(b), row[64];
+	if (n >= CLI_COUNT(row) || strlen(a) >= CLI_COUNT(row))
+		return (size_t)-1;
+	for (size_t j = 0; j <= n; j++)
+		row[j] = j;
+	for (size_t i = 1; a[i - 1]; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= n; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[n];
+}
+
+bool cli_near(const char *word, const char *cand)
+{
+	size_t d = cli_edit_distance(word, cand), n = strlen(word);
+	return d <= (n <= 4 ? 1u : n <= 8 ? 2u : 3u);
+}
+
+const char *cli_suggest(const char *word, const char *const *cands, size_t n)
+{
+	const char *best = NULL;
+	size_t bd = (size_t)-1;
+	for (size_t i = 0; i < n; i++) {
+		size_t d = cands[i] ? cli_edit_distance(word, cands[i]) : (size_t)-1;
+		if (d < bd && cli_near(word, cands[i])) {
+			bd = d;
+			best = cands[i];
+		}
+	}
+	return best;
+}
+
+/* "unknown option 'A'" and a hint: the nearest option of this command, or
+ * the commands that take A. */
+static int unknown_option(const char *cmd, unsigned k, const char *a)
+{
+	char msg[512], takers[128] = "";
+	const char *names[CLI_COUNT(options)];
+	size_t nn = 0;
+	for (size_t r = 0; r < CLI_COUNT(options); r++) {
+		if (options[r].hidden)
+			continue;
+		if (options[r].cmds & k)
+			names[nn++] = options[r].name;
+		else if (!strcmp(options[r].name, a))
+			for (size_t c = 0, len = 0; c < CLI_COUNT(cmd_names); c++)
+				if (options[r].cmds & (1u << c) && len < sizeof takers)
+					len += (size_t)snprintf(takers + len, sizeof takers - len, "%s%s", len ? ", " : "",
+								cmd_names[c]);
+	}
+	const char *near = cli_suggest(a, names, nn);
+	if (takers[0])
+		snprintf(msg, sizeof msg, "unknown option '%s' for %s (%s takes it)", a, cmd, takers);
+	else if (near)
+		snprintf(msg, sizeof msg, "unknown option '%s' (did you mean '%s'?)", a, near);
+	else
+		snprintf(msg, sizeof msg, "unknown option '%s'", a);
+	return cli_usage_error(cmd, "%s", msg);
+}
+
+void cli_list_options(const char *cmd, FILE *f)
+{
+	for (size_t c = 0; c < CLI_COUNT(cmd_names); c++)
+		if (!strcmp(cmd, cmd_names[c]))
+			for (size_t r = 0; r < CLI_COUNT(options); r++)
+				if (!options[r].hidden && options[r].cmds & (1u << c))
+					fprintf(f, "%s%s\n", options[r].name, options[r].value && options[r].name[1] == '-' ? "=" : "");
+}
+
+int cli_check_tensors_ext(const char *cmd, const char *out)
+{
+	static const char *const exts[] = {".safetensors", ".npz", ".npy"};
+	size_t n = strlen(out);
+	for (size_t i = 0; i < CLI_COUNT(exts); i++) {
+		size_t e = strlen(exts[i]);
+		if (n > e && !strcmp(out + n - e, exts[i]))
+			return 0;
+	}
+	return cli_usage_error(cmd, "-o FILE: the format is chosen by the extension, .safetensors, .npz or .npy; got '%s'",
+			       out);
+}
+
+/* compile's and import's -o by its extension: refused before any work
+ * (run's and bench's: cli_check_tensors_ext, after the checks of the path
+ * itself). */
+static int check_out_ext(const char *cmd, unsigned k, const char *out)
+{
+	size_t n = strlen(out);
+	if (k & K_COMPILE)
+		return n > 10 && !strcmp(out + n - 10, ".sinterpkg")
+			       ? 0
+			       : cli_usage_error(cmd, "-o writes a package: FILE.sinterpkg, got '%s'", out);
+	if (k & K_IMPORT)
+		return n > 4 && !strcmp(out + n - 4, ".sir")
+			       ? 0
+			       : cli_usage_error(cmd, "-o names the .sir to write (its weights go beside it as "
+						      ".safetensors), got '%s'", out);
+	return 0;
+}
+
+/* Parses argv after the command (cmd: "check", ..., "cache explain"). An
+ * option's value is the next argument or follows '=' (--inputs=FILE). */
+int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->iters = 50;
 	o->warmup = 5;
-	bool is_compile = !strcmp(cmd, "compile"), is_bench = !strcmp(cmd, "bench");
-	bool is_print = !strcmp(cmd, "print");
-	bool passes_ok = is_print || is_compile || is_bench || run;
+	unsigned k = 0;
+	for (size_t c = 0; c < CLI_COUNT(cmd_names); c++)
+		if (!strcmp(cmd, cmd_names[c]))
+			k = 1u << c;
+	bool iters_set = false;
 	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		const char *val = NULL;
-#define VALUE()                                                                  \
-	do {                                                                     \
-		if (i + 1 >= argc)                                               \
-			return cli_usage_error(cmd, "option %s needs a value", a);   \
-		val = argv[++i];                                                 \
-	} while (0)
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			o->help = true;
-		} else if (!strcmp(a, "--shape")) {
-			VALUE();
+		const char *a = argv[i], *val = NULL;
+		char name[64];
+		const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+		if (eq) {
+			/* --opt=value: the name before '=', the value after it */
+			snprintf(name, sizeof name, "%.*s", (int)(eq - a < 63 ? eq - a : 63), a);
+			a = name;
+		}
+		size_t r = 0;
+		while (r < CLI_COUNT(options) && strcmp(options[r].name, a))
+			r++;
+		if (r == CLI_COUNT(options) || !(options[r].cmds & k)) {
+			if (a[0] == '-' && a[1])
+				return unknown_option(cmd, k, a);
+			if (o->file)
+				return cli_usage_error(cmd, "one model file only; '%s' is extra", a);
+			o->file = a;
+			continue;
+		}
+		if (options[r].value && eq) {
+			val = eq + 1;
+		} else if (options[r].value) {
+			if (i + 1 >= argc)
+				return cli_usage_error(cmd, "option %s needs a value", a);
+			val = argv[++i];
+		} else if (eq) {
+			return cli_usage_error(cmd, "option %s takes no value", a);
+		}
+		int64_t v;
+		switch (options[r].id) {
+		case O_HELP: o->help = true; break;
+		case O_SHAPE: {
 			int rc = add_shapes(cmd, o, val);
 			if (rc)
 				return rc;
-		} else if (!strncmp(a, "--shape=", 8)) {
-			int rc = add_shapes(cmd, o, a + 8);
-			if (rc)
-				return rc;
-		} else if ((run || is_print || is_compile) && !strcmp(a, "--device")) {
-			VALUE();
-			o->device = val;
-		} else if (run && !strcmp(a, "--threads")) {
-			VALUE();
-			int64_t v;
+			break;
+		}
+		case O_DEVICE: o->device = val; break;
+		case O_THREADS:
 			if (cli_parse_int(val, &v) || v < 1 || v > 1024)
 				return cli_usage_error(cmd, "--threads wants a count >= 1, got '%s'", val);
 			o->threads = (int)v;
-		} else if (run && !strcmp(a, "--inputs")) {
-			VALUE();
-			o->inputs = val;
-		} else if (run && !strcmp(a, "--init")) {
-			VALUE();
-			o->init = val;
-		} else if (run && !strcmp(a, "--weights")) {
-			VALUE();
-			o->weights = val;
-		} else if (is_compile && (!strcmp(a, "--init") || !strcmp(a, "--weights"))) {
-			VALUE();
-			*(a[2] == 'i' ? &o->init : &o->weights) = val;
-		} else if ((run || is_compile) && !strcmp(a, "--cache-dir")) {
-			VALUE();
-			o->cache_dir = val;
-		} else if (run && !strcmp(a, "--tune-budget")) {
-			VALUE();
+			break;
+		case O_INPUTS: o->inputs = val; break;
+		case O_INIT: o->init = val; break;
+		case O_WEIGHTS: o->weights = val; break;
+		case O_CACHE_DIR: o->cache_dir = val; break;
+		case O_TUNE_BUDGET: {
 			char *end;
-			double v = strtod(val, &end);
-			if (!*val || *end || !(v > 0) || v > 1e6)
+			double d = strtod(val, &end);
+			if (!*val || *end || !(d > 0) || d > 1e6)
 				return cli_usage_error(cmd, "--tune-budget wants seconds > 0, got '%s'", val);
-			o->tune_budget = v;
-		} else if (run && !strcmp(a, "--tune-progress")) {
-			VALUE();
-			static const char *const names[] = {"auto", "bar", "summary", "json", "quiet"};
-			int k = 0;
-			while (k < 5 && strcmp(names[k], val))
-				k++;
-			if (k == 5)
-				return cli_usage_error(cmd, "--tune-progress takes bar, summary, json or quiet, got '%s'", val);
-			o->tune_progress = k;
-		} else if (run && !strcmp(a, "--cache-remote")) {
-			VALUE();
-			o->cache_remote = val;
-		} else if (run && !strcmp(a, "--warm-start-child")) {
-			VALUE();
-			o->child_t0 = strtod(val, NULL);
-		} else if ((run || is_compile || !strcmp(cmd, "import")) && !strcmp(a, "-o")) {
-			VALUE();
-			o->out = val;
-		} else if ((run || is_compile) && !strcmp(a, "--seed")) {
-			VALUE();
-			int64_t s;
-			if (cli_parse_int(val, &s) || s < 0)
-				return cli_usage_error(cmd, "--seed wants a number >= 0, got '%s'", val);
-			o->seed = (uint64_t)s;
-		} else if (passes_ok && (!strcmp(a, "--mode") || !strcmp(a, "--passes") || !strcmp(a, "--precision"))) {
-			VALUE();
-			if (a[2] == 'm' && strcmp(val, "default") && strcmp(val, "reduce-overhead") &&
-			    strcmp(val, "max-autotune"))
-				return cli_usage_error(cmd, "unknown mode '%s' (default, reduce-overhead or max-autotune)", val);
-			else if (a[2] == 'm')
-				o->mode = val;
-			else if (a[4] == 's')
-				o->passes = val;
-			else if (sinter_precision_parse(val) < 0)
-				return cli_usage_error(cmd, "--precision takes fp32, tf32, bf16, fp16 or fp8, got '%s'", val);
-			else
-				o->precision = val;
-		} else if (is_print && !strcmp(a, "--dot")) {
-			o->dot = true;
-		} else if ((is_compile || is_print) && !strcmp(a, "--dump-dir")) {
-			VALUE();
-			o->dump_dir = val;
-		} else if (is_compile && !strcmp(a, "--target")) {
-			VALUE();
-			o->target = val;
-		} else if (is_print && !strcmp(a, "--groups")) {
-			o->groups = true;
-		} else if (passes_ok && !strcmp(a, "--no-fusion")) {
-			o->no_fusion = true;
-		} else if (is_compile && !strcmp(a, "--no-cache")) {
-			o->no_cache = true;
-		} else if (is_bench && !strcmp(a, "--profile")) {
-			o->profile = 1;
-		} else if ((is_bench || run || is_compile || !strcmp(cmd, "check")) && !strcmp(a, "--json")) {
-			o->json = true;
-		} else if (is_bench && (!strcmp(a, "--iters") || !strcmp(a, "--warmup"))) {
-			VALUE();
-			int64_t v;
-			if (cli_parse_int(val, &v) || v < (a[2] == 'i' ? 1 : 0) || v > 100000)
-				return cli_usage_error(cmd, "--iters and --warmup want a count (iters >= 1), got '%s'", val);
-			*(a[2] == 'i' ? &o->iters : &o->warmup) = (int)v;
-		} else if (a[0] == '-' && a[1]) {
-			return cli_usage_error(cmd, "unknown option '%s'", a);
-		} else if (o->file) {
-			return cli_usage_error(cmd, "one model file only; '%s' is extra", a);
-		} else {
-			o->file = a;
+			o->tune_budget = d;
+			break;
 		}
-#undef VALUE
+		case O_TUNE_PROGRESS: {
+			static const char *const names[] = {"auto", "bar", "summary", "json", "quiet"};
+			int p = 0;
+			while (p < 5 && strcmp(names[p], val))
+				p++;
+			if (p == 5)
+				return cli_usage_error(cmd, "--tune-progress takes bar, summary, json or quiet, got '%s'", val);
+			o->tune_progress = p;
+			break;
+		}
+		case O_CACHE_REMOTE: o->cache_remote = val; break;
+		case O_WARM_CHILD: o->child_t0 = strtod(val, NULL); break;
+		case O_OUT: o->out = val; break;
+		case O_SEED:
+			if (cli_parse_int(val, &v) || v < 0)
+				return cli_usage_error(cmd, "--seed wants a number >= 0, got '%s'", val);
+			o->seed = (uint64_t)v;
+			break;
+		case O_MODE:
+			if (strcmp(val, "default") && strcmp(val, "reduce-overhead") && strcmp(val, "max-autotune"))
+				return cli_usage_error(cmd, "unknown mode '%s' (default, reduce-overhead or max-autotune)", val);
+			o->mode = val;
+			break;
+		case O_PASSES: o->passes = val; break;
+		case O_PRECISION:
+			if (sinter_precision_parse(val) < 0)
+				return cli_usage_error(cmd, "--precision takes fp32, tf32, bf16, fp16 or fp8, got '%s'", val);
+			o->precision = val;
+			break;
+		case O_DOT: o->dot = true; break;
+		case O_DUMP_DIR: o->dump_dir = val; break;
+		case O_TARGET: o->target = val; break;
+		case O_GROUPS: o->groups = true; break;
+		case O_NO_FUSION: o->no_fusion = true; break;
+		case O_NO_CACHE: o->no_cache = true; break;
+		case O_PROFILE: o->profile = 1; break;
+		case O_JSON: o->json = true; break;
+		case O_ITERS:
+		case O_WARMUP: {
+			bool it = options[r].id == O_ITERS;
+			if (cli_parse_int(val, &v) || v < (it ? 1 : 0) || v > 100000)
+				return cli_usage_error(cmd, "--iters and --warmup want a count (iters >= 1), got '%s'", val);
+			*(it ? &o->iters : &o->warmup) = (int)v;
+			iters_set |= it;
+			break;
+		}
+		case O_DURATION: {
+			char *end;
+			double d = strtod(val, &end);
+			if (!*val || *end || !(d > 0) || d > 86400)
+				return cli_usage_error(cmd, "--duration wants seconds > 0, got '%s'", val);
+			o->duration = d;
+			break;
+		}
+		}
 	}
+	if (iters_set && o->duration > 0)
+		return cli_usage_error(cmd, "%s", "--iters and --duration exclude each other");
+	if (!o->help && o->out && (k & (K_COMPILE | K_IMPORT)) && check_out_ext(cmd, k, o->out))
+		return CLI_EXIT_USAGE;
 	if (!o->help && !o->file)
 		return cli_usage_error(cmd, "%s", "no model file given");
 	if (!o->help && o->dump_dir) {

@@ -15,6 +15,65 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The q-quantile of n sorted samples, linearly interpolated between the
+ * two nearest ranks (NumPy's default): q = 0.5 is the median. */
+static double quantile(const double *s, int n, double q)
+{
+	double pos = q * (n - 1);
+	int lo = (int)pos;
+	return lo + 1 < n ? s[lo] + (pos - lo) * (s[lo + 1] - s[lo]) : s[n - 1];
+}
+
+/* The timed calls: --iters of them after --warmup, or, with --duration S,
+ * as many as S seconds take (in batches sized from the calls so far, so
+ * the clock is read rarely). *ms (free it) holds one time per call. */
+static int timed_calls(sinter_compiled *c, const cli_opts *o, double **ms, int *n, sinter_error *err)
+{
+	enum { MAX_CALLS = 2000000 }; /* 16 MB of samples */
+	int cap = o->duration > 0 ? 1024 : o->iters;
+	*n = 0;
+	*ms = calloc((size_t)cap, sizeof **ms);
+	if (!*ms) {
+		err->status = SINTER_E_INTERNAL;
+		snprintf(err->message, sizeof err->message, "out of memory");
+		return SINTER_E_INTERNAL;
+	}
+	if (!(o->duration > 0)) {
+		*n = o->iters;
+		return sinter_compiled_bench(c, o->warmup, o->iters, *ms, err);
+	}
+	double t0 = cli_now(), elapsed = 0;
+	int batch = 1, warmup = o->warmup;
+	while (*n < MAX_CALLS && (*n == 0 || elapsed < o->duration)) {
+		if (*n + batch > cap) {
+			int ncap = cap * 2 < *n + batch ? *n + batch : cap * 2;
+			double *grown = realloc(*ms, (size_t)ncap * sizeof **ms);
+			if (!grown) {
+				err->status = SINTER_E_INTERNAL;
+				snprintf(err->message, sizeof err->message, "out of memory");
+				return SINTER_E_INTERNAL;
+			}
+			*ms = grown;
+			cap = ncap;
+		}
+		int rc = sinter_compiled_bench(c, warmup, batch, *ms + *n, err);
+		if (rc)
+			return rc;
+		if (warmup)
+			t0 = cli_now() - 1e-3 * (*ms)[0]; /* the warm-up calls are not the duration's */
+		warmup = 0;
+		*n += batch;
+		elapsed = cli_now() - t0;
+		/* about 1/20 of the duration per batch, never past its end */
+		double per = elapsed / *n, left = o->duration - elapsed;
+		double want = (left < o->duration / 20 ? left : o->duration / 20) / (per > 0 ? per : 1e-6);
+		batch = want < 1 ? 1 : want > 100000 ? 100000 : (int)want;
+		if (*n + batch > MAX_CALLS)
+			batch = MAX_CALLS - *n;
+	}
+	return 0;
+}
+
 static int cmp_prof(const void *a, const void *b)
 {
 	double x = ((const sinter_profile_entry *)a)->ms, y = ((const sinter_profile_entry *)b)->ms;
@@ -152,6 +211,8 @@ int cli_cmd_bench(cli_opts *o)
 	bool cpu = o->device && !strcmp(o->device, "cpu");
 	if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
 		return cli_usage_error("bench", "unknown device '%s' (cpu or cuda)", o->device);
+	if (cpu && o->profile) /* before the work, not after it as the library would */
+		return cli_usage_error("bench", "%s", "--profile: a per-step profile is not built for the cpu device yet");
 	/* a package runs on the device it was compiled for (the library
 	 * refuses another one named): asked once it is loaded */
 	if (!cli_is_package(o->file) && (cpu ? !sinter_cpu_available(why, sizeof why) : !sinter_cuda_available(why, sizeof why))) {
@@ -166,6 +227,10 @@ int cli_cmd_bench(cli_opts *o)
 		return SINTER_E_ENV;
 	}
 	bool pkg = cli_is_package(o->file);
+	if (pkg && o->out && cli_check_tensors_ext("bench", o->out)) { /* prepare checks a model's */
+		remove_tree(dir);
+		return CLI_EXIT_USAGE;
+	}
 	cli_prepared p = {0};
 	int rc = pkg ? 0 : cli_prepare(o, true, &p);
 	if (rc) {
@@ -178,14 +243,11 @@ int cli_cmd_bench(cli_opts *o)
 	co.cache_dir = dir;
 	sinter_compile_stats cold = {0};
 	sinter_compiled *c = NULL;
-	double *ms = calloc((size_t)o->iters, sizeof *ms);
+	double *ms = NULL;
+	int iters = 0;
 	sinter_tensor *outs = NULL, *ins = NULL;
 	size_t nins = 0, nout = 0;
 	char line[1024] = "";
-	if (!ms) {
-		rc = SINTER_E_INTERNAL;
-		goto out;
-	}
 	double t0 = cli_now();
 	if (pkg)
 		co.device = o->device;
@@ -211,27 +273,37 @@ int cli_cmd_bench(cli_opts *o)
 	 * without a second process */
 	if (o->out && sinter_tensors_write(o->out, outs, nout, &err))
 		goto fail;
-	if (sinter_compiled_bench(c, o->warmup, o->iters, ms, &err))
+	if (timed_calls(c, o, &ms, &iters, &err))
 		goto fail;
-	qsort(ms, (size_t)o->iters, sizeof *ms, cmp_double);
-	double med = o->iters % 2 ? ms[o->iters / 2] : 0.5 * (ms[o->iters / 2 - 1] + ms[o->iters / 2]);
+	double sum = 0;
+	for (int i = 0; i < iters; i++)
+		sum += ms[i];
+	qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
+	double med = quantile(ms, iters, 0.5), mean = sum / iters, p90 = quantile(ms, iters, 0.9),
+	       p99 = quantile(ms, iters, 0.99), per_s = sum > 0 ? 1e3 * iters / sum : 0;
 	double warm_s = warm_ok ? cli_json_num(line, "first_output_s") : -1, ctx_s = warm_ok ? cli_json_num(line, "context_s") : -1;
 	bool warm_hit = warm_ok && strstr(line, "\"plan_hit\": true");
 	if (o->json) {
+		char dur[32] = "null"; /* --duration as asked, else null */
+		if (o->duration > 0)
+			snprintf(dur, sizeof dur, "%.6g", o->duration);
 		printf("{\"file\": \"%s\", \"device\": \"%s\", \"cold_compile_s\": %.4f, \"parse_s\": %.4f, "
 		       "\"passes_s\": %.4f, \"weights_s\": %.4f, \"codegen_s\": %.4f, \"nvrtc_s\": %.4f, \"load_s\": %.4f, \"upload_s\": %.4f, "
 		       "\"context_s\": %.4f, \"plan_store_s\": %.4f, "
 		       "\"warm_start_s\": %.4f, \"warm_context_s\": %.4f, \"warm_after_context_s\": %.4f, \"warm_plan_hit\": %s, "
 		       "\"warm_run_s\": %.4f, "
 		       "\"steps\": %zu, \"kernels\": %zu, \"unique_kernels\": %zu, "
-		       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"median_ms\": %.4f, \"min_ms\": %.4f, "
-		       "\"iters\": %d, \"tune_s\": %.4f, \"tune_kernels\": %zu, \"tune_from_records\": %zu, "
+		       "\"arena_bytes\": %zu, \"weight_bytes\": %zu, \"median_ms\": %.6g, \"min_ms\": %.6g, "
+		       "\"mean_ms\": %.6g, \"p90_ms\": %.6g, \"p99_ms\": %.6g, \"max_ms\": %.6g, "
+		       "\"throughput_per_s\": %.6g, \"timed_s\": %.6g, \"duration_s\": %s, "
+		       "\"iters\": %d, \"warmup\": %d, \"tune_s\": %.4f, \"tune_kernels\": %zu, \"tune_from_records\": %zu, "
 		       "\"tune_tuned\": %zu, \"tune_candidates\": %zu, \"tune_timings\": %zu, \"tune_failed\": %zu, "
 		       "\"tune_rejected\": %zu, \"tune_speedup\": %.4f, \"warm_tune_timings\": %.0f}\n",
 		       o->file, why, cold_s, p.parse_s, cold.passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s,
 		       cold.upload_s, cold.context_s, cold.plan_s, warm_s, ctx_s, warm_ok ? warm_s - ctx_s : -1,
 		       warm_hit ? "true" : "false", warm_ok ? cli_json_num(line, "run_s") : -1, cold.steps, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes,
-		       med, ms[0], o->iters, cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned,
+		       med, ms[0], mean, p90, p99, ms[iters - 1], per_s, 1e-3 * sum, dur, iters, o->warmup,
+		       cold.tune_s, cold.tune_kernels, cold.tune_from_records, cold.tune_tuned,
 		       cold.tune_candidates, cold.tune_timings, cold.tune_failed, cold.tune_rejected, cold.tune_speedup,
 		       warm_ok ? cli_json_num(line, "tune_timings") : -1);
 	} else {
@@ -274,8 +346,9 @@ int cli_cmd_bench(cli_opts *o)
 			printf("warm start:   the second process failed\n");
 		printf("memory:       arena %.1f MiB, weights %.1f MiB\n", (double)cold.arena_bytes / 1048576.0,
 		       (double)cold.weight_bytes / 1048576.0);
-		printf("latency:      median %.4f ms, min %.4f ms over %d calls (%d warm-up)\n", med, ms[0],
-		       o->iters, o->warmup);
+		printf("latency:      median %.4f ms, min %.4f ms, mean %.4f ms, p90 %.4f ms, p99 %.4f ms, max %.4f ms\n"
+		       "              over %d calls (%d warm-up) in %.3f s: %.1f inferences/s\n",
+		       med, ms[0], mean, p90, p99, ms[iters - 1], iters, o->warmup, 1e-3 * sum, per_s);
 	}
 	if (o->profile && (rc = print_profile(c, &err)))
 		goto out;

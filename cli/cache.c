@@ -11,7 +11,7 @@
 static int cmd_explain(int argc, char **argv)
 {
 	cli_opts o;
-	int rc = cli_parse_args("cache explain", argc, argv, &o, true);
+	int rc = cli_parse_args("cache explain", argc, argv, &o);
 	if (rc || o.help) {
 		if (o.help)
 			fputs(cli_cache_help, stdout);
@@ -47,13 +47,26 @@ int cli_cmd_cache(int argc, char **argv)
 		return cli_cache_records(argc, argv);
 	if (!strcmp(argv[0], "explain"))
 		return cmd_explain(argc - 1, argv + 1);
+	static const char *const subs[] = {"stats", "clear", "export", "import", "merge", "explain"};
+	if (strcmp(argv[0], "stats") && strcmp(argv[0], "clear")) {
+		const char *near = cli_suggest(argv[0], subs, CLI_COUNT(subs));
+		char msg[256];
+		snprintf(msg, sizeof msg, "unknown cache command '%s'%s%s%s", argv[0], near ? " (did you mean '" : "",
+			 near ? near : "", near ? "'?)" : " (stats, clear, export, import, merge or explain)");
+		return cli_usage_error("cache", "%s", msg);
+	}
 	const char *dir = NULL;
-	bool json = argc >= 2 && !strcmp(argv[argc - 1], "--json") && !strcmp(argv[0], "stats");
-	argc -= json;
-	if (argc == 3 && !strcmp(argv[1], "--dir"))
-		dir = argv[2];
-	else if (argc != 1)
-		return cli_usage_error("cache", "%s", "expected: stats [--dir DIR] [--json] | clear [--dir DIR]");
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") && !strcmp(argv[0], "stats"))
+			json = true;
+		else if (!strcmp(argv[i], "--dir") && i + 1 < argc && !dir)
+			dir = argv[++i];
+		else if (!strncmp(argv[i], "--dir=", 6) && !dir)
+			dir = argv[i] + 6;
+		else
+			return cli_usage_error("cache", "%s", "expected: stats [--dir DIR] [--json] | clear [--dir DIR]");
+	}
 	sinter_error err;
 	char def[4096];
 	if (!dir) {
@@ -85,14 +98,17 @@ int cli_cmd_cache(int argc, char **argv)
 		printf("tuning records %s: %zu valid, %zu rejected (malformed, checksum or key mismatch)\n", dir, nrec, rej);
 		return 0;
 	}
-	if (!strcmp(argv[0], "clear")) {
-		size_t n;
-		size_t nr;
-		if (sinter_cache_clear(dir, &n, &err) || sinter_tuning_clear(dir, &nr, &err))
-			return cli_report(&err);
-		n += nr;
-		printf("caches %s: removed %zu entries (kernels, plans and tuning records)\n", dir, n);
-		return 0;
+	/* clear: everything it can, each failure reported, exit non-zero
+	 * after (the library warns for each file it cannot delete) */
+	size_t n = 0, nr = 0;
+	int rc = 0;
+	if (sinter_cache_clear(dir, &n, &err))
+		rc = cli_report(&err);
+	if (sinter_tuning_clear(dir, &nr, &err)) {
+		int trc = cli_report(&err);
+		rc = rc ? rc : trc;
 	}
-	return cli_usage_error("cache", "unknown cache command '%s' (stats or clear)", argv[0]);
+	printf("caches %s: removed %zu entries (kernels, plans and tuning records)%s\n", dir, n + nr,
+	       rc ? "; some could not be removed (above)" : "");
+	return rc;
 }

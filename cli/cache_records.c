@@ -26,6 +26,8 @@ int cli_cache_records(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
 			dir = argv[++i];
+		else if (!strncmp(argv[i], "--dir=", 6))
+			dir = argv[i] + 6;
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
 		else if (argv[i][0] == '-' && argv[i][1])

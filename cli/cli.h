@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CLI_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -35,6 +36,7 @@ typedef struct cli_opts {
 	bool help;
 	double child_t0; /* bench's warm-start child: the parent's clock at spawn */
 	int threads;     /* --threads (cpu) */
+	double duration; /* bench --duration S: timed calls for S seconds instead of --iters */
 } cli_opts;
 
 /* A model ready to run: loaded (symbols bound from --inputs if needed),
@@ -55,9 +57,22 @@ int cli_usage_error(const char *cmd, const char *fmt, const char *arg);
 /* Prints err's message; returns its status (the exit code). */
 int cli_report(const sinter_error *err);
 int cli_parse_int(const char *s, int64_t *v);
-/* Parses argv after the command into o; `run`: run's options (run, bench,
- * cache explain). Free o with cli_free_opts, whatever it returns. */
-int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o, bool run);
+/* Parses argv after the command (check, print, hash, run, compile, bench,
+ * import or "cache explain") into o. Free o with cli_free_opts, whatever it
+ * returns. */
+int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o);
+/* The options cmd takes, one a line ("NAME=" when it takes a value): what
+ * the shell completion scripts ask for (sinter --list-options CMD). */
+void cli_list_options(const char *cmd, FILE *f);
+/* -o of run or bench: .safetensors, .npz or .npy (the library writes
+ * safetensors for any other name); a usage error otherwise. */
+int cli_check_tensors_ext(const char *cmd, const char *out);
+/* Levenshtein distance (SIZE_MAX for names of 64 characters or more). */
+size_t cli_edit_distance(const char *a, const char *b);
+/* Whether cand is near enough to word to be offered as "did you mean". */
+bool cli_near(const char *word, const char *cand);
+/* The candidate nearest to word when one is near enough, else NULL. */
+const char *cli_suggest(const char *word, const char *const *cands, size_t n);
 void cli_free_opts(cli_opts *o);
 int cli_global_options(int *argc, char **argv, const char **trace);
 
@@ -86,12 +101,12 @@ void cli_compile_opts(const cli_opts *o, sinter_compile_options *co);
 int cli_package_inputs(sinter_compiled *c, const cli_opts *o, sinter_tensor **ins, size_t *n, sinter_error *err);
 
 /* the commands */
-int cli_cmd_check(const cli_opts *o);
-int cli_cmd_print(const cli_opts *o);
-int cli_cmd_hash(const cli_opts *o);
+int cli_cmd_check(cli_opts *o);
+int cli_cmd_print(cli_opts *o);
+int cli_cmd_hash(cli_opts *o);
 int cli_cmd_run(cli_opts *o);
 int cli_cmd_compile(cli_opts *o);
-int cli_cmd_import(const cli_opts *o);
+int cli_cmd_import(cli_opts *o);
 int cli_cmd_bench(cli_opts *o);
 int cli_cmd_cache(int argc, char **argv);
 int cli_cache_records(int argc, char **argv); /* cache_records.c: export, import, merge */

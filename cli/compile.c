@@ -6,10 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* sm_XX, or sm_XXa as NVRTC users write it. The codegen compiles sm_90
+ * as sm_90a already (its wgmma kernels need the arch-specific features)
+ * and uses no arch-specific feature elsewhere, so sm_XXa is sm_XX. */
 static int parse_target(const char *t, int *sm)
 {
+	char digits[8];
+	size_t n = t ? strlen(t) : 0;
+	if (n > 3 && t[n - 1] == 'a')
+		n--;
 	int64_t v;
-	if (!t || strncmp(t, "sm_", 3) || cli_parse_int(t + 3, &v) || v < 50 || v > 200)
+	if (n < 4 || n - 3 >= sizeof digits || strncmp(t, "sm_", 3))
+		return -1;
+	memcpy(digits, t + 3, n - 3);
+	digits[n - 3] = 0;
+	if (cli_parse_int(digits, &v) || v < 50 || v > 200)
 		return -1;
 	*sm = (int)v;
 	return 0;
@@ -30,13 +41,11 @@ int cli_cmd_compile(cli_opts *o)
 		return SINTER_E_ENV;
 	}
 	if (o->target && parse_target(o->target, &co.target_sm))
-		return cli_usage_error("compile", "--target wants sm_XX (e.g. sm_90), got '%s'", o->target);
+		return cli_usage_error("compile", "--target wants sm_XX or sm_XXa (e.g. sm_90), got '%s'", o->target);
 	if (!cpu && !o->target && !sinter_cuda_available(why, sizeof why)) {
 		fprintf(stderr, "sinter compile: %s; pass --target sm_XX to compile without a GPU\n", why);
 		return SINTER_E_ENV;
 	}
-	if (o->out && !cli_is_package(o->out))
-		return cli_usage_error("compile", "-o writes a package: FILE.sinterpkg, got '%s'", o->out);
 	if (o->init && strcmp(o->init, "random"))
 		return cli_usage_error("compile", "--init takes 'random', got '%s'", o->init);
 	if (o->init && o->weights)
@@ -105,7 +114,7 @@ int cli_cmd_compile(cli_opts *o)
 	return 0;
 }
 
-int cli_cmd_import(const cli_opts *o)
+int cli_cmd_import(cli_opts *o)
 {
 	if (!o->out)
 		return cli_usage_error("import", "%s", "-o FILE.sir is required");

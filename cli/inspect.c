@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int cli_cmd_check(const cli_opts *o)
+int cli_cmd_check(cli_opts *o)
 {
 	sinter_model *m;
 	int rc = cli_load(o, &m);
@@ -43,20 +43,31 @@ int cli_cmd_check(const cli_opts *o)
 	return 0;
 }
 
-int cli_cmd_print(const cli_opts *o)
+int cli_cmd_print(cli_opts *o)
 {
+	bool cpu = o->device && !strcmp(o->device, "cpu");
+	if (o->device && !cpu)
+		return cli_usage_error("print", "--device takes cpu (its plan's steps), got '%s'", o->device);
+	/* --device cpu shows the plan run --device cpu executes: the cpu
+	 * device's rules (sinter_compile's, which print_cpu_plan skips) */
+	if (cpu && o->mode && !strcmp(o->mode, "max-autotune"))
+		return cli_usage_error("print", "mode '%s' on cpu: the cpu device takes default or reduce-overhead",
+				       o->mode);
+	if (cpu && o->precision && strcmp(o->precision, "fp32") && strcmp(o->precision, "bf16"))
+		return cli_usage_error("print", "the cpu device takes fp32 and bf16: precision %s is not built for it",
+				       o->precision);
+	if (cpu && o->no_fusion)
+		return cli_usage_error("print", "%s", "--device cpu lists the fused plan: --no-fusion is not taken");
 	sinter_model *m;
 	int rc = cli_load(o, &m);
-	if (!rc && (rc = cli_optimize(o, m, false, 0)))
+	/* the groups and the cpu plan are what a compile makes: the default
+	 * pipeline when no mode or pass list is named, as compile and run do
+	 * (--passes '' shows them for the graph as written) */
+	if (!rc && (rc = cli_optimize(o, m, o->groups || cpu, 0)))
 		sinter_model_free(m);
 	if (rc)
 		return rc;
 	sinter_error err = {0};
-	bool cpu = o->device && !strcmp(o->device, "cpu");
-	if (o->device && !cpu) {
-		sinter_model_free(m);
-		return cli_usage_error("print", "--device takes cpu (its plan's steps), got '%s'", o->device);
-	}
 	char *text = cpu ? sinter_model_print_cpu_plan(m, &err)
 		   : o->groups ? sinter_model_print_groups(m, 0, &err)
 		   : o->dot    ? sinter_model_dot(m)
@@ -75,7 +86,7 @@ int cli_cmd_print(const cli_opts *o)
 	return 0;
 }
 
-int cli_cmd_hash(const cli_opts *o)
+int cli_cmd_hash(cli_opts *o)
 {
 	sinter_model *m;
 	int rc = cli_load(o, &m);

@@ -97,6 +97,8 @@ int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
 	const char *ins0[] = {o->file, o->weights, o->inputs};
 	if (o->out && sinter_output_check(NULL, o->out, ins0, 3, &err) != SINTER_OK)
 		return cli_report(&err);
+	if (o->out && cli_check_tensors_ext("run", o->out))
+		return CLI_EXIT_USAGE;
 	if (o->inputs && sinter_tensors_read(o->inputs, &p->ins, &p->nins, &err) != SINTER_OK)
 		return cli_report(&err);
 	double t0 = cli_now();

@@ -16,6 +16,8 @@ static int run_package(cli_opts *o)
 	const char *srcs[] = {o->file, o->inputs};
 	if (o->out && sinter_output_check(NULL, o->out, srcs, 2, &err)) /* before the package loads */
 		return cli_report(&err);
+	if (o->out && cli_check_tensors_ext("run", o->out))
+		return CLI_EXIT_USAGE;
 	double t0 = cli_now();
 	if (sinter_load_package(o->file, &co, &c, NULL, &err))
 		return cli_report(&err);

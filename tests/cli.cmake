@@ -9,3 +9,6 @@ add_test(NAME benchmarks.dry_run COMMAND python3 ${CMAKE_SOURCE_DIR}/benchmarks/
 # and table code on synthetic records (benchmarks/suite.py; no GPU, no torch).
 add_test(NAME benchmarks.suite COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/suite_check.py)
 set_tests_properties(benchmarks.suite PROPERTIES PASS_REGULAR_EXPRESSION "suite_check: all checks passed")
+# Ctrl-C or SIGTERM during run -o leaves no temp file (issue 31, item 16).
+add_test(NAME cli.signal_cleanup COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/signal_cleanup.py $<TARGET_FILE:sinter_cli>)
+set_tests_properties(cli.signal_cleanup PROPERTIES PASS_REGULAR_EXPRESSION "no temp file left")

@@ -241,7 +241,8 @@ cp ext.safetensors ext.keep
 expect 1 "cannot write ext.safetensors: it is the same file as .*ext.safetensors, which the model was read from" -- "$sinter" import ext.onnx -o ext.sir
 ln ext.safetensors extlink.sir
 expect 1 "refusing to overwrite an input" -- "$sinter" import ext.onnx -o extlink.sir
-expect 1 "refusing to overwrite an input" -- "$sinter" run ext.onnx --device ref --init random -o extlink.sir
+ln ext.safetensors extlink.safetensors
+expect 1 "refusing to overwrite an input" -- "$sinter" run ext.onnx --device ref --init random -o extlink.safetensors
 cmp -s ext.safetensors ext.keep || { echo "FAIL: import changed the model's external data"; fails=$((fails + 1)); }
 [ -e ext.sir ] && { echo "FAIL: import wrote ext.sir without its weights"; fails=$((fails + 1)); }
 expect 0 "" -- "$sinter" import ext.onnx -o extout.sir
@@ -257,6 +258,95 @@ expect 2 "unknown mode 'turbo'" -- "$sinter" compile tiny.sir --mode turbo --tar
 expect 1 "needs 1200000000000 bytes" -- "$sinter" run tiny.sir --device ref --shape N=100000000000 --init random
 printf 'sinter 1\n\nfunc @main(%%x: f32[1000000000000000000]) -> (f32[1000000000000000000]) {\n  %%y = relu(%%x)\n  return %%y\n}\n' >eb.sir
 expect 1 "f32\\[1000000000000000000\\] needs 4e\\+18 bytes" -- "$sinter" check eb.sir
+
+# issue 31, item 11: paper cuts
+# --opt=value for every option that takes one; a flag takes none
+expect 0 "" -- "$sinter" run tiny.sir --device=ref --inputs=in.safetensors --weights=tiny.safetensors -o eq.safetensors
+expect_out "first: 13 0 0 0"
+cmp -s eq.safetensors out.safetensors || { echo "FAIL: run with --opt=value wrote another output"; fails=$((fails + 1)); }
+expect 0 "" -- "$sinter" check tiny.sir --shape=N=2 --json
+expect_out '"symbols": \[\]'
+expect 2 "option --json takes no value" -- "$sinter" run tiny.sir --json=yes
+expect 2 "option --inputs needs a value" -- "$sinter" run tiny.sir --inputs
+# did you mean: options (this command's), commands, cache commands
+expect 2 "unknown option '--inptus' \(did you mean '--inputs'\?\)" -- "$sinter" run tiny.sir --inptus in.safetensors
+expect 2 "unknown option '--target' for run \(compile takes it\)" -- "$sinter" run tiny.sir --target sm_90
+expect 2 "unknown option '--dot' for run \(print takes it\)" -- "$sinter" run tiny.sir --dot
+expect 2 "unknown command 'complie' \(did you mean 'compile'\?\)" -- "$sinter" complie tiny.sir
+expect 2 "unknown cache command 'stat' \(did you mean 'stats'\?\)" -- "$sinter" cache stat
+expect 2 "unknown option '--frobnicate'\s*$" -- "$sinter" check tiny.sir --frobnicate
+# sinter help CMD is sinter CMD --help
+for c in check print hash run compile bench import cache; do
+	"$sinter" help $c >help1.txt 2>&1 || { echo "FAIL: sinter help $c exits nonzero"; fails=$((fails + 1)); }
+	"$sinter" $c --help >help2.txt 2>&1
+	cmp -s help1.txt help2.txt || { echo "FAIL: sinter help $c differs from sinter $c --help"; fails=$((fails + 1)); }
+done
+expect 2 "unknown command 'rn' \(did you mean 'run'\?\)" -- "$sinter" help rn
+# -o: the format by the extension; another is refused before any work
+expect 2 "-o FILE: the format is chosen by the extension, .safetensors, .npz or .npy; got 'result.txt'" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o result.txt
+[ -e result.txt ] && { echo "FAIL: -o result.txt was written"; fails=$((fails + 1)); }
+expect 0 "" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o one.npy
+python3 -c 'import struct,sys; b=open("one.npy","rb").read(); sys.exit(not b.startswith(b"\x93NUMPY"))' ||
+	{ echo "FAIL: -o one.npy is not a .npy"; fails=$((fails + 1)); }
+expect 2 "-o names the .sir to write" -- "$sinter" import ext.onnx -o ext.txt
+expect 2 "-o writes a package: FILE.sinterpkg, got 'x.bin'" -- "$sinter" compile tiny.sir --shape N=1 --device cpu -o x.bin
+# --target sm_90a: what NVRTC users write; the same kernels as sm_90
+expect 2 "--target wants sm_XX or sm_XXa" -- "$sinter" compile tiny.sir --shape N=1 --target sm_90b
+expect 2 "--target wants sm_XX or sm_XXa" -- "$sinter" compile tiny.sir --shape N=1 --target sm_a
+if command -v nvcc >/dev/null 2>&1 || [ -e /usr/local/cuda/lib64/libnvrtc.so ]; then
+	expect 0 "" -- "$sinter" compile tiny.sir --shape N=2 --target sm_90a --no-cache --dump-dir src90a --json
+	python3 -c 'import json,sys; d=json.load(open("out.txt")); sys.exit(not (d["ok"] and d["target"] == "sm_90" and d["kernels"] >= 1))' ||
+		{ echo "FAIL: compile --target sm_90a --json:"; sed 's/^/    /' out.txt; fails=$((fails + 1)); }
+	expect 0 "" -- "$sinter" compile tiny.sir --shape N=2 --target=sm_90 --no-cache --dump-dir src90
+	diff -r src90 src90a >/dev/null || { echo "FAIL: sm_90a and sm_90 kernels differ"; fails=$((fails + 1)); }
+fi
+# print --groups and print --device cpu show what a compile makes: the
+# default pipeline when none is named (--passes '' shows the graph as written)
+res="$here/../samples/resblock.sir"
+"$sinter" print "$res" --shape N=2 --groups >g1.txt 2>&1
+"$sinter" print "$res" --shape N=2 --groups --mode default >g2.txt 2>&1
+cmp -s g1.txt g2.txt || { echo "FAIL: print --groups is not the default pipeline's groups"; fails=$((fails + 1)); }
+"$sinter" print "$res" --shape N=2 --groups --passes '' >g3.txt 2>&1
+grep -q "batch_norm" g3.txt || { echo "FAIL: print --groups --passes '' ran passes"; fails=$((fails + 1)); }
+if "$sinter" compile "$res" --shape N=2 --device cpu --json --cache-dir cpucache2 >c.json 2>err.txt; then
+	"$sinter" print "$res" --shape N=2 --device cpu >plan.txt 2>&1
+	steps=$(python3 -c 'import json; print(json.load(open("c.json"))["steps"])')
+	grep -qE "^$steps steps: " plan.txt || { echo "FAIL: print --device cpu lists another plan than compile's $steps steps:"; sed 's/^/    /' plan.txt; fails=$((fails + 1)); }
+	expect 2 "precision fp16 is not built for it" -- "$sinter" print "$res" --shape N=2 --device cpu --precision fp16
+	expect 2 "--no-fusion is not taken" -- "$sinter" print "$res" --shape N=2 --device cpu --no-fusion
+	# bench: latency percentiles and throughput, --duration, in text and JSON
+	expect 0 "" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --iters 9 --warmup 1
+	expect_out "latency: +median [0-9.]+ ms, min [0-9.]+ ms, mean [0-9.]+ ms, p90 [0-9.]+ ms, p99 [0-9.]+ ms, max [0-9.]+ ms"
+	expect_out "over 9 calls \(1 warm-up\) in [0-9.]+ s: [0-9.]+ inferences/s"
+	expect 0 "" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --duration 0.3 --json
+	python3 - <<'PY' || { echo "FAIL: bench --duration --json:"; sed 's/^/    /' out.txt; fails=$((fails + 1)); }
+import json
+d = json.load(open("out.txt"))
+k = ["min_ms", "median_ms", "mean_ms", "p90_ms", "p99_ms", "max_ms"]
+assert all(d[x] > 0 for x in k), d
+assert d["min_ms"] <= d["median_ms"] <= d["p90_ms"] <= d["p99_ms"] <= d["max_ms"], d
+assert d["min_ms"] <= d["mean_ms"] <= d["max_ms"], d
+assert d["duration_s"] == 0.3 and d["iters"] > 1 and 0.2 < d["timed_s"] < 1.5, d
+assert abs(d["throughput_per_s"] - 1e3 / d["mean_ms"]) <= 1e-3 * d["throughput_per_s"], d
+PY
+	expect 2 "--iters and --duration exclude each other" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --iters 3 --duration 1
+	expect 2 "--duration wants seconds > 0" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --duration 0
+	expect 2 "a per-step profile is not built for the cpu device" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --profile
+fi
+# issue 31, item 16: cache clear deletes all it can, names each entry it
+# cannot (here a directory where an entry should be), and exits non-zero
+mkdir -p clr/kernels/00 clr/kernels/01 clr/kernels/ff clr/plans/02
+h=0123456789abcdef0123456789abcd
+for d in 00 01 ff; do printf x >clr/kernels/$d/$h.cubin; done
+printf x >clr/plans/02/$h.plan
+mkdir -p clr/kernels/7f/$h.cubin && printf x >clr/kernels/7f/$h.cubin/inside
+mkdir -p clr/plans/03/$h.plan && printf x >clr/plans/03/$h.plan/inside
+expect 3 "cannot delete .*kernels/7f/$h.cubin" -- "$sinter" cache clear --dir clr
+grep -q "cannot delete .*plans/03/$h.plan" err.txt || { echo "FAIL: cache clear did not name the second entry it could not delete"; sed 's/^/    /' err.txt; fails=$((fails + 1)); }
+expect_out "removed 4 entries"
+left=$(find clr -type f ! -name inside | wc -l)
+[ "$left" = 0 ] || { echo "FAIL: cache clear left $left deletable entries"; find clr -type f; fails=$((fails + 1)); }
+expect 0 "" -- "$sinter" cache stats --dir=clr
 
 if [ "$fails" -ne 0 ]; then
 	echo "$fails CLI check(s) failed"
