@@ -33,6 +33,10 @@ install(TARGETS sinter_shared EXPORT sinterTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${SINTER_PUBLIC_A} DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS sinter_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# shell completion, where bash-completion and zsh look for it
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/cli/completion/sinter.bash
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME sinter)
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/cli/completion/_sinter DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
 
 set(SINTER_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/sinter)
 install(EXPORT sinterTargets NAMESPACE sinter:: DESTINATION ${SINTER_CMAKE_DIR})

@@ -12,3 +12,6 @@ set_tests_properties(benchmarks.suite PROPERTIES PASS_REGULAR_EXPRESSION "suite_
 # Ctrl-C or SIGTERM during run -o leaves no temp file (issue 31, item 16).
 add_test(NAME cli.signal_cleanup COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/signal_cleanup.py $<TARGET_FILE:sinter_cli>)
 set_tests_properties(cli.signal_cleanup PROPERTIES PASS_REGULAR_EXPRESSION "no temp file left")
+# bash completion (and the zsh script's syntax); options listed = options in --help.
+add_test(NAME cli.completion COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/completion.sh $<TARGET_FILE:sinter_cli>)
+set_tests_properties(cli.completion PROPERTIES PASS_REGULAR_EXPRESSION "completion: all checks passed")
