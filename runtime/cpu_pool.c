@@ -39,6 +39,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* A build that includes a header before this file's _GNU_SOURCE (the
+ * fault-injection build's -include ir/fault.h) sees no RUSAGE_THREAD:
+ * Linux's value, getrusage(2). */
+#ifndef RUSAGE_THREAD
+#define RUSAGE_THREAD 1
+#endif
+
 /* Spin bounds (ns) before sleeping: between rounds of one run (hot), and
  * otherwise. A run's steps are a few to a few hundred microseconds
  * apart. */
