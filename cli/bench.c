@@ -287,7 +287,11 @@ int cli_cmd_bench(cli_opts *o)
 		char dur[32] = "null"; /* --duration as asked, else null */
 		if (o->duration > 0)
 			snprintf(dur, sizeof dur, "%.6g", o->duration);
-		printf("{\"file\": \"%s\", \"device\": \"%s\", \"cold_compile_s\": %.4f, \"parse_s\": %.4f, "
+		printf("{\"file\": ");
+		cli_json_str(o->file);
+		printf(", \"device\": ");
+		cli_json_str(why);
+		printf(", \"cold_compile_s\": %.4f, \"parse_s\": %.4f, "
 		       "\"passes_s\": %.4f, \"weights_s\": %.4f, \"codegen_s\": %.4f, \"nvrtc_s\": %.4f, \"load_s\": %.4f, \"upload_s\": %.4f, "
 		       "\"context_s\": %.4f, \"plan_store_s\": %.4f, "
 		       "\"warm_start_s\": %.4f, \"warm_context_s\": %.4f, \"warm_after_context_s\": %.4f, \"warm_plan_hit\": %s, "
@@ -299,7 +303,7 @@ int cli_cmd_bench(cli_opts *o)
 		       "\"iters\": %d, \"warmup\": %d, \"tune_s\": %.4f, \"tune_kernels\": %zu, \"tune_from_records\": %zu, "
 		       "\"tune_tuned\": %zu, \"tune_candidates\": %zu, \"tune_timings\": %zu, \"tune_failed\": %zu, "
 		       "\"tune_rejected\": %zu, \"tune_speedup\": %.4f, \"warm_tune_timings\": %.0f}\n",
-		       o->file, why, cold_s, p.parse_s, cold.passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s,
+		       cold_s, p.parse_s, cold.passes_s, p.load_s, cold.codegen_s, cold.nvrtc_s, cold.load_s,
 		       cold.upload_s, cold.context_s, cold.plan_s, warm_s, ctx_s, warm_ok ? warm_s - ctx_s : -1,
 		       warm_hit ? "true" : "false", warm_ok ? cli_json_num(line, "run_s") : -1, cold.steps, cold.kernels, cold.unique_kernels, cold.arena_bytes, cold.weight_bytes,
 		       med, ms[0], mean, p90, p99, ms[iters - 1], per_s, 1e-3 * sum, dur, iters, o->warmup,

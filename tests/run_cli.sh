@@ -329,6 +329,11 @@ assert d["min_ms"] <= d["mean_ms"] <= d["max_ms"], d
 assert d["duration_s"] == 0.3 and d["iters"] > 1 and 0.2 < d["timed_s"] < 1.5, d
 assert abs(d["throughput_per_s"] - 1e3 / d["mean_ms"]) <= 1e-3 * d["throughput_per_s"], d
 PY
+	# the JSON holds any file name (a quote in it was written raw)
+	cp tiny.sir 'q"uote.sir'
+	expect 0 "" -- "$sinter" bench 'q"uote.sir' --device cpu --shape N=2 --iters 2 --json
+	python3 -c 'import json,sys; sys.exit(json.load(open("out.txt"))["file"] != "q\"uote.sir")' ||
+		{ echo "FAIL: bench --json with a quote in the file name:"; sed 's/^/    /' out.txt; fails=$((fails + 1)); }
 	expect 2 "--iters and --duration exclude each other" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --iters 3 --duration 1
 	expect 2 "--duration wants seconds > 0" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --duration 0
 	expect 2 "a per-step profile is not built for the cpu device" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --profile
