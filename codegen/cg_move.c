@@ -10,7 +10,8 @@
  *   concat                           which operand by the position along
  *                                    the axis (one kernel up to 7 operands;
  *                                    more: one kernel per 7, each over its
- *                                    own columns of the output)
+ *                                    own columns of the output); 16 bytes
+ *                                    at a time where the rows allow
  *   gather                           the index operand picks the row
  *   pad                              per dim, the source index or the
  *                                    constant (reflect and edge modes)
@@ -230,9 +231,10 @@ static int64_t span(const ir_shape *s, int from, int to)
 /* The body of a concat kernel, after `o` (the row) and `j` (the column
  * within the kernel's columns) are set: the operand whose columns hold j,
  * an if-chain over items 0..cnt) (parameter in<param[t]>, row[t] columns
- * from column at[t] on), written to out[dst]. */
+ * from column at[t] on), written to out[dst]. vec: a column is 16 bytes
+ * (a uint4) instead of an element. */
 static void emit_cat_chain(sn_buf *b, uint32_t cnt, const uint32_t *param, const int64_t *row, const int64_t *at,
-			   int64_t width, const char *dst)
+			   int64_t width, const char *dst, bool vec)
 {
 	for (uint32_t t = 0; t < cnt; t++) {
 		bool first = t == 0, last = at[t] + row[t] == width;
@@ -240,30 +242,59 @@ static void emit_cat_chain(sn_buf *b, uint32_t cnt, const uint32_t *param, const
 			sn_buf_printf(b, "\t\t%s\n", first ? "{" : "else");
 		else
 			sn_buf_printf(b, "\t\t%sif (j < %" PRId64 "L)\n", first ? "" : "else ", at[t] + row[t]);
-		sn_buf_printf(b, "\t\t\tout[%s] = in%u[o * %" PRId64 "L + j - %" PRId64 "L];\n", dst, param[t], row[t],
-			      at[t]);
+		if (vec)
+			sn_buf_printf(b, "\t\t\t((uint4 *)out)[%s] = ((const uint4 *)in%u)[o * %" PRId64 "L + j - %" PRId64 "L];\n",
+				      dst, param[t], row[t], at[t]);
+		else
+			sn_buf_printf(b, "\t\t\tout[%s] = in%u[o * %" PRId64 "L + j - %" PRId64 "L];\n", dst, param[t],
+				      row[t], at[t]);
 		if (last && first)
 			sn_buf_puts(b, "\t\t}\n");
 	}
 }
 
+/* Elements per 16-byte access when the output's rows and every
+ * operand's are whole numbers of 16 bytes (every buffer starts 256-byte
+ * aligned, so every row and operand column then starts on a vector);
+ * else 1. */
+static int64_t cat_vec(size_t es, int64_t orow, const int64_t *row, uint32_t m)
+{
+	if (es == 0 || es >= 16 || 16 % es)
+		return 1;
+	int64_t v = 16 / (int64_t)es;
+	if (orow % v)
+		return 1;
+	for (uint32_t t = 0; t < m; t++)
+		if (row[t] % v)
+			return 1;
+	return v;
+}
+
+static void cat_config(char *config, size_t cap, uint32_t nops, int64_t v)
+{
+	int off = snprintf(config, cap, "block=%d operands=%u", BLOCK, nops);
+	if (v > 1)
+		snprintf(config + off, cap - (size_t)off, " vec=%" PRId64, v);
+}
+
 /* One kernel of a concat of many operands: the non-empty operands
  * ops[0..cnt) (their columns of each output row: row[t] from at[t] on,
- * together [c0, c0 + width)) copied into their columns of the output, a
- * grid-stride loop over outer * width elements. part/nparts: which. */
+ * together [c0, c0 + width), in columns of v elements, of orow) copied
+ * into their columns of the output, a grid-stride loop over outer * width
+ * columns. part/nparts: which. */
 static int render_concat_part(const ir_graph *g, ir_ref r, const uint32_t *ops, uint32_t cnt, const int64_t *row,
-			      const int64_t *at, int64_t outer, int64_t orow, uint32_t part, uint32_t nparts,
-			      cg_kernel *k, sn_err *e)
+			      const int64_t *at, int64_t outer, int64_t orow, int64_t v, uint32_t part,
+			      uint32_t nparts, cg_kernel *k, sn_err *e)
 {
 	int64_t c0 = cnt ? at[0] : 0, width = cnt ? at[cnt - 1] + row[cnt - 1] - c0 : 0;
-	char what[64 + 12 * CAT_PER], config[48];
+	char what[64 + 12 * CAT_PER], config[64];
 	int off = snprintf(what, sizeof what, "%u of %u, columns [%" PRId64 ", %" PRId64 ") from operands", part + 1,
-			   nparts, c0, c0 + width);
+			   nparts, c0 * v, (c0 + width) * v);
 	for (uint32_t t = 0; t < cnt; t++)
 		off += snprintf(what + off, sizeof what - (size_t)off, " %u", ops[t]);
 	if (!cnt)
 		snprintf(what + off, sizeof what - (size_t)off, " none");
-	snprintf(config, sizeof config, "block=%d operands=%u", BLOCK, cnt);
+	cat_config(config, sizeof config, cnt, v);
 	sn_buf b = {0};
 	open_kernel_of(&b, g, r, what, config, cnt, ops, outer * width);
 	if (cnt && width > 0) {
@@ -276,7 +307,7 @@ static int render_concat_part(const ir_graph *g, ir_ref r, const uint32_t *ops, 
 		sn_buf_printf(&b, "\t\tlong o = i / %" PRId64 "L, j = i - o * %" PRId64 "L;\n", width, width);
 		char dst[64];
 		snprintf(dst, sizeof dst, "o * %" PRId64 "L + j + %" PRId64 "L", orow, c0);
-		emit_cat_chain(&b, cnt, param, row, rel, width, dst);
+		emit_cat_chain(&b, cnt, param, row, rel, width, dst, v > 1);
 	} else {
 		sn_buf_puts(&b, "\t\t(void)out;\n"); /* an empty output: nothing to copy */
 	}
@@ -284,7 +315,8 @@ static int render_concat_part(const ir_graph *g, ir_ref r, const uint32_t *ops, 
 }
 
 /* Along the flattened (outer, axis * inner) layout, operand k owns the
- * columns [at_k, at_k + row_k) of each output row. Up to CAT_PER operands:
+ * columns [at_k, at_k + row_k) of each output row; 16 bytes per column
+ * (uint4 loads and stores) where every row is whole vectors. Up to CAT_PER operands:
  * one kernel, each element picking its operand. More: one kernel per
  * CAT_PER non-empty operands (st->k, then st->more), each over its own
  * columns only, so the output is written once in all and every kernel
@@ -323,6 +355,11 @@ static int render_concat(const ir_graph *g, ir_ref r, cg_step *stp, sn_err *e)
 		m++;
 		col += w;
 	}
+	/* in columns of v elements from here on */
+	int64_t v = cat_vec(ir_dtype_size(n->dtype), orow, row, m);
+	orow /= v;
+	for (uint32_t t = 0; t < m; t++)
+		row[t] /= v, at[t] /= v;
 	int rc = SN_OK;
 	stp->kind = CG_STEP_KERNEL;
 	if (n->nin <= CAT_PER) {
@@ -331,13 +368,13 @@ static int render_concat(const ir_graph *g, ir_ref r, cg_step *stp, sn_err *e)
 		for (uint32_t t = 0; t < m; t++)
 			param[t] = ops[t];
 		sn_buf b = {0};
-		char config[48];
-		snprintf(config, sizeof config, "block=%d operands=%u", BLOCK, n->nin);
-		open_kernel(&b, g, r, config, n->nin);
+		char config[64];
+		cat_config(config, sizeof config, n->nin, v);
+		open_kernel_of(&b, g, r, NULL, config, n->nin, NULL, outer * orow);
 		if (orow > 0)
 			sn_buf_printf(&b, "\t\tlong o = i / %" PRId64 "L, j = i - o * %" PRId64 "L;\n", orow, orow);
-		emit_cat_chain(&b, m, param, row, at, orow, "i");
-		rc = close_kernel(&b, g, r, n->nin, stp, e);
+		emit_cat_chain(&b, m, param, row, at, orow, "i", v > 1);
+		rc = finish_kernel(&b, g, r, n->nin, NULL, outer * orow, &stp->k, e);
 	} else {
 		if (outer == 0)
 			m = 0; /* an empty output: one kernel that copies nothing */
@@ -349,8 +386,8 @@ static int render_concat(const ir_graph *g, ir_ref r, cg_step *stp, sn_err *e)
 		for (; !rc && done < nparts; done++) {
 			uint32_t t0 = done * CAT_PER, cnt = m - t0 < CAT_PER ? m - t0 : CAT_PER;
 			cg_kernel *k = done ? &more[done - 1] : &stp->k;
-			rc = render_concat_part(g, r, ops + t0, m ? cnt : 0, row + t0, at + t0, outer, orow, done, nparts,
-						k, e);
+			rc = render_concat_part(g, r, ops + t0, m ? cnt : 0, row + t0, at + t0, outer, orow, v, done,
+						nparts, k, e);
 		}
 		if (rc) {
 			for (uint32_t i = 0; more && i + 1 < nparts; i++)

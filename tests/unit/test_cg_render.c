@@ -540,6 +540,32 @@ static void test_move_details(void)
 	}
 	cg_step_free_kernels(&st);
 	CHECK(st.k.src == NULL && st.more == NULL && st.nmore == 0);
+	/* 16 bytes at a time where every row is whole vectors: 8 f16 [2,8]
+	 * along axis 1 (rows of one uint4, the output's of 8) in two kernels;
+	 * 2 f32 [4,4] along axis 1 in one (rows of 1 and 2 uint4s) */
+	ir_ref h = in(g, "h", IR_F16, SHAPE(2, 8));
+	for (int i = 0; i < 8; i++)
+		v8[i] = h;
+	at.axis = 1;
+	ir_ref h8 = ir_add(g, IR_OP_concat, v8, 8, &at, &err);
+	CHECK(h8 != IR_NONE && render(g, h8, &st) && st.nmore == 1);
+	if (st.nmore == 1) {
+		CHECK(strstr(st.k.src, "\n * part: 1 of 2, columns [0, 56) from operands 0 1 2 3 4 5 6\n"));
+		CHECK(strstr(st.k.src, "config: block=256 operands=7 vec=8 */") && strstr(st.k.src, "i < 14L;"));
+		CHECK(strstr(st.k.src, "long o = i / 7L, j = i - o * 7L;"));
+		CHECK(strstr(st.k.src, "((uint4 *)out)[o * 8L + j + 0L] = ((const uint4 *)in6)[o * 1L + j - 6L];"));
+		CHECK(strstr(st.more[0].src, "\n * part: 2 of 2, columns [56, 64) from operands 7\n"));
+		CHECK(strstr(st.more[0].src, "((uint4 *)out)[o * 8L + j + 7L] = ((const uint4 *)in0)[o * 1L + j - 0L];"));
+		CHECK(strstr(st.more[0].src, "i < 2L;"));
+		keep(&st.more[0]);
+	}
+	cg_step_free_kernels(&st);
+	ir_ref f4[2] = {in(g, "f", IR_F32, SHAPE(4, 4)), in(g, "f2", IR_F32, SHAPE(4, 8))};
+	ir_ref fc = ir_add(g, IR_OP_concat, f4, 2, &at, &err);
+	CHECK(fc != IR_NONE && render(g, fc, &st) && st.nmore == 0);
+	CHECK(strstr(st.k.src, "config: block=256 operands=2 vec=4 */") && strstr(st.k.src, "i < 12L;"));
+	CHECK(strstr(st.k.src, "\t\t\t((uint4 *)out)[i] = ((const uint4 *)in1)[o * 2L + j - 1L];"));
+	cg_step_free_kernels(&st);
 	ir_graph_free(g);
 }
 
