@@ -122,6 +122,14 @@ int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
 	const char *ins[] = {o->file, o->weights, o->inputs};
 	if (o->out && sinter_output_check(p->m, o->out, ins, 3, &err) != SINTER_OK)
 		goto fail;
+	size_t nout = sinter_model_num_outputs(p->m), olen = o->out ? strlen(o->out) : 0;
+	if (olen > 4 && !strcmp(o->out + olen - 4, ".npy") && nout != 1) {
+		/* the writer's rule, told before the run rather than after */
+		err.status = SINTER_E_USAGE;
+		snprintf(err.message, sizeof err.message, "%s: a .npy holds one array, the model has %zu outputs: write a .npz",
+			 o->out, nout);
+		goto fail;
+	}
 	t0 = cli_now();
 	if (init ? sinter_model_init_random(p->m, o->seed, &err)
 		 : sinter_model_load_weights(p->m, o->weights, &err))

@@ -288,6 +288,10 @@ expect 2 "-o FILE: the format is chosen by the extension, .safetensors, .npz or 
 expect 0 "" -- "$sinter" run tiny.sir --device ref --inputs in.safetensors -o one.npy
 python3 -c 'import struct,sys; b=open("one.npy","rb").read(); sys.exit(not b.startswith(b"\x93NUMPY"))' ||
 	{ echo "FAIL: -o one.npy is not a .npy"; fails=$((fails + 1)); }
+printf 'sinter 1\n\nfunc @main(%%x: f32[2]) -> (f32[2], f32[2]) {\n  %%a = relu(%%x)\n  %%b = neg(%%x)\n  return %%a, %%b\n}\n' >two.sir
+expect 2 "two.npy: a .npy holds one array, the model has 2 outputs: write a .npz" -- "$sinter" run two.sir --device ref --init random -o two.npy
+grep -q "^ran " out.txt && { echo "FAIL: -o two.npy ran the model first"; fails=$((fails + 1)); }
+expect 0 "" -- "$sinter" run two.sir --device ref --init random -o two.npz
 expect 2 "-o names the .sir to write" -- "$sinter" import ext.onnx -o ext.txt
 expect 2 "-o writes a package: FILE.sinterpkg, got 'x.bin'" -- "$sinter" compile tiny.sir --shape N=1 --device cpu -o x.bin
 # --target sm_90a: what NVRTC users write; the same kernels as sm_90
