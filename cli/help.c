@@ -10,8 +10,8 @@ const char cli_main_help[] =
 	"  hash  FILE.sir     print the structural hash (XXH3-128)\n"
 	"  run   FILE.sir     run the model and summarize its outputs\n"
 	"  compile FILE.sir   generate and compile the model's kernels\n"
-	"  bench FILE.sir     compile times, warm start, memory and latency on the GPU\n"
-	"  cache stats|clear|export|import|merge  inspect, empty or share the caches\n"
+	"  bench FILE.sir     compile times, warm start, memory, latency and throughput\n"
+	"  cache stats|clear|export|import|merge|explain  inspect, empty or share the caches\n"
 	"  import FILE.onnx -o FILE.sir   ONNX to sinter IR plus its weights\n"
 	"\n"
 	"Options every command takes (docs/CLI.md):\n"
@@ -19,7 +19,8 @@ const char cli_main_help[] =
 	"                     kernel's cache lookup (debug); also SINTER_LOG=warn|info|debug\n"
 	"  --trace FILE.json  write a Chrome trace (Perfetto opens it): host stages and,\n"
 	"                     for a run on cuda, each step's device time\n"
-	"'sinter COMMAND --help' describes a command's options.\n"
+	"'sinter help COMMAND' (or 'sinter COMMAND --help') describes a command's options;\n"
+	"a value may follow '=' (--inputs=FILE). Shell completion: cli/completion/.\n"
 	"Exit codes: 0 ok, 1 bad input, 2 usage, 3 environment, 4 internal error.\n";
 
 const char cli_shape_help[] =
