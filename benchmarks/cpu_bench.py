@@ -46,14 +46,27 @@ wall clock around run_with_iobinding. The ratio is the median of the
 pairs' ratios: a burst of load lasting seconds falls on both sides of a
 pair alike, where the rows above time one side's calls, then the other's.
 
-usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2] [--rounds R] [--cpu-seconds S]
-                    [--paired P]
+The paired calls' percentiles (median, p90, p99, max: a shared host's
+bursts show in the tail, not the median) are in a table of their own.
+--pause MS sets the pause between paired calls (default 300).
+
+With --load N, N busy-loop processes (python `while True: pass`) run for
+the whole measurement and are killed at the end: the host shared as a
+container with a CPU quota shares it (issue 31; docs/PERF.md).
+
+The models: mlp, resnet50, gpt2 (written here) and llama, the tiny Llama
+of tests/onnx/models/llama (a Hugging Face export, 16 tokens, masked
+attention) with its own inputs.
+
+usage: cpu_bench.py SINTER [--threads 2] [--iters 20] [--models mlp,resnet50,gpt2,llama] [--rounds R]
+                    [--cpu-seconds S] [--paired P] [--pause MS] [--load N]
 Needs numpy, onnx and onnxruntime (tests/requirements.txt).
 """
 import argparse
 import json
 import os
 import resource
+import struct
 import shutil
 import subprocess
 import sys
@@ -256,6 +269,27 @@ def torch_run(model, x, threads, iters):
     return float(np.median(ts)), out.numpy()
 
 
+LLAMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "onnx", "models", "llama")
+
+
+def read_safetensors(path):
+    """{name: array} of a .safetensors file (the tiny Llama's inputs)."""
+    dt = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "BOOL": np.bool_}
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        head = json.loads(f.read(n))
+        data = f.read()
+    return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], dt[v["dtype"]]).reshape(v["shape"]).copy()
+            for k, v in head.items() if k != "__metadata__"}
+
+
+def pct(ms):
+    """median, p90, p99 and max of a list of call times"""
+    a = np.asarray(ms, np.float64)
+    return dict(median=float(np.median(a)), p90=float(np.percentile(a, 90)), p99=float(np.percentile(a, 99)),
+                max=float(a.max()))
+
+
 def sinter_json(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
@@ -275,11 +309,17 @@ def main():
                     help="also each side's CPU time (user + sys) per call on 1 thread, over about this many seconds")
     ap.add_argument("--paired", type=int, default=0,
                     help="also this many pairs of calls, the two sides in turn in this process")
+    ap.add_argument("--pause", type=float, default=300, help="ms between paired calls")
+    ap.add_argument("--load", type=int, default=0, help="busy-loop processes running meanwhile")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="sinter-cpu-bench-")
+    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.load)]
     try:
         rows = bench(a, work)
     finally:
+        for p in load:
+            p.kill()
+            p.wait()
         # the models, their weights and outputs: about 1 GB with GPT-2
         shutil.rmtree(work, ignore_errors=True)
     print("\n| model | threads | sinter cpu ms | onnxruntime ms | sinter / ort | PyTorch cpu ms | sinter / PyTorch "
@@ -308,6 +348,15 @@ def main():
                 print("| %s | %d | %.2f | %.2f | %.2f | %d %% | %.1e |" % (
                     r["model"], a.paired, r["paired_sinter_ms"], r["paired_ort_ms"], r["paired_ratio"],
                     round(100 * r["paired_faster"]), r["paired_rel_l2"]))
+        print("\n| model | side | load | pairs | median ms | p90 | p99 | max | p90 / median |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for r in rows:
+            for side in ("sinter", "ort"):
+                if "paired_%s_pct" % side in r:
+                    q = r["paired_%s_pct" % side]
+                    print("| %s | %s | %d | %d | %.3f | %.3f | %.3f | %.3f | %.2f |" % (
+                        r["model"], "onnxruntime" if side == "ort" else side, a.load, a.paired, q["median"], q["p90"],
+                        q["p99"], q["max"], q["p90"] / q["median"]))
     if a.cpu_seconds:
         print("\n| model | sinter cpu ms/call, 1 thread | onnxruntime cpu ms/call, 1 thread | sinter / ort |")
         print("| --- | --- | --- | --- |")
@@ -320,7 +369,7 @@ def cpu_s(who):
     return u.ru_utime + u.ru_stime
 
 
-def cpu_time(a, name, path, sir, work, npz, x):
+def cpu_time(a, name, path, sir, work, npz, feeds):
     """CPU time (user + sys) per call on 1 thread, which the other load
     on the machine moves far less than latency: onnxruntime's over n calls
     in this process, n making about cpu_seconds of its time; sinter's as
@@ -332,13 +381,13 @@ def cpu_time(a, name, path, sir, work, npz, x):
     so.inter_op_num_threads = 1
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     for _ in range(3):
-        sess.run(None, {"x": x})
+        sess.run(None, feeds)
     t0 = cpu_s(resource.RUSAGE_SELF)
-    sess.run(None, {"x": x})
+    sess.run(None, feeds)
     n = max(5, int(a.cpu_seconds / max(cpu_s(resource.RUSAGE_SELF) - t0, 1e-3)))
     t0 = cpu_s(resource.RUSAGE_SELF)
     for _ in range(n):
-        sess.run(None, {"x": x})
+        sess.run(None, feeds)
     ort_ms = (cpu_s(resource.RUSAGE_SELF) - t0) / n * 1e3
     del sess
     used = []
@@ -351,10 +400,11 @@ def cpu_time(a, name, path, sir, work, npz, x):
     return (used[1] - used[0]) / n * 1e3, ort_ms
 
 
-def paired(a, work, name, path, sir, x):
+def paired(a, work, name, path, sir, feeds):
     """P pairs of calls, sinter's and onnxruntime's in turn in this
     process (module docstring): (median ms each, median of the pairs'
-    ratios, the share of pairs sinter won, rel L2 of the outputs)."""
+    ratios, the share of pairs sinter won, rel L2 of the outputs, each
+    side's percentiles)."""
     pkg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
     os.environ.setdefault("SINTER_LIBRARY", os.path.join(os.path.dirname(os.path.abspath(a.sinter)), "libsinter.so"))
     if pkg not in sys.path:  # once, not per model and round
@@ -362,14 +412,15 @@ def paired(a, work, name, path, sir, x):
     import sinter
     m = sinter.load(sir, weights=os.path.join(work, name + ".safetensors"))
     c = sinter.compile_model(m, device="cpu", threads=a.threads, cache_dir=os.path.join(work, "paired-cache"))
-    got = c.run({"x": x})[0]  # also the inputs sinter_compiled_bench reuses
+    got = c.run(feeds)[0]  # also the inputs sinter_compiled_bench reuses
     so = ort.SessionOptions()
     so.intra_op_num_threads = a.threads
     so.inter_op_num_threads = 1
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    want = sess.run(None, {"x": x})[0]
+    want = sess.run(None, feeds)[0]
     io = sess.io_binding()
-    io.bind_cpu_input("x", x)
+    for k, v in feeds.items():
+        io.bind_cpu_input(k, v)
     out = ort.OrtValue.ortvalue_from_numpy(np.empty_like(want))
     io.bind_ortvalue_output(sess.get_outputs()[0].name, out)
 
@@ -386,32 +437,37 @@ def paired(a, work, name, path, sir, x):
     s_ms, o_ms = [], []
     for i in range(a.paired):
         for side in ((sinter_call, ort_call) if i % 2 == 0 else (ort_call, sinter_call)):
-            time.sleep(0.3)
+            time.sleep(a.pause / 1e3)
             (s_ms if side is sinter_call else o_ms).append(side())
     r = [si / oi for si, oi in zip(s_ms, o_ms)]
     err = float(np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want.astype(np.float64)))
     del c, m, sess
-    return float(np.median(s_ms)), float(np.median(o_ms)), float(np.median(r)), sum(v < 1 for v in r) / len(r), err
+    return (float(np.median(s_ms)), float(np.median(o_ms)), float(np.median(r)), sum(v < 1 for v in r) / len(r), err,
+            pct(s_ms), pct(o_ms))
 
 
 def bench(a, work):
     rows = []
     for name in a.models.split(","):
-        m, xs = {"mlp": mlp, "resnet50": resnet50, "gpt2": gpt2}[name](0)
         path = os.path.join(work, name + ".onnx")
-        onnx.save(m, path)
+        if name == "llama":
+            shutil.copyfile(os.path.join(LLAMA, "model.onnx"), path)
+            feeds = read_safetensors(os.path.join(LLAMA, "inputs.safetensors"))
+        else:
+            m, xs = {"mlp": mlp, "resnet50": resnet50, "gpt2": gpt2}[name](0)
+            onnx.save(m, path)
+            feeds = {"x": np.random.default_rng(1).standard_normal(xs).astype(np.float32) if name != "gpt2" else
+                     np.random.default_rng(1).integers(0, 50257, size=xs).astype(np.int64)}
         sir = os.path.join(work, name + ".sir")
         subprocess.run([a.sinter, "import", path, "-o", sir], check=True, capture_output=True)
-        x = np.random.default_rng(1).standard_normal(xs).astype(np.float32) if name != "gpt2" else \
-            np.random.default_rng(1).integers(0, 50257, size=xs).astype(np.int64)
         npz = os.path.join(work, name + ".in.npz")
-        np.savez(npz, x=x)
+        np.savez(npz, **feeds)
         for rnd in range(a.rounds):
-            rows.append(measure(a, work, name, path, sir, npz, x, rnd))
+            rows.append(measure(a, work, name, path, sir, npz, feeds, rnd))
     return rows
 
 
-def measure(a, work, name, path, sir, npz, x, rnd):
+def measure(a, work, name, path, sir, npz, feeds, rnd):
     """One row: onnxruntime's latency and sinter's bench, one after the
     other (onnxruntime first in even rounds, sinter first in odd ones, so
     drifting load on a shared machine does not favour one side)."""
@@ -422,13 +478,13 @@ def measure(a, work, name, path, sir, npz, x, rnd):
         t0 = time.perf_counter()
         sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         load = time.perf_counter() - t0
-        want = sess.run(None, {"x": x})[0]
+        want = sess.run(None, feeds)[0]
         for _ in range(3):
-            sess.run(None, {"x": x})
+            sess.run(None, feeds)
         ts = []
         for _ in range(a.iters):
             t0 = time.perf_counter()
-            sess.run(None, {"x": x})
+            sess.run(None, feeds)
             ts.append((time.perf_counter() - t0) * 1e3)
         return float(np.median(ts)), load, want, min(ts)
 
@@ -452,7 +508,7 @@ def measure(a, work, name, path, sir, npz, x, rnd):
     # the second process ready to run: its start to a loaded plan (the
     # warm start less its first run); -1 from a sinter that does not say
     row["warm_ready_s"] = j["warm_start_s"] - j["warm_run_s"] if "warm_run_s" in j else -1
-    tr = torch_run(onnx.load(path), x, a.threads, a.iters)
+    tr = torch_run(onnx.load(path), feeds["x"], a.threads, a.iters) if list(feeds) == ["x"] else None
     if tr:
         row["torch_ms"], row["torch_ratio"] = tr[0], j["median_ms"] / tr[0]
         row["torch_rel_l2_vs_ort"] = float(np.linalg.norm(tr[1].astype(np.float64) - want) /
@@ -465,9 +521,9 @@ def measure(a, work, name, path, sir, npz, x, rnd):
         row["ref_speedup"] = row["ref_ms"] / j["median_ms"]
     if a.paired:
         (row["paired_sinter_ms"], row["paired_ort_ms"], row["paired_ratio"], row["paired_faster"],
-         row["paired_rel_l2"]) = paired(a, work, name, path, sir, x)
+         row["paired_rel_l2"], row["paired_sinter_pct"], row["paired_ort_pct"]) = paired(a, work, name, path, sir, feeds)
     if a.cpu_seconds:
-        row["sinter_cpu_ms"], row["ort_cpu_ms"] = cpu_time(a, name, path, sir, work, npz, x)
+        row["sinter_cpu_ms"], row["ort_cpu_ms"] = cpu_time(a, name, path, sir, work, npz, feeds)
         row["cpu_ratio"] = row["sinter_cpu_ms"] / row["ort_cpu_ms"]
     print(json.dumps(row), flush=True)
     return row
