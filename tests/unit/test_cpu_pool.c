@@ -9,7 +9,9 @@
  *    check in spins there until its time slice ends, every round (92 s
  *    for 2000 rounds here; issue 31);
  *  - in a solo spell (after the host looked oversubscribed) every round
- *    runs on the caller alone, whole, and is still right.
+ *    runs on the caller alone, whole, and is still right;
+ *  - a worker's chunk that takes far longer than the caller's (a worker
+ *    sleeping in it, as a descheduled one would) starts a solo spell.
  * Runs under TSan too (the unit tests' -DSINTER_TSAN build). */
 #define _GNU_SOURCE
 #include "check.h"
@@ -84,6 +86,24 @@ static void coverage(int n, bool hot, int rounds, unsigned seed)
 	free(hits);
 }
 
+/* tid 1's chunks sleep 3 ms (a worker held off its core); the caller's
+ * take 20 us of its CPU, long enough for the worker to join the round */
+static void slow_worker(void *ctx, int64_t lo, int64_t hi, int tid)
+{
+	(void)lo;
+	(void)hi;
+	if (tid == 1) {
+		atomic_store((atomic_int *)ctx, 1);
+		usleep(3000);
+		return;
+	}
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+}
+
 static void tiny(void *ctx, int64_t lo, int64_t hi, int tid)
 {
 	(void)tid;
@@ -116,6 +136,22 @@ int main(void)
 			CHECK(wrong == 0 && atomic_load(&j.sum) == 1000);
 		}
 		CHECK(atomic_load(&j.bad_tid) == 0);
+		cpu_pool_free(p);
+	}
+	/* a late chunk starts a spell */
+	{
+		pool *p = cpu_pool_new(2);
+		CHECK(p != NULL);
+		cpu_pool_hot(p, true);
+		atomic_int took = 0;
+		for (int r = 0; r < 2000 && !atomic_load(&took); r++)
+			cpu_pool_for(p, 16, 1, slow_worker, &took); /* until the worker takes a chunk */
+		if (!atomic_load(&took))
+			fprintf(stderr, "the worker took no chunk in 2000 rounds\n");
+		CHECK(atomic_load(&took));
+		/* seen by the round (cpu_pool_hot's own check comes after) */
+		CHECK(p->nlate >= 1 && p->solo_until > 0 && p->solo_ns > 0);
+		cpu_pool_hot(p, false);
 		cpu_pool_free(p);
 	}
 	/* pools made and freed at once, workers still starting */
