@@ -56,18 +56,20 @@ static void blas_open(void)
 	 * getenv, and this is the only place the library writes the
 	 * environment. */
 	const char *old = getenv("OPENBLAS_NUM_THREADS");
-	char *keep = old ? strdup(old) : NULL;
+	char keep[64]; /* a thread count; no allocation to fail here */
+	bool had = old && strlen(old) < sizeof keep;
+	if (had)
+		strcpy(keep, old);
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
 	/* the runtime's name first (Debian's alternatives choose it), then
 	 * the file found at configure time */
 	const char *names[] = {"libopenblas.so.0", SINTER_OPENBLAS};
 	for (size_t i = 0; i < sizeof names / sizeof *names && !blas.h; i++)
 		blas.h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-	if (keep)
+	if (had)
 		setenv("OPENBLAS_NUM_THREADS", keep, 1);
 	else
 		unsetenv("OPENBLAS_NUM_THREADS");
-	free(keep);
 	if (!blas.h) {
 		const char *m = dlerror();
 		snprintf(blas.why, sizeof blas.why, "cannot load OpenBLAS (%s)", m ? m : SINTER_OPENBLAS);
