@@ -21,6 +21,22 @@
  * fp32 anyway. Accumulation stays fp32 inside the kernels (matmul, conv,
  * reductions, softmax, norm statistics); the reference computes in fp64.
  *
+ * The arguments of sin and cos stay as declared when they are computed
+ * from sources alone: graph inputs, params, consts, iotas and casts from
+ * integers, through elementwise ops, data movement and matmul (a timestep
+ * or position embedding: cast(t) * freqs, RoPE's inv_freq @ positions).
+ * Such arguments reach the thousands, where bf16's spacing is 4 to 8 and
+ * fp16's 0.5 to 1, so a low argument makes sin and cos noise (issue 26: a
+ * DDPM UNet's timestep embedding, 3.7e-2 relative L2 in bf16 where
+ * PyTorch, which computes it in f32 as the model says, has 1.0e-2). Those
+ * nodes ("wide") are copied as declared, the sin and cos that read them
+ * too, and every other reader gets the value cast to low (one cast per
+ * value, named "<name>.<dtype>"; a wide graph input is cast there instead
+ * of right after the input; a const gets a low copy of that name). A
+ * param or const that a wide node reads stays as declared (its low
+ * readers read the cast). Sin and cos end the region: their results are
+ * in [-1, 1], where low is as good as it gets.
+ *
  * fp8 is bf16 plus: a float param read as a matmul operand or as linear's
  * weight becomes two params, "<key>@fp8" (f8e4m3, same shape) and
  * "<key>@fp8scale" (bf16[]), and the weight the product reads is
@@ -46,7 +62,9 @@ typedef struct prec {
 	ir_dtype low;
 	bool fp8;
 	bool *keep;   /* per src node: a param/const left as declared */
+	bool *wide;   /* per src node: computed as declared (a sin/cos argument) */
 	ir_ref *w8;   /* per src node: its fp8-dequantized weight in dst */
+	ir_ref *lowv; /* per src node: its wide value cast to low, made on first use */
 	uint32_t *uses;
 } prec;
 
@@ -87,6 +105,62 @@ static void mark_keep(const ir_graph *g, bool *keep)
 	for (uint32_t i = 0; i < g->nnodes; i++)
 		keep[i] = keep[i] && read[i];
 	free(read);
+}
+
+/* Ops that carry a sin/cos argument computed from sources alone: they
+ * compute exactly what they read (no weights of their own, no statistics). */
+static bool arg_op(ir_op op)
+{
+	if (op == IR_OP_sin || op == IR_OP_cos)
+		return false; /* they end the region */
+	ir_kind k = ir_ops[op].kind;
+	return k == IR_K_UNARY || k == IR_K_BINARY || k == IR_K_TERNARY || k == IR_K_MOVE || op == IR_OP_matmul;
+}
+
+/* Marks wide: the float values of g computed from sources alone (inputs,
+ * params, consts, iotas, casts from integers; through arg_op ops) that a
+ * sin or cos reads, directly or through other such values, and those sin
+ * and cos. A wide param or const is kept as declared. 0 or SN_EINTERNAL. */
+static int mark_wide(const ir_graph *g, bool *wide, bool *keep)
+{
+	bool *src = calloc(g->nnodes ? g->nnodes : 1, sizeof *src);
+	if (!src)
+		return SN_EINTERNAL;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		if (!ir_dtype_is_float(n->dtype))
+			continue;
+		if (ir_ops[n->op].kind == IR_K_SOURCE) {
+			src[i] = true;
+		} else if (n->op == IR_OP_cast && !ir_dtype_is_float(g->nodes[n->in[0]].dtype)) {
+			src[i] = true;
+		} else if (arg_op(n->op)) {
+			src[i] = true;
+			for (uint32_t k = 0; k < n->nin; k++) {
+				ir_ref o = n->in[k];
+				if (ir_dtype_is_float(g->nodes[o].dtype) && !src[o])
+					src[i] = false;
+			}
+		}
+	}
+	/* backwards: readers come after what they read */
+	for (uint32_t i = g->nnodes; i-- > 0;) {
+		const ir_node *n = &g->nodes[i];
+		if ((n->op == IR_OP_sin || n->op == IR_OP_cos) && src[n->in[0]])
+			wide[i] = true;
+		if (!wide[i])
+			continue;
+		for (uint32_t k = 0; k < n->nin; k++)
+			if (src[n->in[k]])
+				wide[n->in[k]] = true;
+	}
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		ir_op op = g->nodes[i].op;
+		if (wide[i] && (op == IR_OP_param || op == IR_OP_const))
+			keep[i] = true;
+	}
+	free(src);
+	return SN_OK;
 }
 
 static bool name_taken(const ir_graph *g, const char *s)
@@ -174,6 +248,20 @@ static ir_ref value(prec *p, ir_ref old, sn_err *e)
 	if (r == IR_NONE || take_name(p, r, old, e) != SN_OK)
 		return IR_NONE;
 	return p->r.map[old] = r;
+}
+
+/* Wide src node old's dst value v cast to low, made once, named
+ * "<name>.<dtype>"; a const is converted here instead (as value would:
+ * fp16 saturates). */
+static ir_ref low_of(prec *p, ir_ref old, ir_ref v, sn_err *e)
+{
+	if (p->lowv[old] != IR_NONE)
+		return p->lowv[old];
+	const ir_node *n = &p->r.src->nodes[old];
+	ir_ref c = n->op == IR_OP_const ? low_const(p, n, e) : add_cast(p->r.dst, v, p->low, e);
+	if (c == IR_NONE || name_derived(p, c, n->name, low_suffix(p), e) != SN_OK)
+		return IR_NONE;
+	return p->lowv[old] = c;
 }
 
 /* ---- fp8 weights ---- */
@@ -277,7 +365,7 @@ static ir_ref rebuild(prec *p, ir_ref old, sn_err *e)
 		return IR_NONE; /* made on first use (value) */
 	case IR_OP_input: {
 		ir_ref r = rw_copy(&p->r, old, e);
-		if (r == IR_NONE || !ir_dtype_is_float(n->dtype) || n->dtype == p->low)
+		if (r == IR_NONE || !ir_dtype_is_float(n->dtype) || n->dtype == p->low || p->wide[old])
 			return r;
 		ir_ref c = add_cast(g, r, p->low, e);
 		if (c == IR_NONE || name_derived(p, c, n->name, low_suffix(p), e) != SN_OK)
@@ -285,7 +373,7 @@ static ir_ref rebuild(prec *p, ir_ref old, sn_err *e)
 		return p->r.map[old] = c;
 	}
 	case IR_OP_iota: {
-		if (!ir_dtype_is_float(n->dtype) || n->dtype == p->low)
+		if (!ir_dtype_is_float(n->dtype) || n->dtype == p->low || p->wide[old])
 			return rw_copy(&p->r, old, e);
 		ir_ref r = ir_add_iota(g, p->low, &n->shape, n->attrs->axis, e);
 		if (r == IR_NONE || take_name(p, r, old, e) != SN_OK)
@@ -294,6 +382,12 @@ static ir_ref rebuild(prec *p, ir_ref old, sn_err *e)
 	}
 	default:
 		break;
+	}
+	if (p->wide[old]) { /* as declared: its float operands are wide too */
+		for (uint32_t k = 0; k < n->nin; k++)
+			if (value(p, n->in[k], e) == IR_NONE)
+				return IR_NONE;
+		return rw_copy(&p->r, old, e);
 	}
 	ir_ref stack[8], *in = n->nin <= 8 ? stack : malloc(n->nin * sizeof *in);
 	if (!in) {
@@ -306,6 +400,11 @@ static ir_ref rebuild(prec *p, ir_ref old, sn_err *e)
 		const ir_node *on = &src->nodes[o];
 		bool q = p->fp8 && fp8_slot(n, k) && on->op == IR_OP_param && ir_dtype_is_float(on->dtype);
 		if ((in[k] = q ? fp8_weight(p, o, e) : value(p, o, e)) == IR_NONE)
+			goto done;
+		/* a wide value (or a param kept for a wide reader) read by a low
+		 * op: norms take their params in any float dtype */
+		if (ir_dtype_is_float(on->dtype) && g->nodes[in[k]].dtype != p->low && !(is_norm(n->op) && k > 0) &&
+		    (in[k] = low_of(p, o, in[k], e)) == IR_NONE)
 			goto done;
 	}
 	ir_attrs a = *n->attrs;
@@ -356,6 +455,15 @@ static int cast_outputs(prec *p, sn_err *e)
 	return SN_OK;
 }
 
+/* Frees p's per-node arrays (not p->r). */
+static void prec_free(prec *p)
+{
+	free(p->keep);
+	free(p->wide);
+	free(p->w8);
+	free(p->lowv);
+}
+
 int pass_precision_run(ir_graph **gp, pass_ctx *ctx, sn_err *e)
 {
 	pass_precision pr = ctx ? ctx->precision : PASS_FP32;
@@ -377,18 +485,22 @@ int pass_precision_run(ir_graph **gp, pass_ctx *ctx, sn_err *e)
 	prec p = {.ws = ctx->ws, .low = pr == PASS_FP16 ? IR_F16 : IR_BF16, .fp8 = pr == PASS_FP8};
 	size_t nn = src->nnodes ? src->nnodes : 1;
 	p.keep = calloc(nn, sizeof *p.keep);
+	p.wide = calloc(nn, sizeof *p.wide);
 	p.w8 = malloc(nn * sizeof *p.w8);
-	if (!p.keep || !p.w8) {
-		free(p.keep);
-		free(p.w8);
+	p.lowv = malloc(nn * sizeof *p.lowv);
+	if (!p.keep || !p.wide || !p.w8 || !p.lowv) {
+		prec_free(&p);
 		return sn_errf(e, SN_EINTERNAL, "out of memory");
 	}
 	for (uint32_t i = 0; i < src->nnodes; i++)
-		p.w8[i] = IR_NONE;
+		p.w8[i] = p.lowv[i] = IR_NONE;
 	mark_keep(src, p.keep);
+	if (mark_wide(src, p.wide, p.keep) != SN_OK) {
+		prec_free(&p);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
 	if (rw_begin(&p.r, src, e) != SN_OK) {
-		free(p.keep);
-		free(p.w8);
+		prec_free(&p);
 		return e->code;
 	}
 	int rc = SN_OK;
@@ -398,8 +510,7 @@ int pass_precision_run(ir_graph **gp, pass_ctx *ctx, sn_err *e)
 	}
 	if (rc == SN_OK)
 		rc = cast_outputs(&p, e);
-	free(p.keep);
-	free(p.w8);
+	prec_free(&p);
 	if (rc != SN_OK) {
 		rw_abort(&p.r);
 		return rc;
