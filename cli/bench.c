@@ -152,7 +152,7 @@ static int warm_start_child(const cli_opts *o, const char *dir, const char *inpu
 		}
 	if (o->no_fusion)
 		av[n++] = "--no-fusion";
-	if (!o->weights && (!o->init || !strcmp(o->init, "random"))) {
+	if (!o->weights && !o->own_weights && (!o->init || !strcmp(o->init, "random"))) {
 		snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
 		av[n++] = "--init";
 		av[n++] = "random";

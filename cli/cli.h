@@ -37,6 +37,7 @@ typedef struct cli_opts {
 	double child_t0; /* bench's warm-start child: the parent's clock at spawn */
 	int threads;     /* --threads (cpu) */
 	double duration; /* bench --duration S: timed calls for S seconds instead of --iters */
+	bool own_weights; /* set by cli_prepare: bench runs the model's own weights */
 } cli_opts;
 
 /* A model ready to run: loaded (symbols bound from --inputs if needed),

@@ -131,8 +131,21 @@ int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
 		goto fail;
 	}
 	t0 = cli_now();
-	if (init ? sinter_model_init_random(p->m, o->seed, &err)
-		 : sinter_model_load_weights(p->m, o->weights, &err))
+	/* bench's default: the model's own weights (an ONNX file's
+	 * initializers, a `weights` line's file) where it has them, else
+	 * random params, said on stderr (a benchmark of random weights gives
+	 * the same times, not the model's outputs) */
+	bool own = false;
+	if (init && !o->init && default_random) {
+		sinter_error we;
+		own = sinter_model_load_weights(p->m, NULL, &we) == SINTER_OK;
+		if (!own)
+			fprintf(stderr, "sinter bench: params random (seed %llu): %s\n", (unsigned long long)o->seed,
+				we.message);
+	}
+	o->own_weights = own;
+	if (!own && (init ? sinter_model_init_random(p->m, o->seed, &err)
+			  : sinter_model_load_weights(p->m, o->weights, &err)))
 		goto fail;
 	if (!p->ins && !init) {
 		err.status = SINTER_E_USAGE;

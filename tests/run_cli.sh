@@ -318,6 +318,16 @@ if "$sinter" compile "$res" --shape N=2 --device cpu --json --cache-dir cpucache
 	grep -qE "^$steps steps: " plan.txt || { echo "FAIL: print --device cpu lists another plan than compile's $steps steps:"; sed 's/^/    /' plan.txt; fails=$((fails + 1)); }
 	expect 2 "precision fp16 is not built for it" -- "$sinter" print "$res" --shape N=2 --device cpu --precision fp16
 	expect 2 "--no-fusion is not taken" -- "$sinter" print "$res" --shape N=2 --device cpu --no-fusion
+	# bench runs an ONNX file's own weights (its initializers), as run does,
+	# not random params: the outputs of the two agree bit for bit
+	gm="$here/onnx/models/gpt2"
+	"$sinter" run "$gm/model.onnx" --device cpu --inputs "$gm/inputs.safetensors" -o own_run.safetensors >/dev/null 2>&1
+	"$sinter" bench "$gm/model.onnx" --device cpu --inputs "$gm/inputs.safetensors" --iters 2 --warmup 1 -o own_bench.safetensors >bench_own.txt 2>&1
+	cmp -s own_run.safetensors own_bench.safetensors ||
+		{ echo "FAIL: bench of an ONNX file did not run its own weights:"; sed 's/^/    /' bench_own.txt; fails=$((fails + 1)); }
+	grep -q "params random" bench_own.txt && { echo "FAIL: bench said it filled an ONNX file's params randomly"; fails=$((fails + 1)); }
+	# a model whose weights file is missing: random params, said so
+	expect 0 "params random" -- "$sinter" bench "$res" --device cpu --shape N=2 --iters 2 --warmup 1
 	# bench: latency percentiles and throughput, --duration, in text and JSON
 	expect 0 "" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --iters 9 --warmup 1
 	expect_out "latency: +median [0-9.]+ ms, min [0-9.]+ ms, mean [0-9.]+ ms, p90 [0-9.]+ ms, p99 [0-9.]+ ms, max [0-9.]+ ms"
