@@ -329,6 +329,13 @@ static cl_plan *cache_lookup(const char *path, const sinter_model *m, const cg_p
 	if (cl_plan_read(path, &p, &have, &e) != SN_OK) {
 		bool distrust = strstr(e.msg, "not trusted") != NULL;
 		bool bad = e.code == SN_EINPUT && !distrust;
+		/* a directory in its place: removed when empty or sinter's, else
+		 * left alone (said here, and again when the store fails) */
+		char dirwhy[600];
+		if (bad && kc_drop_dir(path, dirwhy, sizeof dirwhy) != 0) {
+			api_pc_warn(o, "plan cache: corrupt entry (%s: %s), rebuilding", path, dirwhy);
+			return NULL;
+		}
 		api_pc_warn(o, "plan cache: %s entry (%s)%s, rebuilding",
 			    distrust ? "refused" : bad ? "corrupt" : "unreadable", e.msg, bad ? ": deleted" : "");
 		if (bad)

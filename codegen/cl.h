@@ -130,7 +130,8 @@ int cl_package_read(const char *path, cl_plan **out, cg_plan_info *info, sn_err 
 /* Whether the first bytes of a file (n of them) are a cpu plan's magic. */
 bool cl_is_cpu_plan(const void *head, size_t n);
 /* Reads path (no symlink; refused unless sn_cache_trusted), the file
- * mapped read-only; every table checked, the graph parsed and verified,
+ * read into private memory (never mapped: an entry truncated while its
+ * plan runs is no SIGBUS); every table checked, the graph parsed and verified,
  * the weight image's checksums verified. SN_EINPUT "PATH: why" for a bad
  * file. The plan has no modules: its code is p->objkey's objects. Free
  * with cl_plan_free. */

@@ -142,6 +142,73 @@ int kc_entry_path(const char *dir, const uint8_t key[KC_KEY_SIZE], char *out, si
 	return SN_OK;
 }
 
+/* ---- an entry's path taken by a directory ---- */
+
+static bool is_hex(const char *s, size_t n);
+static bool is_entry_name(const char *s, const char *suffix);
+static bool is_temp_name(const char *s);
+
+/* A name sinter itself writes in an entry folder: an entry (a kernel, a
+ * plan, a plan's key or tuning list), or a temp file of one. */
+static bool is_ours(const char *s)
+{
+	return is_entry_name(s, ".cubin") || is_entry_name(s, ".plan") || is_entry_name(s, ".key") ||
+	       is_entry_name(s, ".tune") || is_temp_name(s);
+}
+
+int kc_drop_dir(const char *path, char *msg, size_t cap)
+{
+	struct stat sb;
+	if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+		snprintf(msg, cap, "not a directory");
+		return 0;
+	}
+	/* only what sinter writes is deleted: a user's file keeps it all */
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		int err = errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(msg, cap, "a directory, left alone: cannot open it: %s", strerror(err));
+		return -1;
+	}
+	const char *foreign = NULL;
+	char name[256] = "";
+	struct dirent *de;
+	for (int pass = 0; pass < 2 && !foreign; pass++) { /* look, then delete */
+		rewinddir(d);
+		while ((de = readdir(d))) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			struct stat fb;
+			if (!is_ours(de->d_name) || fstatat(fd, de->d_name, &fb, AT_SYMLINK_NOFOLLOW) != 0 ||
+			    !S_ISREG(fb.st_mode)) {
+				snprintf(name, sizeof name, "%s", de->d_name);
+				foreign = name;
+				break;
+			}
+			if (pass == 1 && unlinkat(fd, de->d_name, 0) != 0 && errno != ENOENT) {
+				snprintf(msg, cap, "a directory, left alone: cannot delete %s in it: %s", de->d_name,
+					 strerror(errno));
+				closedir(d);
+				return -1;
+			}
+		}
+	}
+	closedir(d);
+	if (foreign) {
+		snprintf(msg, cap, "a directory holding %s, which sinter did not write: left alone", foreign);
+		return -1;
+	}
+	if (rmdir(path) != 0 && errno != ENOENT) {
+		snprintf(msg, cap, "a directory, left alone: cannot remove it: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(msg, cap, "a directory: removed");
+	return 1;
+}
+
 /* ---- read ---- */
 
 static ssize_t read_full(int fd, void *buf, size_t n)
@@ -218,8 +285,14 @@ int kc_get(const char *dir, const uint8_t key[KC_KEY_SIZE], void **data, size_t 
 	void *payload = NULL;
 	uint64_t fsize = (uint64_t)sb.st_size, psize = 0;
 	if (S_ISDIR(sb.st_mode)) {
+		/* a miss, once: removed when it is empty or sinter's, so the
+		 * put after the compile stores the entry and the next run hits */
 		close(fd);
-		return sn_errf(e, SN_EENV, "kernel cache: cannot read %s: %s", path, strerror(EISDIR));
+		char why[600];
+		kc_drop_dir(path, why, sizeof why);
+		st->state = KC_CORRUPT;
+		snprintf(st->msg, sizeof st->msg, "kernel cache: corrupt entry %s (%.400s)", path, why);
+		return SN_OK;
 	}
 	if (!S_ISREG(sb.st_mode)) {
 		why = "not a regular file";
@@ -342,6 +415,9 @@ int kc_put(const char *dir, const uint8_t key[KC_KEY_SIZE], const void *data, si
 		return sn_errf(e, SN_EENV, "kernel cache: path too long under %s", dir);
 	if (mkdirs(sub, e))
 		return e->code;
+	char why[600];
+	if (kc_drop_dir(path, why, sizeof why) < 0) /* rename cannot replace a directory */
+		return sn_errf(e, SN_EENV, "kernel cache: entry %s is %s", path, why);
 	uint8_t h[KC_HEADER_SIZE];
 	memcpy(h, kc_magic, sizeof kc_magic);
 	le32(h + 8, KC_FORMAT_VERSION);
@@ -517,5 +593,14 @@ int kc_plan_path(const char *dir, const uint8_t key[KC_KEY_SIZE], bool make_dir,
 	char sub[KC_PATH_MAX];
 	if (!fits(sub, sizeof sub, "%s/plans/%.2s", dir, hex) || !fits(out, cap, "%s/%s.plan", sub, hex + 2))
 		return sn_errf(e, SN_EENV, "plan cache: path too long under %s", dir);
-	return make_dir ? mkdirs(sub, e) : SN_OK;
+	if (!make_dir)
+		return SN_OK;
+	if (mkdirs(sub, e))
+		return e->code;
+	/* about to write: a directory in the entry's place (a rename
+	 * cannot replace it) goes, when it is empty or sinter's */
+	char why[600];
+	if (kc_drop_dir(out, why, sizeof why) < 0)
+		return sn_errf(e, SN_EENV, "plan cache: entry %s is %s", out, why);
+	return SN_OK;
 }

@@ -88,8 +88,19 @@ int kc_clear(const char *dir, size_t *removed, sn_err *e);
 
 /* The plan cache lives beside the kernels: dir/plans/<2 hex>/<30 hex>.plan,
  * files in the plan format (codegen/cg.h, plan files). The path of key's
- * entry into out[cap]; make_dir creates its folder. */
+ * entry into out[cap]; make_dir creates its folder and removes a
+ * directory in the entry's place as kc_drop_dir does (SN_EENV when one
+ * is left there). */
 int kc_plan_path(const char *dir, const uint8_t key[KC_KEY_SIZE], bool make_dir, char *out, size_t cap, sn_err *e);
+/* A directory where an entry belongs (mkdir by hand, a tool gone wrong)
+ * makes every read a miss and every write fail (rename cannot replace
+ * it). Removes the directory at path when it is empty or holds only
+ * regular files named as sinter names its entries and temp files, never
+ * anything else (a user's file keeps the directory and all in it). 1:
+ * removed; 0: path is not a directory; -1: left alone. msg[cap] says
+ * which ("a directory: removed", "a directory holding NAME, which sinter
+ * did not write: left alone", ...). */
+int kc_drop_dir(const char *path, char *msg, size_t cap);
 /* Counts the plan entries and their bytes. */
 int kc_plan_stats(const char *dir, size_t *entries, uint64_t *bytes, sn_err *e);
 

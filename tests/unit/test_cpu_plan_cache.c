@@ -10,7 +10,10 @@
  * table byte, a flipped weight-image byte, a truncated weight image or
  * garbage is reported as corrupt, deleted and rebuilt (the next compile
  * hits again); an entry others may write is refused and left alone; an
- * entry whose objects left the kernel cache is rebuilt. Skipped (saying
+ * entry whose objects left the kernel cache is rebuilt; an entry
+ * truncated under a compiled plan leaves it running (read, not mapped);
+ * a directory in an entry's place is removed and the plan stored again.
+ * Skipped (saying
  * so) without the cpu device. */
 #include "sinter.h"
 
@@ -197,6 +200,32 @@ int main(void)
 	compile_run(m, &o, &hit, &hits, &kernels);
 	CHECK(hit && kernels >= 2 && hits == kernels);
 
+	/* the entry truncated while a compiled plan holds it: the plan runs
+	 * on (it was read, not mapped: a mapped page cut off the file is a
+	 * SIGBUS when the run touches the weights), and the next compile
+	 * finds the entry corrupt and rebuilds it */
+	{
+		long full = file_size(path);
+		sinter_compiled *c = NULL;
+		sinter_compile_stats st;
+		CHECK(sinter_compile(m, &o, &c, &st, &err) == SINTER_OK && st.plan_hit);
+		CHECK(truncate(path, 4096) == 0);
+		sinter_tensor *ins = NULL, *want = NULL, *got = NULL;
+		size_t nin = 0;
+		CHECK(sinter_random_inputs(m, (uint64_t)getpid() * 1000 + seq++, &ins, &nin, &err) == SINTER_OK);
+		CHECK(sinter_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
+		CHECK(c && sinter_compiled_run(c, ins, nin, &got, &err) == SINTER_OK);
+		for (int k = 0; got && want && k < 3; k++)
+			CHECK(rel_l2(&got[k], &want[k]) < 2e-5);
+		sinter_tensors_free(got, 3);
+		sinter_tensors_free(want, 3);
+		sinter_tensors_free(ins, nin);
+		sinter_compiled_free(c);
+		int before = n_corrupt;
+		compile_run(m, &o, &hit, NULL, NULL);
+		CHECK(!hit && n_corrupt == before + 1 && file_size(path) == full);
+	}
+
 	/* another fusion flag, other weights, another model: misses */
 	o.no_fusion = true;
 	compile_run(m, &o, &hit, NULL, NULL);
@@ -258,6 +287,15 @@ int main(void)
 	compile_run(m, &o, &hit, NULL, NULL);
 	CHECK(!hit && n_corrupt == before + 1);
 	unlink(p2);
+
+	/* an empty directory in its place: removed, rebuilt, stored, and the
+	 * next compile hits (it was "deleted, rebuilding" on every run) */
+	CHECK(unlink(path) == 0 && mkdir(path, 0700) == 0);
+	before = n_corrupt;
+	compile_run(m, &o, &hit, NULL, NULL);
+	CHECK(!hit && n_corrupt == before + 1 && file_size(path) == size);
+	compile_run(m, &o, &hit, NULL, NULL);
+	CHECK(hit);
 
 	/* the entry's objects gone from the kernel cache: rebuilt */
 	size_t removed = 0;
