@@ -60,16 +60,20 @@ int cg_float_expr(const ir_node *n, char *o, size_t cap)
 	case IR_OP_sqrt: s = "sqrtf(x)"; break;
 	case IR_OP_rsqrt: s = "1.0f / sqrtf(x)"; break;
 	case IR_OP_tanh: s = "tanhf(x)"; break;
-	case IR_OP_sigmoid: s = "1.0f / (1.0f + expf(-x))"; break;
+	case IR_OP_sigmoid: s = "sn_xsigmoidf(1.0f, x)"; break;
 	case IR_OP_erf: s = "erff(x)"; break;
 	case IR_OP_relu: s = "x < 0.0f ? 0.0f : x"; break; /* relu(NaN) is NaN */
 	case IR_OP_gelu:
+		/* tanh: 0.5 x (1 + tanh(u)) = x sigmoid(2u), which does not
+		 * cancel where tanh(u) is near -1 (x below about -3) */
 		s = n->attrs->approximate == IR_GELU_TANH
-			    ? "0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)))"
+			    ? "sn_xsigmoidf(x, 1.5957691216057308f * (x + 0.044715f * x * x * x))"
 			    : "0.5f * x * (1.0f + erff(x * 0.7071067811865476f))";
 		break;
-	case IR_OP_silu: s = "x / (1.0f + expf(-x))"; break;
-	case IR_OP_hardswish: s = "x * sn_relu6f(x + 3.0f) / 6.0f"; break;
+	case IR_OP_silu: s = "sn_xsigmoidf(x, x)"; break;
+	/* x hardsigmoid(x): the factor is in [0, 1], so no overflow where
+	 * x relu6(x + 3) would (hardswish(3e38) = 3e38) */
+	case IR_OP_hardswish: s = "x * (sn_relu6f(x + 3.0f) / 6.0f)"; break;
 	case IR_OP_hardsigmoid: s = "sn_relu6f(x + 3.0f) / 6.0f"; break;
 	case IR_OP_clamp: {
 		char lo[48], hi[48];
@@ -305,6 +309,23 @@ void cg_emit_op_helpers(sn_buf *b, ir_op op, bool fdom)
 	case IR_OP_clamp:
 		once(b, "float sn_clampf(", "__device__ __forceinline__ float sn_clampf(float v, float lo, float hi)\n"
 			       "{\n\tif (v < lo)\n\t\tv = lo;\n\tif (v > hi)\n\t\tv = hi;\n\treturn v;\n}\n");
+		break;
+	case IR_OP_sigmoid:
+	case IR_OP_silu:
+	case IR_OP_gelu:
+		/* a sigmoid(z) for every z: a / (1 + e^-z) for z >= 0 and
+		 * a e^z / (1 + e^z) below, so e^z never overflows (1 / (1 +
+		 * e^-z) is 0 below z = -88.7); where e^z is subnormal, a e^z is
+		 * taken in double and rounded once (sigmoid(-100) = 3.7e-44,
+		 * silu(-90) = -7.4e-38, a normal float that a subnormal e^z
+		 * would give to 6 digits only). NaN gives NaN. (The erf GELU
+		 * gets it too, unused: op alone does not tell them apart.) */
+		if (fdom)
+			once(b, "float sn_xsigmoidf(", "__device__ __forceinline__ float sn_xsigmoidf(float a, float z)\n"
+				       "{\n\tfloat e = expf(-fabsf(z));\n"
+				       "\tif (z >= 0.0f)\n\t\treturn a / (1.0f + e);\n"
+				       "\tfloat n = z < -87.0f ? (float)((double)a * exp((double)z)) : a * e;\n"
+				       "\treturn n / (1.0f + e);\n}\n");
 		break;
 	case IR_OP_softplus:
 	case IR_OP_mish:

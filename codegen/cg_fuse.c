@@ -866,13 +866,18 @@ int cg_render_row_group(const ir_graph *g, const fu_plan *fp, uint32_t gid, cons
 			k++;
 		const ir_node *rn = &g->nodes[mem[k]];
 		cg_red kind = rn->op == IR_OP_reduce_max ? CG_RED_MAX : rn->op == IR_OP_reduce_min ? CG_RED_MIN : CG_RED_SUM;
+		/* a sum accumulates in double (s<s>), as the reference's: a float
+		 * sum of a long row drifts; its result is rounded to the float
+		 * a<s> once (a mean after the division) */
 		static const char *const fname[] = {"grp_sum", "grp_max", "grp_min"};
-		static const char *const init[] = {"0.0f", "-__int_as_float(0x7f800000)", "__int_as_float(0x7f800000)"};
-		static const char *const comb[] = {"%s += %s;\n", "%s = (%s > %s || %s != %s) ? %s : %s;\n",
+		static const char *const init[] = {"0.0", "-__int_as_float(0x7f800000)", "__int_as_float(0x7f800000)"};
+		static const char *const comb[] = {"%s += (double)(%s);\n", "%s = (%s > %s || %s != %s) ? %s : %s;\n",
 						   "%s = (%s < %s || %s != %s) ? %s : %s;\n"};
 		used[kind] = true;
+		char acc[24];
 		snprintf(var, sizeof var, "a%u", s);
-		sn_buf_printf(&m.body, "\tfloat %s = %s;\n", var, init[kind]);
+		snprintf(acc, sizeof acc, kind == CG_RED_SUM ? "s%u" : "a%u", s);
+		sn_buf_printf(&m.body, "\t%s %s = %s;\n", kind == CG_RED_SUM ? "double" : "float", acc, init[kind]);
 		row_loop_head(&m.body, persistent, (int)vpt, gs, L);
 		uint32_t mark = m.nm;
 		m.ind = "\t\t";
@@ -880,17 +885,21 @@ int cg_render_row_group(const ir_graph *g, const fu_plan *fp, uint32_t gid, cons
 		if (!rc) {
 			sn_buf_puts(&m.body, "\t\t");
 			if (kind == CG_RED_SUM)
-				sn_buf_printf(&m.body, comb[0], var, v);
+				sn_buf_printf(&m.body, comb[0], acc, v);
 			else
 				sn_buf_printf(&m.body, comb[kind], var, v, var, v, v, v, var);
 		}
 		sn_buf_puts(&m.body, "\t}\n");
 		m.ind = "\t";
 		memo_cut(&m, mark);
-		sn_buf_printf(&m.body, "\t%s = %s(%s)", var, fname[kind], var);
-		if (rn->op == IR_OP_reduce_mean)
-			sn_buf_printf(&m.body, " / (float)%" PRId64, L);
-		sn_buf_puts(&m.body, ";\n");
+		if (kind == CG_RED_SUM) {
+			char div[40] = "";
+			if (rn->op == IR_OP_reduce_mean)
+				snprintf(div, sizeof div, " / %" PRId64 ".0", L);
+			sn_buf_printf(&m.body, "\tfloat %s = (float)(%s(%s)%s);\n", var, fname[kind], acc, div);
+		} else {
+			sn_buf_printf(&m.body, "\t%s = %s(%s);\n", var, fname[kind], var);
+		}
 		round_to(&m, rn->dtype, var);
 		bcast_ix(fx, &rn->shape, px);
 		char *key = rc ? NULL : memo_key(mem[k], px);

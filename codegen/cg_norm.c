@@ -4,9 +4,15 @@
  * Row ops (softmax along the last axis, the norms over [axis, rank)) give
  * each row to a group of G threads: a warp for short rows, a block for long
  * ones. A row of at most 16 values per thread is read once into registers;
- * a longer one is read again for each pass (it stays in L2). Statistics are
- * fp32: softmax subtracts the row max, layer_norm takes the mean first and
- * then the mean of squared deviations (two passes, no cancellation).
+ * a longer one is read again for each pass (it stays in L2). Sums
+ * accumulate in double, as the reference's (a float sum of a long row
+ * drifts): softmax subtracts the row max and sums e^(x - max) in double;
+ * layer_norm takes the mean first and then the mean of squared deviations
+ * (two passes, no cancellation), rms_norm the mean of squares, and both
+ * normalize in double, so that a row such as [1e30, -1e30, 0], whose
+ * squares overflow a float, normalizes as on the reference. The row's
+ * values stay floats: the double work is a few instructions per element
+ * of a memory-bound kernel.
  * softmax along an inner axis gives each column to one thread, coalesced
  * across threads. batch_norm is elementwise with a per-channel scale. */
 #include "codegen/cg_render.h"
@@ -41,21 +47,22 @@ void cg_emit_group_fn(sn_buf *b, const char *name, int g, cg_red red)
 	const char *comb = red == CG_RED_MAX ? "(v > a || v != v) ? v : a"
 			   : red == CG_RED_MIN ? "(v < a || v != v) ? v : a"
 					       : "a + v";
-	sn_buf_printf(b, "static __device__ __forceinline__ float %s_combine(float a, float v) { return %s; }\n\n",
-		      name, comb);
-	sn_buf_printf(b, "static __device__ __forceinline__ float %s(float a)\n{\n", name);
+	const char *t = red == CG_RED_SUM ? "double" : "float"; /* sums in double */
+	sn_buf_printf(b, "static __device__ __forceinline__ %s %s_combine(%s a, %s v) { return %s; }\n\n", t,
+		      name, t, t, comb);
+	sn_buf_printf(b, "static __device__ __forceinline__ %s %s(%s a)\n{\n", t, name, t);
 	if (g >= 32)
 		sn_buf_printf(b, "\tfor (int m = 16; m > 0; m >>= 1)\n"
 				 "\t\ta = %s_combine(a, __shfl_xor_sync(0xffffffffu, a, m));\n", name);
 	if (g > 32)
-		sn_buf_printf(b, "\t__shared__ float part[%d];\n"
+		sn_buf_printf(b, "\t__shared__ %s part[%d];\n"
 				 "\tint w = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
 				 "\t__syncthreads(); /* part may still be read by a previous call */\n"
 				 "\tif (lane == 0)\n\t\tpart[w] = a;\n"
 				 "\t__syncthreads();\n"
 				 "\ta = part[0];\n"
 				 "\tfor (int k = 1; k < %d; k++)\n\t\ta = %s_combine(a, part[k]);\n",
-			      g / 32, g / 32, name);
+			      t, g / 32, g / 32, name);
 	sn_buf_puts(b, "\treturn a;\n}\n\n");
 }
 
@@ -190,13 +197,13 @@ static int render_softmax_rows(const ir_graph *g, ir_ref r, cg_step *st, int64_t
 		sn_buf_puts(&b, "\t\tv[c] = X(i);\n");
 	sn_buf_printf(&b, "\t\tfloat t = %s;\n\t\tm = (t > m || t != t) ? t : m;\n\t}\n"
 			  "\tm = group_max(m); /* a row of -inf gives NaN, as PyTorch */\n"
-			  "\tfloat s = 0.0f;\n", val);
+			  "\tdouble s = 0.0;\n", val);
 	row_loop(&b, len, gs, (int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1));
-	sn_buf_printf(&b, "\t\ts += expf(%s - m);\n\t}\n\ts = group_sum(s);\n", val);
+	sn_buf_printf(&b, "\t\ts += (double)expf(%s - m);\n\t}\n\ts = group_sum(s);\n", val);
 	if (logsm)
-		sn_buf_puts(&b, "\tfloat ls = logf(s);\n");
+		sn_buf_puts(&b, "\tfloat ls = (float)log(s);\n");
 	else
-		sn_buf_puts(&b, "\tfloat inv = 1.0f / s;\n");
+		sn_buf_puts(&b, "\tfloat inv = (float)(1.0 / s);\n");
 	row_loop(&b, len, gs, (int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1));
 	if (logsm)
 		sn_buf_printf(&b, "\t\tst_%s(yr, i, (%s - m) - ls);\n\t}\n", tn, val);
@@ -232,19 +239,19 @@ static int render_softmax_cols(const ir_graph *g, ir_ref r, cg_step *st, int64_t
 			  "\tlong col = (long)blockIdx.x * 256 + threadIdx.x;\n"
 			  "\tif (col >= %lldL)\n\t\treturn;\n"
 			  "\tlong base = (col / %lldL) * %lldL + col %% %lldL;\n"
-			  "\tfloat m = -__int_as_float(0x7f800000), s = 0.0f;\n"
+			  "\tfloat m = -__int_as_float(0x7f800000);\n\tdouble s = 0.0;\n"
 			  "\tfor (long k = 0; k < %lldL; k++) {\n"
 			  "\t\tfloat t = ld_%s(x, base + k * %lldL);\n"
 			  "\t\tm = (t > m || t != t) ? t : m;\n\t}\n"
 			  "\tfor (long k = 0; k < %lldL; k++)\n"
-			  "\t\ts += expf(ld_%s(x, base + k * %lldL) - m);\n",
+			  "\t\ts += (double)expf(ld_%s(x, base + k * %lldL) - m);\n",
 		      CG_NAME, ct, ct, (long long)cols, (long long)inner, (long long)(len * inner),
 		      (long long)inner, (long long)len, tn, (long long)inner, (long long)len, tn,
 		      (long long)inner);
 	sn_buf_printf(&b, "\t%s\n\tfor (long k = 0; k < %lldL; k++) {\n"
 			  "\t\tfloat d = ld_%s(x, base + k * %lldL) - m;\n"
 			  "\t\tst_%s(y, base + k * %lldL, %s);\n\t}\n}\n",
-		      logsm ? "float ls = logf(s);" : "float inv = 1.0f / s;", (long long)len, tn,
+		      logsm ? "float ls = (float)log(s);" : "float inv = (float)(1.0 / s);", (long long)len, tn,
 		      (long long)inner, tn, (long long)inner, logsm ? "d - ls" : "expf(d) * inv");
 	st->kind = CG_STEP_KERNEL;
 	set_launch(&st->k, (cols + 255) / 256, 256);
@@ -266,12 +273,11 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 	cg_row_groups(len, &gs, &gpb);
 	int64_t vpt = (len + gs - 1) / gs;
 	int cv = (int)(vpt <= MAX_CACHED ? vpt : MAX_CACHED + 1);
-	char cfg[200], eps[40], lenf[40];
+	char cfg[200], eps[40];
 	snprintf(cfg, sizeof cfg, "%lld rows of %lld; %d threads per row, %d rows per block; %s",
 		 (long long)rows, (long long)len, gs, gpb,
 		 vpt <= MAX_CACHED ? "row held in registers" : "row re-read per pass");
-	flit(eps, n->attrs->eps);
-	flit(lenf, (double)len);
+	snprintf(eps, sizeof eps, "%.17g", n->attrs->eps); /* a double, as the reference's */
 	const cg_epilogue *pro = st->pro;
 	sn_buf b = {0};
 	cg_emit_spec_st(&b, g, r, cfg, st);
@@ -303,18 +309,19 @@ static int render_layer_norm(const ir_graph *g, ir_ref r, cg_step *st, int64_t r
 		row_loop(&b, len, gs, cv);
 		sn_buf_puts(&b, "\t\tv[c] = X(i);\n\t}\n");
 	}
-	sn_buf_puts(&b, "\tfloat mean = 0.0f, var = 0.0f;\n");
+	sn_buf_puts(&b, "\tdouble mean = 0.0, var = 0.0;\n");
 	if (!rms) {
 		row_loop(&b, len, gs, cv);
-		sn_buf_printf(&b, "\t\tmean += %s;\n\t}\n\tmean = group_sum(mean) / %s;\n", val, lenf);
+		sn_buf_printf(&b, "\t\tmean += (double)%s;\n\t}\n\tmean = group_sum(mean) / %lld.0;\n", val,
+			      (long long)len);
 	}
 	row_loop(&b, len, gs, cv);
-	sn_buf_printf(&b, "\t\tfloat d = %s - mean;\n\t\tvar += d * d;\n\t}\n"
-			  "\tvar = group_sum(var) / %s; /* biased; mean(x^2) for rms_norm */\n"
-			  "\tfloat inv = 1.0f / sqrtf(var + %s);\n",
-		      val, lenf, eps);
+	sn_buf_printf(&b, "\t\tdouble d = (double)%s - mean;\n\t\tvar += d * d;\n\t}\n"
+			  "\tvar = group_sum(var) / %lld.0; /* biased; mean(x^2) for rms_norm */\n"
+			  "\tdouble inv = 1.0 / sqrt(var + %s);\n",
+		      val, (long long)len, eps);
 	row_loop(&b, len, gs, cv);
-	sn_buf_printf(&b, "\t\tfloat o = (%s - mean) * inv;\n", val);
+	sn_buf_printf(&b, "\t\tfloat o = (float)(((double)%s - mean) * inv);\n", val);
 	if (w)
 		sn_buf_printf(&b, "\t\to *= ld_%s(w, i);\n", ir_dtype_name(w->dtype));
 	if (bi)
@@ -416,8 +423,8 @@ int cg_render_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 
 /* group_norm (NCHW, rank >= 3): one block per (sample, group), whose
  * C/groups * spatial values are contiguous: the mean, then the mean of
- * squared deviations (two passes over the group, fp32), then the
- * per-channel weight and bias. */
+ * squared deviations (two passes over the group, in double as the row
+ * norms'), then the per-channel weight and bias. */
 int cg_render_group_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st,
 			 sn_err *e)
 {
@@ -434,7 +441,7 @@ int cg_render_group_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const
 	int64_t m = C / G * hw;
 	const char *xn = ir_dtype_name(n->dtype), *wn = ir_dtype_name(w->dtype);
 	char eps[48];
-	flit(eps, n->attrs->eps);
+	snprintf(eps, sizeof eps, "%.17g", n->attrs->eps); /* a double, as the reference's */
 	sn_buf b = {0};
 	char config[64];
 	snprintf(config, sizeof config, "block=%d group per block", block);
@@ -448,16 +455,17 @@ int cg_render_group_norm(const ir_graph *g, ir_ref r, const cg_target *tg, const
 		      block, cg_ctype(n->dtype), cg_ctype(w->dtype), cg_ctype(w->dtype), cg_ctype(n->dtype));
 	sn_buf_printf(&b, "\tlong base = (long)blockIdx.x * %" PRId64 "L;\n"
 			  "\tlong c0 = (long)blockIdx.x %% %" PRId64 "L * %" PRId64 "L;\n"
-			  "\tfloat s = 0.0f;\n"
-			  "\tfor (long i = threadIdx.x; i < %" PRId64 "L; i += %d)\n\t\ts += ld_%s(in0, base + i);\n"
-			  "\tfloat mean = sn_block_sum(s) / %" PRId64 ".0f;\n"
-			  "\tfloat v = 0.0f;\n"
+			  "\tdouble s = 0.0;\n"
+			  "\tfor (long i = threadIdx.x; i < %" PRId64 "L; i += %d)\n\t\ts += (double)ld_%s(in0, base + i);\n"
+			  "\tdouble mean = sn_block_sum(s) / %" PRId64 ".0;\n"
+			  "\tdouble v = 0.0;\n"
 			  "\tfor (long i = threadIdx.x; i < %" PRId64 "L; i += %d) {\n"
-			  "\t\tfloat d = ld_%s(in0, base + i) - mean;\n\t\tv += d * d;\n\t}\n"
-			  "\tfloat inv = 1.0f / sqrtf(sn_block_sum(v) / %" PRId64 ".0f + %s);\n"
+			  "\t\tdouble d = (double)ld_%s(in0, base + i) - mean;\n\t\tv += d * d;\n\t}\n"
+			  "\tdouble inv = 1.0 / sqrt(sn_block_sum(v) / %" PRId64 ".0 + %s);\n"
 			  "\tfor (long i = threadIdx.x; i < %" PRId64 "L; i += %d) {\n"
 			  "\t\tlong c = c0 + i / %" PRId64 "L;\n"
-			  "\t\tst_%s(out, base + i, (ld_%s(in0, base + i) - mean) * inv * ld_%s(in1, c) + ld_%s(in2, c));\n"
+			  "\t\tfloat o = (float)(((double)ld_%s(in0, base + i) - mean) * inv);\n"
+			  "\t\tst_%s(out, base + i, o * ld_%s(in1, c) + ld_%s(in2, c));\n"
 			  "\t}\n}\n",
 		      m, G, C / G, m, block, xn, m ? m : 1, m, block, xn, m ? m : 1, eps, m, block,
 		      hw ? hw : 1, xn, xn, wn, wn);

@@ -166,7 +166,8 @@ void cg_emit_spec_st(sn_buf *b, const ir_graph *g, ir_ref r, const char *config,
 /* cg_norm.c: what the norm family takes (CG_CAN_*). */
 unsigned cg_norm_caps(const ir_graph *g, ir_ref r);
 /* cg_norm.c: pieces of the row kernels, shared with the row groups:
- * cg_emit_group_fn emits `float name(float a)`, the reduction of a over a
+ * cg_emit_group_fn emits `float name(float a)` (`double name(double a)`
+ * for CG_RED_SUM: sums accumulate in double), the reduction of a over a
  * group of g threads (1, 32, or a whole block of g, a multiple of 32),
  * every thread getting the result (max and min let NaN win);
  * cg_row_groups gives threads per row and rows per block for rows of len. */
