@@ -184,10 +184,19 @@ static uint64_t le(const uint8_t *b, int n)
 	return v;
 }
 
-int npy_parse(const void *buf, size_t len, const char *name, npy_array *out, sn_err *e)
+/* A .npy's header, read from the first bytes of the file. */
+typedef struct head {
+	size_t pre;     /* magic, version and header length: 10 or 12 bytes */
+	uint64_t hlen;  /* the dict's bytes */
+	hdr h;
+	const kind *k;
+	uint64_t numel; /* 0 when a dim is 0 (the other dims' product may not fit) */
+} head;
+
+/* The header of the .npy whose first len bytes are b (the whole file, or
+ * a prefix holding at least its header). */
+static int npy_head(const uint8_t *b, size_t len, const char *name, head *hd, sn_err *e)
 {
-	memset(out, 0, sizeof *out);
-	const uint8_t *b = buf;
 	if (len < 10 || memcmp(b, magic, 6))
 		return sn_errf(e, SN_EINPUT, "%s: not a .npy file (no \\x93NUMPY magic)", name);
 	int major = b[6];
@@ -213,13 +222,28 @@ int npy_parse(const void *buf, size_t len, const char *name, npy_array *out, sn_
 		return sn_errf(e, SN_EINPUT,
 			       "%s: dtype '%s' has no sinter equivalent (float16/32/64, int8/16/32/64, uint8/16/32, bool)",
 			       name, h.descr);
-	bool swap = order == '>' && k->size > 1;
 	uint64_t numel = 1;
 	for (int d = 0; d < h.rank; d++) {
 		if (h.shape[d] && numel > UINT64_MAX / 8 / (uint64_t)h.shape[d])
 			return sn_errf(e, SN_EINPUT, "%s: the shape's size overflows", name);
 		numel *= (uint64_t)h.shape[d];
 	}
+	*hd = (head){.pre = pre, .hlen = hlen, .h = h, .k = k, .numel = numel};
+	return SN_OK;
+}
+
+int npy_parse(const void *buf, size_t len, const char *name, npy_array *out, sn_err *e)
+{
+	memset(out, 0, sizeof *out);
+	const uint8_t *b = buf;
+	head hd;
+	if (npy_head(b, len, name, &hd, e))
+		return e->code;
+	const kind *k = hd.k;
+	const hdr h = hd.h;
+	size_t pre = hd.pre;
+	uint64_t hlen = hd.hlen, numel = hd.numel;
+	bool swap = hd.h.descr[0] == '>' && k->size > 1;
 	uint64_t have = len - pre - hlen;
 	if (numel * (uint64_t)k->size != have)
 		return sn_errf(e, SN_EINPUT, "%s: %llu bytes of data, the header's shape and dtype need %llu", name,
@@ -303,6 +327,8 @@ typedef struct bits {
 	uint8_t *out;
 	size_t olen, ocap;
 	bool bad;
+	bool prefix; /* stop, successfully, once out is full (full set) */
+	bool full;
 } bits;
 
 static uint32_t need(bits *s, int n)
@@ -383,7 +409,7 @@ static bool codes(bits *s, const huff *lit, const huff *dist)
 			return false;
 		if (sym < 256) {
 			if (s->olen >= s->ocap)
-				return false;
+				return (s->full = s->prefix);
 			s->out[s->olen++] = (uint8_t)sym;
 		} else if (sym == 256) {
 			return true;
@@ -396,35 +422,50 @@ static bool codes(bits *s, const huff *lit, const huff *dist)
 			if (d < 0 || d >= 30)
 				return false;
 			size_t back = dbase[d] + need(s, dextra[d]);
-			if (s->bad || back > s->olen || len > s->ocap - s->olen)
+			if (s->bad || back > s->olen || (len > s->ocap - s->olen && !s->prefix))
 				return false;
+			bool cut = len > s->ocap - s->olen;
+			if (cut)
+				len = s->ocap - s->olen;
 			for (size_t i = 0; i < len; i++, s->olen++)
 				s->out[s->olen] = s->out[s->olen - back];
+			if (cut)
+				return (s->full = true);
 		}
 	}
 }
 
-/* Inflates src into out[cap]; exactly cap bytes must come out. */
-static bool inflate(const uint8_t *src, size_t n, uint8_t *out, size_t cap)
+/* Inflates src into out[cap]; exactly cap bytes must come out. With
+ * prefix, only the first cap bytes are wanted: it stops there. *got says
+ * how many came out (fewer when the stream ends first, and on failure
+ * those before the fault). */
+static bool inflate_to(const uint8_t *src, size_t n, uint8_t *out, size_t cap, bool prefix, size_t *got)
 {
-	bits s = {.p = src, .n = n, .out = out, .ocap = cap};
+	*got = 0;
+	bits s = {.p = src, .n = n, .out = out, .ocap = cap, .prefix = prefix};
 	static const uint8_t order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
 	int last;
 	do {
 		last = (int)need(&s, 1);
 		int type = (int)need(&s, 2);
 		if (s.bad)
-			return false;
+			return (*got = s.olen, false);
 		if (type == 0) {
 			s.buf = 0;
 			s.cnt = 0; /* to a byte boundary */
 			if (s.n - s.pos < 4)
-				return false;
+				return (*got = s.olen, false);
 			size_t len = s.p[s.pos] | (size_t)s.p[s.pos + 1] << 8;
 			size_t nlen = s.p[s.pos + 2] | (size_t)s.p[s.pos + 3] << 8;
 			s.pos += 4;
-			if (len != (~nlen & 0xffff) || len > s.n - s.pos || len > s.ocap - s.olen)
-				return false;
+			if (len != (~nlen & 0xffff) || len > s.n - s.pos)
+				return (*got = s.olen, false);
+			if (len > s.ocap - s.olen) {
+				if (!prefix)
+					return (*got = s.olen, false);
+				len = s.ocap - s.olen;
+				s.full = true;
+			}
 			memcpy(s.out + s.olen, s.p + s.pos, len);
 			s.pos += len;
 			s.olen += len;
@@ -449,18 +490,18 @@ static bool inflate(const uint8_t *src, size_t n, uint8_t *out, size_t cap)
 				ndist = (int)need(&s, 5) + 1;
 				int ncode = (int)need(&s, 4) + 4;
 				if (s.bad || nlit > 286 || ndist > 30)
-					return false;
+					return (*got = s.olen, false);
 				uint8_t cl[19] = {0};
 				for (int i = 0; i < ncode; i++)
 					cl[order[i]] = (uint8_t)need(&s, 3);
 				huff lc;
 				if (s.bad || !build(&lc, cl, 19))
-					return false;
+					return (*got = s.olen, false);
 				int i = 0;
 				while (i < nlit + ndist) {
 					int sym = decode(&s, &lc);
 					if (sym < 0)
-						return false;
+						return (*got = s.olen, false);
 					if (sym < 16) {
 						lens[i++] = (uint8_t)sym;
 						continue;
@@ -468,7 +509,7 @@ static bool inflate(const uint8_t *src, size_t n, uint8_t *out, size_t cap)
 					int rep, val = 0;
 					if (sym == 16) {
 						if (i == 0)
-							return false;
+							return (*got = s.olen, false);
 						val = lens[i - 1];
 						rep = 3 + (int)need(&s, 2);
 					} else if (sym == 17) {
@@ -477,24 +518,35 @@ static bool inflate(const uint8_t *src, size_t n, uint8_t *out, size_t cap)
 						rep = 11 + (int)need(&s, 7);
 					}
 					if (s.bad || i + rep > nlit + ndist)
-						return false;
+						return (*got = s.olen, false);
 					while (rep--)
 						lens[i++] = (uint8_t)val;
 				}
 				if (lens[256] == 0) /* no end-of-block code */
-					return false;
+					return (*got = s.olen, false);
 				memmove(lens + 288, lens + nlit, (size_t)ndist);
 				memset(lens + nlit, 0, (size_t)(288 - nlit));
 			}
 			if (!build(&lit, lens, 288) || !build(&dist, lens + 288, ndist))
-				return false;
+				return (*got = s.olen, false);
 			if (!codes(&s, &lit, &dist))
-				return false;
+				return (*got = s.olen, false);
 		} else {
-			return false;
+			return (*got = s.olen, false);
+		}
+		if (s.full) {
+			*got = s.olen;
+			return true;
 		}
 	} while (!last);
-	return s.olen == cap;
+	*got = s.olen;
+	return prefix || s.olen == cap;
+}
+
+static bool inflate(const uint8_t *src, size_t n, uint8_t *out, size_t cap)
+{
+	size_t got;
+	return inflate_to(src, n, out, cap, false, &got);
 }
 
 /* ---- .npz (ZIP) ---- */
@@ -536,7 +588,59 @@ static bool zip64_extra(const uint8_t *x, size_t xlen, zent *z, bool u, bool c, 
 	return !(u || c || o);
 }
 
-int npz_parse(const void *buf, size_t len, const char *name, npy_array **out, size_t *n, sn_err *e)
+/* A member of the archive, located and checked before any is inflated. */
+typedef struct zmem {
+	zent z;
+	const uint8_t *src; /* its data in the archive: csize bytes */
+	char *ename;        /* malloc'ed: the name without ".npy" */
+} zmem;
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A .npy header longer than this in a deflated member is refused (NumPy
+ * itself refuses headers over 10000 bytes unless told otherwise). */
+#define NPZ_MAX_HEADER ((size_t)1 << 20)
+
+/* The header of member m: its first bytes inflated (deflated members),
+ * as many as the header needs and no more, parsed into hd. */
+static int member_head(const zmem *m, const char *what, head *hd, sn_err *e)
+{
+	if (m->z.method == 0)
+		return npy_head(m->src, (size_t)m->z.usize, what, hd, e);
+	size_t cap = m->z.usize < 4096 ? (size_t)m->z.usize : 4096, got = 0;
+	uint8_t *pfx = malloc(cap ? cap : 1);
+	if (!pfx)
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	/* a fault in the stream after the header is found when the member
+	 * is inflated whole; here only the header counts */
+	inflate_to(m->src, (size_t)m->z.csize, pfx, cap, true, &got);
+	bool ok = got >= 10 || got == m->z.usize;
+	if (got >= 12 && !memcmp(pfx, magic, 6) && pfx[6] >= 1 && pfx[6] <= 3) {
+		/* a header longer than the first 4 KiB: inflate as far as its end */
+		size_t pre = pfx[6] == 1 ? 10 : 12;
+		uint64_t end = pre + le(pfx + 8, pfx[6] == 1 ? 2 : 4);
+		if (end > got && end <= m->z.usize) {
+			free(pfx);
+			if (end > NPZ_MAX_HEADER + 12)
+				return sn_errf(e, SN_EINPUT, "%s: a .npy header of %llu bytes (more than 1 MiB)", what,
+					       (unsigned long long)(end - pre));
+			cap = (size_t)end;
+			if (!(pfx = malloc(cap)))
+				return sn_errf(e, SN_EINTERNAL, "out of memory");
+			inflate_to(m->src, (size_t)m->z.csize, pfx, cap, true, &got);
+			ok = got == cap;
+		}
+	}
+	int rc = ok ? npy_head(pfx, got, what, hd, e) : sn_errf(e, SN_EINPUT, "%s: corrupt deflate stream", what);
+	free(pfx);
+	return rc;
+}
+
+int npz_parse_max(const void *buf, size_t len, const char *name, uint64_t max, const char *limit, npy_array **out,
+		  size_t *n, sn_err *e)
 {
 	*out = NULL;
 	*n = 0;
@@ -567,11 +671,17 @@ int npz_parse(const void *buf, size_t len, const char *name, npy_array **out, si
 	}
 	if (cdoff > len || cdsize > len - cdoff || count > cdsize / 46 + 1)
 		return sn_errf(e, SN_EINPUT, "%s: the ZIP central directory lies outside the file", name);
-	npy_array *arr = calloc(count ? count : 1, sizeof *arr);
-	if (!arr)
-		return sn_errf(e, SN_EINTERNAL, "out of memory");
-	size_t p = (size_t)cdoff, k = 0;
-	for (; k < count; k++) {
+	size_t cnt = (size_t)count, k = 0, done = 0;
+	zmem *m = calloc(cnt ? cnt : 1, sizeof *m);
+	char **sorted = calloc(cnt ? cnt : 1, sizeof *sorted);
+	npy_array *arr = calloc(cnt ? cnt : 1, sizeof *arr);
+	if (!m || !sorted || !arr) {
+		sn_errf(e, SN_EINTERNAL, "out of memory");
+		goto fail;
+	}
+	/* 1. every member located and checked; nothing inflated yet */
+	size_t p = (size_t)cdoff;
+	for (; k < cnt; k++) {
 		if (len - p < 46 || p + 46 > cdoff + cdsize || le(b + p, 4) != 0x02014b50) {
 			sn_errf(e, SN_EINPUT, "%s: bad ZIP central directory entry %zu", name, k);
 			goto fail;
@@ -591,18 +701,21 @@ int npz_parse(const void *buf, size_t len, const char *name, npy_array **out, si
 			goto fail;
 		}
 		p += 46 + z.nlen + xlen + clen;
-		char ename[512];
-		if (z.nlen < 5 || z.nlen >= sizeof ename || memcmp(z.name + z.nlen - 4, ".npy", 4)) {
+		if (z.nlen < 5 || z.nlen >= 512 || memcmp(z.name + z.nlen - 4, ".npy", 4)) {
 			sn_errf(e, SN_EINPUT, "%s: entry %zu (%.*s) is not an array NAME.npy", name, k,
 				z.nlen > 200 ? 200 : (int)z.nlen, (const char *)z.name);
 			goto fail;
 		}
-		memcpy(ename, z.name, z.nlen - 4u);
-		ename[z.nlen - 4] = 0;
-		if (memchr(ename, 0, z.nlen - 4u)) {
+		if (memchr(z.name, 0, z.nlen - 4u)) {
 			sn_errf(e, SN_EINPUT, "%s: entry %zu has a NUL in its name", name, k);
 			goto fail;
 		}
+		m[k].z = z;
+		if (!(m[k].ename = strndup((const char *)z.name, z.nlen - 4u))) {
+			sn_errf(e, SN_EINTERNAL, "out of memory");
+			goto fail;
+		}
+		const char *ename = m[k].ename;
 		if (flags & 1) {
 			sn_errf(e, SN_EINPUT, "%s: %s.npy is encrypted", name, ename);
 			goto fail;
@@ -616,59 +729,115 @@ int npz_parse(const void *buf, size_t len, const char *name, npy_array **out, si
 			sn_errf(e, SN_EINPUT, "%s: %s.npy: its data runs past the end of the file", name, ename);
 			goto fail;
 		}
-		const uint8_t *src = b + data;
-		uint8_t *tmp = NULL;
+		m[k].src = b + data;
 		if (z.method == 8) {
-			if (z.usize > sn_mem_bytes() || z.usize > SIZE_MAX - 1 ||
-			    z.usize / 1032 > z.csize + 1) { /* deflate expands at most 1032:1 */
+			if (z.usize > SIZE_MAX - 1 || z.usize / 1032 > z.csize + 1) { /* deflate expands at most 1032:1 */
 				sn_errf(e, SN_EINPUT, "%s: %s.npy: implausible uncompressed size", name, ename);
 				goto fail;
 			}
-			tmp = malloc(z.usize ? (size_t)z.usize : 1);
-			if (!tmp) {
-				sn_errf(e, SN_EINTERNAL, "out of memory inflating %s", name);
-				goto fail;
-			}
-			if (!inflate(src, (size_t)z.csize, tmp, (size_t)z.usize)) {
-				free(tmp);
-				sn_errf(e, SN_EINPUT, "%s: %s.npy: corrupt deflate stream", name, ename);
-				goto fail;
-			}
-			src = tmp;
 		} else if (z.method != 0 || z.csize != z.usize) {
 			sn_errf(e, SN_EINPUT, "%s: %s.npy: ZIP method %u (sinter reads stored and deflated entries)", name,
 				ename, z.method);
 			goto fail;
 		}
-		if (npy_crc32(0, src, (size_t)z.usize) != z.crc) {
-			free(tmp);
-			sn_errf(e, SN_EINPUT, "%s: %s.npy: CRC mismatch (the archive is corrupt)", name, ename);
+		sorted[k] = m[k].ename;
+	}
+	/* names sorted, neighbours compared: O(n log n) (70 k entries compared
+	 * pairwise took 8 s) */
+	qsort(sorted, cnt, sizeof *sorted, cmp_name);
+	for (size_t i = 1; i < cnt; i++)
+		if (!strcmp(sorted[i - 1], sorted[i])) {
+			sn_errf(e, SN_EINPUT, "%s: two arrays named %s", name, sorted[i]);
 			goto fail;
 		}
-		char what[700];
-		snprintf(what, sizeof what, "%s: %s.npy", name, ename);
-		int rc = npy_parse(src, (size_t)z.usize, what, &arr[k], e);
+	/* 2. what the members will take, from their headers (a deflated
+	 * member's first bytes inflated, no more): each must match its ZIP
+	 * entry's size, and the arrays with the largest member being inflated
+	 * must fit, before anything large is allocated (a 2 MB zip bomb
+	 * declaring 2 GiB is refused here, not after inflating it) */
+	uint64_t arrays = 0, inflating = 0;
+	char what[700];
+	for (size_t i = 0; i < cnt; i++) {
+		snprintf(what, sizeof what, "%s: %s.npy", name, m[i].ename);
+		head hd;
+		if (member_head(&m[i], what, &hd, e))
+			goto fail;
+		uint64_t need = hd.numel * (uint64_t)hd.k->size;
+		if (hd.pre + hd.hlen + need != m[i].z.usize) {
+			sn_errf(e, SN_EINPUT,
+				"%s: its header's shape and dtype need %llu bytes of data, the ZIP entry holds %llu", what,
+				(unsigned long long)need, (unsigned long long)(m[i].z.usize - hd.pre - hd.hlen));
+			goto fail;
+		}
+		uint64_t bytes = hd.numel * ir_dtype_size(hd.k->to); /* npy_head bounded numel * 8 */
+		arrays = bytes > UINT64_MAX / 2 - arrays ? UINT64_MAX / 2 : arrays + bytes; /* saturated */
+		if (m[i].z.method == 8 && m[i].z.usize > inflating)
+			inflating = m[i].z.usize; /* below SIZE_MAX */
+	}
+	if (arrays > max || inflating > max - arrays) {
+		uint64_t total = inflating > UINT64_MAX - arrays ? UINT64_MAX : arrays + inflating;
+		char need_s[32], max_s[32];
+		sn_fmt_bytes(need_s, total);
+		sn_fmt_bytes(max_s, max);
+		sn_errf(e, SN_EINPUT,
+			"%s: its arrays need %llu bytes (%s) in memory, as their .npy headers declare, more than %s "
+			"(%s): refused before inflating",
+			name, (unsigned long long)total, need_s, limit ? limit : "the limit", max_s);
+		goto fail;
+	}
+	/* 3. inflated, checked and converted, one at a time */
+	for (; done < cnt; done++) {
+		const zent *z = &m[done].z;
+		snprintf(what, sizeof what, "%s: %s.npy", name, m[done].ename);
+		const uint8_t *src = m[done].src;
+		uint8_t *tmp = NULL;
+		if (z->method == 8) {
+			tmp = malloc(z->usize ? (size_t)z->usize : 1);
+			if (!tmp) {
+				sn_errf(e, SN_EINTERNAL, "out of memory inflating %s", name);
+				goto fail;
+			}
+			if (!inflate(src, (size_t)z->csize, tmp, (size_t)z->usize)) {
+				free(tmp);
+				sn_errf(e, SN_EINPUT, "%s: corrupt deflate stream", what);
+				goto fail;
+			}
+			src = tmp;
+		}
+		if (npy_crc32(0, src, (size_t)z->usize) != z->crc) {
+			free(tmp);
+			sn_errf(e, SN_EINPUT, "%s: CRC mismatch (the archive is corrupt)", what);
+			goto fail;
+		}
+		int rc = npy_parse(src, (size_t)z->usize, what, &arr[done], e);
 		free(tmp);
 		if (rc)
 			goto fail;
-		if (!(arr[k].name = strdup(ename))) {
-			sn_errf(e, SN_EINTERNAL, "out of memory");
-			k++;
-			goto fail;
-		}
-		for (size_t j = 0; j < k; j++)
-			if (!strcmp(arr[j].name, ename)) {
-				sn_errf(e, SN_EINPUT, "%s: two arrays named %s", name, ename);
-				k++;
-				goto fail;
-			}
+		arr[done].name = m[done].ename; /* moved */
+		m[done].ename = NULL;
 	}
+	for (size_t i = 0; i < cnt; i++)
+		free(m[i].ename);
+	free(m);
+	free(sorted);
 	*out = arr;
-	*n = (size_t)count;
+	*n = cnt;
 	return SN_OK;
 fail:
-	npy_free(arr, k + 1 <= count ? k + 1 : count);
+	if (m)
+		for (size_t i = 0; i < cnt; i++)
+			free(m[i].ename);
+	free(m);
+	free(sorted);
+	npy_free(arr, done);
 	return e->code;
+}
+
+int npz_parse(const void *buf, size_t len, const char *name, npy_array **out, size_t *n, sn_err *e)
+{
+	const char *limit = NULL;
+	uint64_t max = sn_mem_available(&limit);
+	return npz_parse_max(buf, len, name, max, limit, out, n, e);
 }
 
 void npy_free(npy_array *a, size_t n)

@@ -26,8 +26,18 @@ typedef struct npy_array {
 
 /* A .npy image in memory (not kept). Free out's name and data with npy_free. */
 int npy_parse(const void *buf, size_t len, const char *name, npy_array *out, sn_err *e);
-/* A .npz image in memory: *n arrays in archive order. Free with npy_free. */
+/* A .npz image in memory: *n arrays in archive order. Free with npy_free.
+ * Before inflating anything it checks every member (names unique, sorted
+ * not compared pairwise; each .npy header's shape and dtype against the
+ * member's declared size, a deflated member's header inflated alone) and
+ * refuses an archive whose arrays, with the largest member being
+ * inflated, would take more than the memory available (sn_mem_available:
+ * a zip bomb is refused before it expands). */
 int npz_parse(const void *buf, size_t len, const char *name, npy_array **out, size_t *n, sn_err *e);
+/* npz_parse with the limit given: at most max bytes, named limit in the
+ * message ("more than LIMIT (MAX)"). */
+int npz_parse_max(const void *buf, size_t len, const char *name, uint64_t max, const char *limit, npy_array **out,
+		  size_t *n, sn_err *e);
 /* Reads path: a .npz (a ZIP archive) or a .npy, told apart by their first
  * bytes. A .npy's one array is named "" (it matches by position). Free
  * with npy_free. */

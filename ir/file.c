@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +92,77 @@ uint64_t sn_mem_bytes(void)
 	if (pages <= 0 || size <= 0)
 		return UINT64_MAX;
 	return (uint64_t)pages * (uint64_t)size;
+}
+
+/* The value of "Key:" in kB from a /proc file's text, as bytes; -1 when absent. */
+static int64_t proc_kb(const char *text, const char *key)
+{
+	const char *at = strstr(text, key);
+	if (!at)
+		return -1;
+	long long v = strtoll(at + strlen(key), NULL, 10);
+	return v < 0 ? -1 : (int64_t)v * 1024;
+}
+
+/* A small /proc file into buf (NUL-terminated); false when unreadable.
+ * Plain system calls: not a file operation fault injection should fail. */
+static bool proc_text(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	size_t got = 0;
+	ssize_t r;
+	while (got + 1 < cap && ((r = read(fd, buf + got, cap - 1 - got)) > 0 || (r < 0 && errno == EINTR)))
+		got += r > 0 ? (size_t)r : 0;
+	close(fd);
+	buf[got] = 0;
+	return got > 0;
+}
+
+uint64_t sn_mem_available(const char **what)
+{
+	uint64_t room = UINT64_MAX;
+	const char *why = "available memory";
+	char text[8192];
+	int64_t avail = -1, swap = 0;
+	if (proc_text("/proc/meminfo", text, sizeof text)) {
+		avail = proc_kb(text, "MemAvailable:");
+		swap = proc_kb(text, "SwapFree:");
+	}
+	struct sysinfo si;
+	if (avail < 0 && sysinfo(&si) == 0) {
+		avail = (int64_t)((uint64_t)si.freeram * si.mem_unit + (uint64_t)si.bufferram * si.mem_unit);
+		swap = (int64_t)((uint64_t)si.freeswap * si.mem_unit);
+	}
+	if (avail >= 0)
+		room = (uint64_t)avail + (uint64_t)(swap > 0 ? swap : 0);
+	/* the process's own limits, less what it holds: statm's size and data
+	 * (data and stack, as RLIMIT_DATA counts them) in pages */
+	unsigned long long pages[7] = {0};
+	long page = sysconf(_SC_PAGESIZE);
+	bool statm = proc_text("/proc/self/statm", text, sizeof text) && page > 0 &&
+		     sscanf(text, "%llu %llu %llu %llu %llu %llu", &pages[0], &pages[1], &pages[2], &pages[3],
+			    &pages[4], &pages[5]) == 6;
+	static const struct {
+		int res, idx;
+		const char *why;
+	} lims[] = {{RLIMIT_AS, 0, "the address-space limit (ulimit -v)"},
+		    {RLIMIT_DATA, 5, "the data-segment limit (ulimit -d)"}};
+	for (size_t i = 0; i < sizeof lims / sizeof lims[0]; i++) {
+		struct rlimit rl;
+		if (getrlimit(lims[i].res, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+			continue;
+		uint64_t held = statm ? (uint64_t)pages[lims[i].idx] * (uint64_t)page : 0;
+		uint64_t left = (uint64_t)rl.rlim_cur > held ? (uint64_t)rl.rlim_cur - held : 0;
+		if (left < room) {
+			room = left;
+			why = lims[i].why;
+		}
+	}
+	if (what)
+		*what = why;
+	return room;
 }
 
 static int open_read(const char *path, unsigned flags, uint64_t max, const char *what,

@@ -61,6 +61,15 @@ char *sn_dirname(const char *path);
 /* Physical memory in bytes (a cap for what is read into memory and for
  * tensors a run allocates); UINT64_MAX when unknown. */
 uint64_t sn_mem_bytes(void);
+/* Bytes this process may still allocate and touch: the memory the kernel
+ * says is available (MemAvailable plus SwapFree in /proc/meminfo; free
+ * RAM and swap from sysinfo where that is missing), no more than
+ * RLIMIT_AS and RLIMIT_DATA leave above what the process holds already.
+ * *what (when not NULL) names the bound that decided it: "available
+ * memory", "the address-space limit (ulimit -v)" or "the data-segment
+ * limit (ulimit -d)". UINT64_MAX when nothing is known. For a check
+ * before a large allocation that would otherwise end in the OOM killer. */
+uint64_t sn_mem_available(const char **what);
 /* "1.5 GiB", "12 bytes": a byte count for messages, into out[32]. */
 void sn_fmt_bytes(char *out, uint64_t n);
 
