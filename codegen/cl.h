@@ -4,8 +4,9 @@
  * CUDA plan; each group becomes one step:
  *   CL_KERNEL  a function of the plan's LLVM module (pointwise and
  *              index-only groups, softmax, log_softmax, layer_norm,
- *              rms_norm and trailing-axis reductions), called over a range
- *              of outer rows by the thread pool;
+ *              rms_norm, trailing-axis reductions and row groups: a
+ *              decomposed norm or softmax), called over a range of outer
+ *              rows by the thread pool;
  *   CL_GEMM    matmul / linear through cblas_sgemm, bias, residual and
  *              activation applied on each output tile;
  *   CL_CONV    conv2d through cblas_sgemm (1x1 stride 1 as one product,
@@ -142,15 +143,18 @@ int cl_plan_parse(const void *data, size_t size, cl_plan **out, cg_plan_info *in
 /* The fusion groups cl_lower would make of g, as cg_fusion_groups. */
 int cl_fusion_groups(const ir_graph *g, sn_buf *b, sn_err *e);
 
-/* One line per step ("kernel softmax f3", "gemm linear m=.. n=.. k=..",
- * "ref gather", ...): sinter print --device cpu, golden tests. */
+/* One line per step ("kernel softmax k3 rows=.. inner=.. nodes=..", with
+ * the nodes its group computes; "gemm linear m=.. n=.. k=..", "ref
+ * gather", ...): sinter print --device cpu, golden tests. */
 void cl_plan_list(const cl_plan *p, sn_buf *b);
 
 /* ---- codegen/cl_emit.c: LLVM IR through the LLVM-C API ---- */
 /* The emitted kernels' version, in the plan cache's key (a plan names
  * its objects, which an older emitter made): 2, issue 31's full-range
- * exp, sums in double, NaN-propagating max and min, norms in double. */
-#define CL_EMIT_VERSION 2
+ * exp, sums in double, NaN-propagating max and min, norms in double; 3,
+ * row groups (a decomposed norm or softmax one kernel: another partition
+ * and other kernels for the same graph). */
+#define CL_EMIT_VERSION 3
 typedef struct cl_emitter cl_emitter;
 /* A new module in its own context; free with cl_emit_free (or hand the
  * module and context to the plan with cl_emit_finish). */

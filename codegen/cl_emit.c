@@ -25,7 +25,11 @@
  * trailing axes): one row per iteration, statistics accumulated in
  * vectors of 8 (LLVM 16's C API sets no fast-math flags, so a scalar
  * reduction would not vectorize), then a scalar tail: sums in double, as
- * the reference interpreter's, max and min in f32, NaN propagating. */
+ * the reference interpreter's, max and min in f32, NaN propagating.
+ *
+ * Row groups (FU_ROWS: a decomposed norm or softmax): one row per
+ * iteration too, their members from the element emitter above, a pass
+ * per reduction with the same accumulation rules (emit_row_group). */
 #include "codegen/cl.h"
 
 #include <llvm-c/Analysis.h>
@@ -69,6 +73,22 @@ struct cl_emitter {
 		LLVMValueRef v;
 	} *memo;
 	uint32_t nmemo, capmemo;
+	/* a row group's (emit_row_group) values of one per row, its members
+	 * of rows_n elements: each is the row's value wherever it is read
+	 * from (a reshape's index need not be the row's), set in order */
+	int64_t rows_n; /* 0: not a row group */
+	uint32_t nrowv;
+	ir_ref rowr[64];
+	LLVMValueRef rowv[64];
+	/* and the members of R*L elements one pass computes and later passes
+	 * read back (scr_r, in pass scr_pass, stored in the row's scratch
+	 * scr_p at the current element's offset in the row, lane) */
+	int pass;
+	LLVMValueRef lane;
+	uint32_t nscr;
+	ir_ref scr_r[8];
+	int scr_pass[8];
+	LLVMValueRef scr_p[8];
 	bool fail;
 	bool oom; /* an allocation failed: the lowering fails (not a fallback) */
 	uint32_t nfn;
@@ -719,9 +739,22 @@ static LLVMValueRef value(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int ra
 		double v = ir_load(n->dtype, n->data, 0);
 		return is_f(n->dtype) ? cf(m, v) : ci(m, (int64_t)v);
 	}
+	if (m->rows_n && m->fp->group_of[r] == m->gid && ir_numel(&n->shape) == m->rows_n)
+		for (uint32_t i = 0; i < m->nrowv; i++)
+			if (m->rowr[i] == r)
+				return m->rowv[i];
 	LLVMValueRef hit = memo_get(m, r, x, rank);
 	if (hit)
 		return hit;
+	int si = -1;
+	for (uint32_t i = 0; i < m->nscr; i++)
+		if (m->scr_r[i] == r)
+			si = (int)i;
+	if (si >= 0 && m->pass > m->scr_pass[si]) {
+		LLVMValueRef v = loadf(m, m->f32, gep(m, m->f32, m->scr_p[si], m->lane));
+		memo_put(m, r, x, rank, v);
+		return v;
+	}
 	bool here = m->fp->group_of[r] == m->gid || m->fp->free_[r];
 	LLVMValueRef v = NULL;
 	if (!here) {
@@ -802,6 +835,8 @@ done:
 		m->fail = true;
 		return NULL;
 	}
+	if (si >= 0)
+		storef(m, v, gep(m, m->f32, m->scr_p[si], m->lane));
 	memo_put(m, r, x, rank, v);
 	return v;
 }
@@ -948,6 +983,8 @@ static bool emit_pointwise(cl_emitter *m, const ir_graph *g, const fu_plan *fp, 
 	m->args = st->args;
 	m->nargs = &st->nargs;
 	m->nmemo = 0;
+	m->rows_n = 0;
+	m->nscr = 0;
 	m->fail = false;
 	LLVMValueRef lo, hi;
 	LLVMValueRef f = new_fn(m, fns, nfns, st, &lo, &hi);
@@ -1271,6 +1308,375 @@ static bool emit_rows(cl_emitter *m, const ir_graph *g, ir_ref r, cl_step *st, c
 	return true;
 }
 
+/* ---- row groups ---- */
+
+/* A reduction pass takes RLANES elements per iteration, gathered into
+ * vectors of RL_SUM lanes for a sum (16: the SLP vectorizer makes an exp
+ * of them one AVX-512 vector) and RL_MAX for max and min (8: four
+ * accumulators, each a chain of a compare and a select; with two a max
+ * pass was 15 % slower). More lanes per iteration than 32 and the SLP
+ * vectorizer gave up: scalar code, 50x slower. */
+#define RLANES 32
+#define RL_SUM 16
+#define RL_MAX 8
+
+/* The index of S's element (row dims rx, reduced dims [a, rank) at
+ * offset i of the row) into x: i itself where one reduced dim is not 1,
+ * else taken apart (size-1 dims are 0 throughout, so memo keys match). */
+static void row_ix(cl_emitter *m, const ir_shape *S, int a, const LLVMValueRef *rx, LLVMValueRef i, LLVMValueRef *x)
+{
+	int nz = 0;
+	for (int d = a; d < S->rank; d++)
+		nz += S->d[d] != 1;
+	LLVMValueRef rem = i;
+	for (int d = S->rank - 1; d >= 0; d--) {
+		if (d < a) {
+			x[d] = rx[d];
+		} else if (S->d[d] == 1) {
+			x[d] = ci(m, 0);
+		} else if (nz == 1) {
+			x[d] = i;
+		} else {
+			x[d] = LLVMBuildURem(m->b, rem, ci(m, S->d[d]), "");
+			rem = LLVMBuildUDiv(m->b, rem, ci(m, S->d[d]), "");
+		}
+	}
+}
+
+/* Lin taken apart over shape s into x (size-1 dims 0). */
+static void unlinear(cl_emitter *m, const ir_shape *s, LLVMValueRef lin, LLVMValueRef *x)
+{
+	LLVMValueRef rem = lin;
+	for (int d = s->rank - 1; d >= 0; d--) {
+		if (s->d[d] == 1) {
+			x[d] = ci(m, 0);
+			continue;
+		}
+		x[d] = LLVMBuildURem(m->b, rem, ci(m, s->d[d]), "");
+		rem = LLVMBuildUDiv(m->b, rem, ci(m, s->d[d]), "");
+	}
+}
+
+/* One reduction pass over a row of L: the reduction's operand at element
+ * i of the row (row_ix), RLANES lanes per iteration gathered into vector
+ * accumulators (the lanes' code is alike, and the SLP vectorizer packs it
+ * from the gather; LLVM 16's C API sets no fast-math flags, so a scalar
+ * reduction would not vectorize), then a scalar tail. Sums accumulate in
+ * double (the reference interpreter's), max and min in f32, NaN
+ * propagating (fmaxp). The result as a float: a mean divided by L in
+ * double first; rounded to bf16 for a bf16 reduction. */
+static LLVMValueRef row_pass(cl_emitter *m, LLVMValueRef f, const ir_node *rn, const ir_shape *S, int a,
+			     const LLVMValueRef *rx, int64_t L)
+{
+	rkind k = rn->op == IR_OP_reduce_max ? R_MAX : rn->op == IR_OP_reduce_min ? R_MIN : R_SUM;
+	bool sum = k == R_SUM, max = k == R_MAX;
+	int vl = sum ? RL_SUM : RL_MAX, nv = RLANES / vl;
+	LLVMTypeRef f64 = LLVMDoubleTypeInContext(m->ctx), vd = LLVMVectorType(f64, (unsigned)vl),
+		    vf = LLVMVectorType(m->f32, (unsigned)vl);
+	LLVMValueRef init = sum ? LLVMConstReal(f64, 0) : cf(m, max ? -INFINITY : INFINITY);
+	LLVMValueRef ie[RL_SUM];
+	for (int j = 0; j < vl; j++)
+		ie[j] = init;
+	int64_t nu = L / RLANES * RLANES;
+	LLVMValueRef x[IR_MAX_RANK];
+	uint32_t mark = m->nmemo;
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(m->b);
+	loop l;
+	loop_begin(m, f, ci(m, 0), ci(m, nu), &l);
+	LLVMValueRef acc[RLANES / RL_SUM > RLANES / RL_MAX ? RLANES / RL_SUM : RLANES / RL_MAX], nacc[SN_COUNT(acc)];
+	for (int u = 0; u < nv; u++)
+		acc[u] = carried(m, &l, LLVMConstVector(ie, (unsigned)vl), pre);
+	for (int u = 0; u < nv; u++) {
+		LLVMValueRef vec = LLVMGetUndef(vf);
+		for (int j = 0; j < vl; j++) {
+			int off = u * vl + j;
+			m->lane = off ? LLVMBuildAdd(m->b, l.iv, ci(m, off), "") : l.iv;
+			row_ix(m, S, a, rx, m->lane, x);
+			LLVMValueRef v = value(m, rn->in[0], x, S->rank);
+			if (!v)
+				return NULL;
+			vec = LLVMBuildInsertElement(m->b, vec, v, LLVMConstInt(m->i32, (unsigned)j, 0), "");
+		}
+		nacc[u] = sum ? LLVMBuildFAdd(m->b, acc[u], LLVMBuildFPExt(m->b, vec, vd, ""), "")
+			      : fmaxp(m, acc[u], vec, max);
+	}
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(m->b);
+	for (int u = 0; u < nv; u++)
+		LLVMAddIncoming(acc[u], &nacc[u], &cur, 1);
+	loop_end(m, &l, RLANES);
+	m->nmemo = mark; /* values made in the loop stay there */
+	for (int w = nv / 2; w >= 1; w /= 2)
+		for (int u = 0; u < w; u++)
+			acc[u] = sum ? LLVMBuildFAdd(m->b, acc[u], acc[u + w], "") : fmaxp(m, acc[u], acc[u + w], max);
+	LLVMValueRef s = LLVMBuildExtractElement(m->b, acc[0], LLVMConstInt(m->i32, 0, 0), "");
+	for (int j = 1; j < vl; j++) {
+		LLVMValueRef e = LLVMBuildExtractElement(m->b, acc[0], LLVMConstInt(m->i32, (unsigned)j, 0), "");
+		s = sum ? LLVMBuildFAdd(m->b, s, e, "") : fmaxp(m, s, e, max);
+	}
+	pre = LLVMGetInsertBlock(m->b);
+	loop tl;
+	loop_begin(m, f, ci(m, nu), ci(m, L), &tl);
+	LLVMValueRef t = carried(m, &tl, s, pre);
+	m->lane = tl.iv;
+	row_ix(m, S, a, rx, tl.iv, x);
+	LLVMValueRef v = value(m, rn->in[0], x, S->rank);
+	if (!v)
+		return NULL;
+	LLVMValueRef nt = sum ? LLVMBuildFAdd(m->b, t, LLVMBuildFPExt(m->b, v, f64, ""), "") : fmaxp(m, t, v, max);
+	cur = LLVMGetInsertBlock(m->b);
+	LLVMAddIncoming(t, &nt, &cur, 1);
+	loop_end(m, &tl, 1);
+	m->nmemo = mark;
+	if (rn->op == IR_OP_reduce_mean)
+		t = LLVMBuildFDiv(m->b, t, LLVMConstReal(f64, (double)L), "");
+	if (sum)
+		t = LLVMBuildFPTrunc(m->b, t, m->f32, "");
+	return rn->dtype == IR_BF16 ? bf16_round(m, t) : t;
+}
+
+/* Whether a member is cheaper computed again than stored and read back. */
+static bool cheap_op(ir_op op)
+{
+	switch (op) {
+	case IR_OP_add:
+	case IR_OP_sub:
+	case IR_OP_mul:
+	case IR_OP_neg:
+	case IR_OP_abs:
+	case IR_OP_relu:
+	case IR_OP_cast:
+	case IR_OP_min:
+	case IR_OP_max:
+	case IR_OP_where: return true;
+	default: return false;
+	}
+}
+
+/* The members of R*L elements pass p (reduction p's operand; the root's
+ * pass last, nred, when full) computes that a later pass reads again and
+ * that cost more than a store and a load (an exp read by a softmax's sum
+ * and its division): into m->scr_r with the pass that stores them. A
+ * walk in emission order, as value descends: per-row members and values
+ * outside the group end it, and so does a member a pass reads back.
+ * Row scratch is on the stack: at most 64 KiB of it. */
+static void row_scratch(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t gid, const ir_ref *mem,
+			uint32_t nm, const int *red_of, bool full, int64_t R, int64_t L)
+{
+	int first[64], seen[64];
+	uint32_t nred = 0;
+	for (uint32_t k = 0; k < nm; k++) {
+		first[k] = seen[k] = -1;
+		nred += red_of[k] >= 0;
+	}
+	m->nscr = 0;
+	for (uint32_t p = 0; p <= nred; p++) {
+		ir_ref start = IR_NONE;
+		for (uint32_t k = 0; k < nm; k++)
+			if (p < nred && red_of[k] == (int)p)
+				start = g->nodes[mem[k]].in[0];
+		if (p == nred)
+			start = full ? fp->groups[gid].root : IR_NONE;
+		ir_ref stack[64];
+		uint32_t ns = 0;
+		if (start != IR_NONE)
+			stack[ns++] = start;
+		while (ns) {
+			ir_ref q = stack[--ns];
+			uint32_t k = 0;
+			while (k < nm && mem[k] != q)
+				k++;
+			const ir_node *n = &g->nodes[q];
+			if (k == nm || fp->group_of[q] != gid || ir_numel(&n->shape) == R || seen[k] == (int)p)
+				continue;
+			seen[k] = (int)p;
+			bool read_back = false;
+			for (uint32_t i = 0; i < m->nscr; i++)
+				read_back |= m->scr_r[i] == q;
+			if (read_back)
+				continue;
+			if (first[k] >= 0 && !cheap_op(n->op) && is_f(n->dtype) && m->nscr < SN_COUNT(m->scr_r) &&
+			    (int64_t)(m->nscr + 1) * L * 4 <= 65536) {
+				m->scr_r[m->nscr] = q;
+				m->scr_pass[m->nscr++] = first[k];
+				continue;
+			}
+			if (first[k] < 0)
+				first[k] = (int)p;
+			for (uint32_t i = 0; i < n->nin && ns < SN_COUNT(stack); i++)
+				stack[ns++] = n->in[i];
+		}
+	}
+}
+
+/* A row group (FU_ROWS, passes/fuse.h): reductions over the trailing axes
+ * [a, rank) of one shape S, R rows of L, with their prologues, per-row
+ * values and epilogue, as one kernel called over a range of rows. Per row,
+ * in stages (as cg_fuse.c's cg_render_row_group): the per-row members
+ * (R elements) whose reductions are done, then the next reduction's pass
+ * (row_pass) in node order; the root last, a pass over the row storing
+ * element row * L + i at its own index (a reshape of S takes that apart),
+ * or one store when it is a per-row value. Members come from the same
+ * element emitter as pointwise groups (value), a per-row member read
+ * wherever it is read from at the row's value (rowr/rowv). */
+static bool emit_row_group(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t gid, cl_step *st,
+			   char **fns, uint32_t *nfns)
+{
+	const fu_group *gr = &fp->groups[gid];
+	const ir_node *root = &g->nodes[gr->root], *c0 = &g->nodes[gr->core];
+	if (gr->n > SN_COUNT(m->rowr) || ir_ops[c0->op].kind != IR_K_REDUCE || !ok_dtype(root->dtype))
+		return false;
+	const ir_shape *S = &g->nodes[c0->in[0]].shape;
+	int a = c0->attrs->axes.n ? S->rank : 0;
+	for (int i = 0; i < c0->attrs->axes.n; i++) {
+		int d = ir_axis(c0->attrs->axes.v[i], S->rank);
+		if (d < 0)
+			return false;
+		a = d < a ? d : a;
+	}
+	int64_t R = 1, L = 1;
+	for (int d = 0; d < S->rank; d++)
+		*(d < a ? &R : &L) *= S->d[d];
+	if (L <= 1 || R < 1)
+		return false;
+	/* the members in node order; what each reads of the reductions
+	 * (need: a bit per reduction, through members) */
+	const ir_ref *mem = fp->members + gr->first;
+	uint32_t nm = gr->n, nred = 0;
+	uint64_t need[64] = {0};
+	int red_of[64];
+	for (uint32_t k = 0; k < nm; k++) {
+		const ir_node *n = &g->nodes[mem[k]];
+		red_of[k] = -1;
+		for (uint32_t i = 0; i < n->nin; i++)
+			for (uint32_t j = 0; j < k; j++)
+				if (mem[j] == n->in[i])
+					need[k] |= need[j] | (red_of[j] >= 0 ? UINT64_C(1) << red_of[j] : 0);
+		if (ir_ops[n->op].kind == IR_K_REDUCE) {
+			/* the same rows as the core's (the partition's rule) */
+			const ir_shape *is = &g->nodes[n->in[0]].shape;
+			if (is->rank != S->rank || memcmp(is->d, S->d, sizeof S->d[0] * (size_t)S->rank) ||
+			    ir_numel(&n->shape) != R || !is_f(n->dtype) || !is_f(g->nodes[n->in[0]].dtype))
+				return false;
+			red_of[k] = (int)nred++;
+		}
+	}
+	st->nargs = 0;
+	st->args[st->nargs++] = gr->root;
+	if (!collect_loads(g, fp, gid, IR_NONE, st))
+		return false;
+	m->g = g;
+	m->fp = fp;
+	m->gid = gid;
+	m->core = IR_NONE;
+	m->args = st->args;
+	m->nargs = &st->nargs;
+	m->nmemo = 0;
+	m->rows_n = R;
+	m->nrowv = 0;
+	m->fail = false;
+	bool full = ir_numel(&root->shape) != R;
+	row_scratch(m, g, fp, gid, mem, nm, red_of, full, R, L);
+	LLVMValueRef lo, hi;
+	LLVMValueRef f = new_fn(m, fns, nfns, st, &lo, &hi);
+	for (uint32_t i = 0; i < m->nscr; i++)
+		m->scr_p[i] = LLVMBuildArrayAlloca(m->b, m->f32, ci(m, L), "");
+	loop lr;
+	loop_begin(m, f, lo, hi, &lr);
+	/* the row dims of row lr.iv */
+	LLVMValueRef rx[IR_MAX_RANK], x[IR_MAX_RANK], px[IR_MAX_RANK];
+	LLVMValueRef rem = lr.iv;
+	for (int d = a - 1; d >= 0; d--) {
+		if (S->d[d] == 1) {
+			rx[d] = ci(m, 0);
+			continue;
+		}
+		bool outer = true;
+		for (int k = 0; k < d; k++)
+			outer &= S->d[k] == 1;
+		rx[d] = outer ? rem : LLVMBuildURem(m->b, rem, ci(m, S->d[d]), "");
+		if (!outer)
+			rem = LLVMBuildUDiv(m->b, rem, ci(m, S->d[d]), "");
+	}
+	bool done_[64] = {0};
+	for (uint32_t s = 0; s <= nred && !m->fail; s++) {
+		/* the per-row members that read reductions < s only */
+		uint64_t have = s >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << s) - 1;
+		for (uint32_t k = 0; k < nm && !m->fail; k++) {
+			const ir_node *n = &g->nodes[mem[k]];
+			if (done_[k] || red_of[k] >= 0 || ir_numel(&n->shape) != R || (need[k] & ~have))
+				continue;
+			done_[k] = true;
+			/* its index: S's row dims, aligned to S's last */
+			int off = S->rank - n->shape.rank;
+			for (int d = 0; d < n->shape.rank; d++)
+				px[d] = n->shape.d[d] == 1 || d + off < 0 ? ci(m, 0) : rx[d + off];
+			LLVMValueRef v = value(m, mem[k], px, n->shape.rank);
+			if (v) {
+				m->rowr[m->nrowv] = mem[k];
+				m->rowv[m->nrowv++] = v;
+			}
+		}
+		if (s == nred || m->fail)
+			break;
+		uint32_t k = 0;
+		while (red_of[k] != (int)s)
+			k++;
+		m->pass = (int)s;
+		LLVMValueRef v = row_pass(m, f, &g->nodes[mem[k]], S, a, rx, L);
+		if (!v)
+			m->fail = true;
+		else {
+			m->rowr[m->nrowv] = mem[k];
+			m->rowv[m->nrowv++] = v;
+		}
+	}
+	/* the root: a last pass over the row, or one store */
+	if (!m->fail && full) {
+		uint32_t mark = m->nmemo;
+		LLVMValueRef base = LLVMBuildMul(m->b, lr.iv, ci(m, L), "");
+		loop lc;
+		loop_begin(m, f, ci(m, 0), ci(m, L), &lc);
+		m->pass = (int)nred;
+		m->lane = lc.iv;
+		LLVMValueRef lin = LLVMBuildAdd(m->b, base, lc.iv, "");
+		bool same = root->shape.rank == S->rank &&
+			    !memcmp(root->shape.d, S->d, sizeof S->d[0] * (size_t)S->rank);
+		if (same)
+			row_ix(m, S, a, rx, lc.iv, x);
+		else
+			unlinear(m, &root->shape, lin, x);
+		LLVMValueRef v = value(m, gr->root, x, root->shape.rank);
+		if (v)
+			store_val(m, root->dtype, v, m->bufs[0], lin);
+		loop_end(m, &lc, 1);
+		m->nmemo = mark;
+	} else if (!m->fail) {
+		/* a per-row value, computed by now (the last member) */
+		LLVMValueRef v = NULL;
+		for (uint32_t i = 0; i < m->nrowv; i++)
+			if (m->rowr[i] == gr->root)
+				v = m->rowv[i];
+		if (v)
+			store_val(m, root->dtype, v, m->bufs[0], lr.iv);
+		else
+			m->fail = true;
+	}
+	loop_end(m, &lr, 1);
+	LLVMBuildRetVoid(m->b);
+	m->rows_n = 0;
+	m->nscr = 0;
+	if (m->fail) {
+		LLVMDeleteFunction(f);
+		free(fns[--*nfns]);
+		st->fn = -1;
+		return false;
+	}
+	st->rows = R;
+	st->inner = L;
+	dedupe(m, f, st, fns, nfns);
+	return true;
+}
+
 bool cl_emit_group(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t gid, cl_step *st, char **fns,
 		   uint32_t *nfns)
 {
@@ -1279,6 +1685,7 @@ bool cl_emit_group(cl_emitter *m, const ir_graph *g, const fu_plan *fp, uint32_t
 	switch (gr->kind) {
 	case FU_POINTWISE: return emit_pointwise(m, g, fp, gid, IR_NONE, st, fns, nfns);
 	case FU_CONV: return emit_pointwise(m, g, fp, gid, gr->core, st, fns, nfns);
+	case FU_ROWS: return emit_row_group(m, g, fp, gid, st, fns, nfns);
 	case FU_NODE: {
 		const ir_node *n = &g->nodes[gr->root];
 		ir_kind k = ir_ops[n->op].kind;

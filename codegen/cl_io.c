@@ -324,7 +324,7 @@ static const char *check_fp(const cl_plan *p)
 		const fu_group *gr = &fp->groups[i];
 		if (!ref_ok(g, gr->root, false) || !ref_ok(g, gr->core, true) || !ref_ok(g, gr->bias, true) ||
 		    !ref_ok(g, gr->residual, true) || gr->first > fp->nmembers || fp->nmembers - gr->first < gr->n ||
-		    (unsigned)gr->kind > FU_ATTENTION || (unsigned)gr->act > FU_ACT_GELU)
+		    (unsigned)gr->kind > FU_ROWS || (unsigned)gr->act > FU_ACT_GELU)
 			return "a bad fusion group";
 	}
 	for (ir_ref r = 0; r < g->nnodes; r++)

@@ -1,6 +1,7 @@
 /* cl_lower.c: graph to CPU plan. The fusion partition with what the CPU
  * steps take (a product through BLAS takes bias, residual and relu/tanh
- * gelu; an NHWC f32 convolution a pointwise epilogue), one step per group
+ * gelu; an NHWC f32 convolution a pointwise epilogue; a float reduction
+ * keeping its dims a row group), one step per group
  * (cl.h), the arena placed over the groups' stored values with the same
  * placement as the CUDA plan (mp_place), and the weight image. */
 #include "codegen/cl.h"
@@ -130,10 +131,23 @@ static bool gather_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
 	return fp->stored[n->in[1]] || (ix->op == IR_OP_iota && ix->shape.rank == 1);
 }
 
+/* A reduction a row group may take (FU_CAN_ROWS; cl_emit.c's
+ * emit_row_group): sum, mean, max or min of f32 or bf16 with its dims
+ * kept (the partition checks the axes are trailing). */
+static bool rows_ok(const ir_graph *g, const ir_node *n)
+{
+	bool red = n->op == IR_OP_reduce_sum || n->op == IR_OP_reduce_mean || n->op == IR_OP_reduce_max ||
+		   n->op == IR_OP_reduce_min;
+	ir_dtype it = n->nin == 1 ? g->nodes[n->in[0]].dtype : IR_I64;
+	return red && n->attrs->keepdims && (it == IR_F32 || it == IR_BF16) && (n->dtype == IR_F32 || n->dtype == IR_BF16);
+}
+
 static unsigned caps(const ir_graph *g, ir_ref r, void *ctx)
 {
 	(void)ctx;
 	const ir_node *n = &g->nodes[r];
+	if (rows_ok(g, n))
+		return FU_CAN_ROWS;
 	if (n->op == IR_OP_matmul || n->op == IR_OP_linear) {
 		cl_step s;
 		return gemm_shape(g, n, &s) ? FU_CAN_BLAS_EPI : 0;
@@ -194,7 +208,8 @@ void cl_plan_list(const cl_plan *p, sn_buf *b)
 			continue;
 		sn_buf_printf(b, "%s %s", kind_name(s->kind), s->op);
 		if (s->kind == CL_KERNEL)
-			sn_buf_printf(b, " %s rows=%lld inner=%lld", p->fns[s->fn], (long long)s->rows, (long long)s->inner);
+			sn_buf_printf(b, " %s rows=%lld inner=%lld nodes=%u", p->fns[s->fn], (long long)s->rows,
+				      (long long)s->inner, p->fp.groups[s->group].n);
 		if (s->kind == CL_GEMM)
 			sn_buf_printf(b, " batch=%lld m=%lld n=%lld k=%lld trans_b=%d bias=%d residual=%d act=%d",
 				      (long long)s->batch, (long long)s->m, (long long)s->n, (long long)s->k, s->trans_b,
