@@ -63,7 +63,9 @@ ox_tr ox_tr_identity, ox_tr_dropout, ox_tr_constant, ox_tr_constant_of_shape, ox
 	ox_tr_size, ox_tr_reshape, ox_tr_flatten, ox_tr_transpose, ox_tr_concat, ox_tr_split,
 	ox_tr_slice, ox_tr_gather, ox_tr_unsqueeze, ox_tr_squeeze, ox_tr_expand, ox_tr_cast,
 	ox_tr_cast_like, ox_tr_pad, ox_tr_trilu;
-/* onnx_ops_more.c: the ops of current exports beyond the basic set. */
+/* The ops of current exports beyond the basic set: onnx_ops_elem.c,
+ * onnx_ops_index.c, onnx_ops_einsum.c, onnx_ops_conv_transpose.c,
+ * onnx_ops_resize.c. */
 ox_tr ox_tr_simple_unary, ox_tr_alpha_unary, ox_tr_isinf, ox_tr_mod, ox_tr_prelu, ox_tr_xor,
 	ox_tr_gather_elements, ox_tr_scatter, ox_tr_cumsum, ox_tr_arg, ox_tr_group_norm,
 	ox_tr_reduce_more, ox_tr_tile, ox_tr_einsum, ox_tr_conv_transpose, ox_tr_resize, ox_tr_topk,
