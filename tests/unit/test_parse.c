@@ -230,6 +230,70 @@ static void test_printer_names(void)
 	ir_graph_free(g);
 }
 
+/* The attributes of elu, leaky_relu, mod, cumsum, argmin, scatter_elements
+ * and group_norm print and parse back (parse -> print is a fixed point);
+ * quoted names too. */
+static void test_attr_text(void)
+{
+	const char *src =
+		"sinter 1\n\n"
+		"func @main(%x: f32[2,4,3], %i: i64[2,4,3]) -> (f32[2,4,3], f32[2,4,3], i64[2,1,3], f32[2,4,3]) {\n"
+		"  %w = const f32[4] [1, 2, 3, 4]\n"
+		"  %e = elu(%x) alpha=0.5\n"
+		"  %l = leaky_relu(%e) alpha=0.2\n"
+		"  %m = mod(%l, %x) fmod=true\n"
+		"  %c = cumsum(%m) axis=1 exclusive=true reverse=true\n"
+		"  %a = argmin(%c) axis=1 keepdims=true select_last=true\n"
+		"  %s = scatter_elements(%x, %i, %c) axis=2 reduction=mul\n"
+		"  %g = group_norm(%s, %w, %w) groups=2\n"
+		"  return %c, %s, %a, %g\n"
+		"}\n";
+	ir_graph *g = NULL;
+	sn_err e = {0};
+	CHECK(sir_parse(src, strlen(src), "t.sir", NULL, 0, &g, &e) == SN_OK);
+	if (!g) {
+		fprintf(stderr, "%s\n", e.msg);
+		return;
+	}
+	sn_buf b = {0};
+	ir_print(g, &b);
+	CHECK_STR(b.s, src);
+	sn_buf_free(&b);
+	ir_graph_free(g);
+	/* names kept as ONNX spells them: quoted, and the printer quotes them */
+	const char *quoted = "sinter 1\n\nfunc @main(%\"input:0\": f32[2]) -> (f32[2]) {\n"
+			     "  %\"out/relu:0\" = relu(%\"input:0\")\n  return %\"out/relu:0\"\n}\n";
+	g = NULL;
+	sn_err eq = {0};
+	CHECK(sir_parse(quoted, strlen(quoted), "t.sir", NULL, 0, &g, &eq) == SN_OK);
+	if (g) {
+		CHECK_STR(g->nodes[g->inputs[0]].name, "input:0");
+		sn_buf qb = {0};
+		ir_print(g, &qb);
+		CHECK_STR(qb.s, quoted);
+		sn_buf_free(&qb);
+		ir_graph_free(g);
+	}
+	static const char *const bad_names[] = {
+		"sinter 1\nfunc @main(%\"a\\b\": f32[2]) -> (f32[2]) {\n  return %\"a\\b\"\n}\n",
+		"sinter 1\nfunc @main(%\"\": f32[2]) -> (f32[2]) {\n  return %x\n}\n",
+		"sinter 1\nfunc @main(%\"x: f32[2]) -> (f32[2]) {\n  return %x\n}\n",
+	};
+	static const char *const bad_msgs[] = {"unterminated quoted name", "empty quoted name", "unterminated quoted name"};
+	for (int i = 0; i < 3; i++) {
+		sn_err eb = {0};
+		g = NULL;
+		CHECK(sir_parse(bad_names[i], strlen(bad_names[i]), "t.sir", NULL, 0, &g, &eb) == SN_EINPUT);
+		CHECK(g == NULL && strstr(eb.msg, bad_msgs[i]) != NULL);
+	}
+	/* a bad enum value names the choices */
+	const char *bad = "sinter 1\nfunc @main(%x: f32[2], %i: i64[1], %u: f32[1]) -> (f32[2]) {\n"
+			  "  %s = scatter_elements(%x, %i, %u) reduction=sum\n  return %s\n}\n";
+	sn_err e2 = {0};
+	CHECK(sir_parse(bad, strlen(bad), "t.sir", NULL, 0, &g, &e2) != SN_OK);
+	CHECK(strstr(e2.msg, "none, add, mul, max or min") != NULL);
+}
+
 int main(void)
 {
 	test_structure();
@@ -237,5 +301,6 @@ int main(void)
 	test_consts();
 	test_errors();
 	test_printer_names();
+	test_attr_text();
 	return check_done("parse");
 }

@@ -72,6 +72,29 @@ static void test_norms(void)
 	}
 }
 
+static void test_group_norm(void)
+{
+	/* x [1, 4, 2] = channels (1,3) (2,6) (0,4) (-1,-1); 2 groups:
+	 * group 0 = {1,3,2,6}: mean 3, var (4+0+1+9)/4 = 3.5;
+	 * group 1 = {0,4,-1,-1}: mean 0.5, var (0.25+12.25+2.25+2.25)/4 = 4.25.
+	 * eps 0; weight (1, 2, 1, 1), bias (0, 0, 1, 0). */
+	const float x[8] = {1, 3, 2, 6, 0, 4, -1, -1}, w[4] = {1, 2, 1, 1}, b[4] = {0, 0, 1, 0};
+	tg t;
+	tg_init(&t);
+	ir_attrs a;
+	ir_attrs_init(IR_OP_group_norm, &a);
+	a.groups = 2;
+	a.eps = 0;
+	ir_ref r = top(&t, IR_OP_group_norm, &a, 3, tin(&t, "x", IR_F32, SHAPE(1, 4, 2), x),
+		       tin(&t, "w", IR_F32, SHAPE(4), w), tin(&t, "b", IR_F32, SHAPE(4), b));
+	double s0 = 1 / sqrt(3.5), s1 = 1 / sqrt(4.25);
+	double want[8] = {-2 * s0, 0, 2 * -1 * s0, 2 * 3 * s0,
+			  -0.5 * s1 + 1, 3.5 * s1 + 1, -1.5 * s1, -1.5 * s1};
+	if (trun(&t, r))
+		EXPECT(&t, want, 8, 1e-6, "group_norm");
+	tg_free(&t);
+}
+
 static void test_matmul(void)
 {
 	/* [[1,2,3],[4,5,6]] @ [[1,-1],[0,2],[2,0.5]] = [[1+0+6, -1+4+1.5], [4+0+12, -4+10+3]] */
@@ -453,6 +476,7 @@ static void test_attention(void)
 int main(void)
 {
 	test_norms();
+	test_group_norm();
 	test_matmul();
 	test_conv();
 	test_pools();

@@ -723,9 +723,85 @@ static void test_errors(void)
 	tg_free(&t);
 }
 
+/* Rounding, sin and cos, the activations with closed forms (softplus,
+ * mish, elu, leaky_relu) and the float tests. */
+static void test_unary_math(void)
+{
+	const float x[6] = {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.7f};
+	unary_case(IR_OP_floor, NULL, x, (double[]){-3, -2, -1, 0, 1, 2}, "floor");
+	unary_case(IR_OP_ceil, NULL, x, (double[]){-2, -1, -0.0, 1, 2, 3}, "ceil");
+	/* ties to even: -2.5 -> -2, -1.5 -> -2, -0.5 -> -0, 0.5 -> 0, 1.5 -> 2 */
+	unary_case(IR_OP_round, NULL, x, (double[]){-2, -2, 0, 0, 2, 3}, "round");
+	const float ang[6] = {0, (float)(M_PI / 6), (float)(M_PI / 2), (float)M_PI, -(float)(M_PI / 3), 1};
+	/* sin 30deg = 0.5, sin 90deg = 1, sin -60deg = -sqrt(3)/2; the floats
+	 * are rounded angles, so a few ulps off */
+	unary_case(IR_OP_sin, NULL, ang, (double[]){0, 0.5, 1, 0, -0.86602540378443865, 0.8414709848078965}, "sin");
+	unary_case(IR_OP_cos, NULL, ang, (double[]){1, 0.86602540378443865, 0, -1, 0.5, 0.54030230586813972}, "cos");
+	/* softplus(x) = log(1 + e^x): softplus(0) = log 2, softplus(-x) = softplus(x) - x */
+	const float sp[6] = {0, 1, -1, 30, -30, 800};
+	unary_case(IR_OP_softplus, NULL, sp,
+		   (double[]){0.69314718055994531, 1.3132616875182228, 0.31326168751822286, 30.000000000000092,
+			      9.3576229688401746e-14, 800},
+		   "softplus");
+	/* mish(x) = x tanh(softplus(x)): mish(1) = tanh(1.3132616875) = 0.8650983882673103 */
+	unary_case(IR_OP_mish, NULL, sp,
+		   (double[]){0, 0.86509838826731034, -0.30340146137410895, 30, -2.8072868906520524e-12, 800}, "mish");
+	ir_attrs a;
+	ir_attrs_init(IR_OP_elu, &a);
+	CHECK(a.alpha == 1);
+	a.alpha = 2;
+	/* elu: x > 0 ? x : 2 (e^x - 1); e^-1 - 1 = -0.63212055882855767 */
+	unary_case(IR_OP_elu, &a, sp, (double[]){0, 1, 2 * -0.63212055882855767, 30, -2 * (1 - 9.3576229688e-14), 800},
+		   "elu");
+	ir_attrs_init(IR_OP_leaky_relu, &a);
+	CHECK(a.alpha == 0.01);
+	unary_case(IR_OP_leaky_relu, &a, sp, (double[]){0, 1, -0.01, 30, -0.3, 800}, "leaky_relu");
+	const float odd[6] = {NAN, INFINITY, -INFINITY, 0, -1, 3.4e38f};
+	unary_case(IR_OP_isnan, NULL, odd, (double[]){1, 0, 0, 0, 0, 0}, "isnan");
+	unary_case(IR_OP_isinf, NULL, odd, (double[]){0, 1, 1, 0, 0, 0}, "isinf");
+}
+
+static void test_mod(void)
+{
+	tg t;
+	/* Python's % (the divisor's sign): 7 % -3 = -2, -7 % 3 = 2, -7 % -3 = -1, 7 % 3 = 1;
+	 * fmod (the dividend's): 7 fmod -3 = 1, -7 fmod 3 = -1 */
+	const float a[4] = {7, -7, -7, 7}, b[4] = {-3, 3, -3, 3};
+	const int32_t ai[4] = {7, -7, -7, 7}, bi[4] = {-3, 3, -3, 3};
+	for (int fm = 0; fm < 2; fm++)
+		for (int isint = 0; isint < 2; isint++) {
+			tg_init(&t);
+			ir_attrs at;
+			ir_attrs_init(IR_OP_mod, &at);
+			at.fmod = fm;
+			ir_dtype dt = isint ? IR_I32 : IR_F32;
+			ir_ref r = top(&t, IR_OP_mod, &at, 2, tin(&t, "a", dt, SHAPE(4), isint ? (const void *)ai : a),
+				       tin(&t, "b", dt, SHAPE(4), isint ? (const void *)bi : b));
+			if (trun(&t, r))
+				EXPECT(&t, (fm ? (double[]){1, -1, -1, 1} : (double[]){-2, 2, -1, 1}), 4, 0,
+				       fm ? "mod fmod" : "mod");
+			tg_free(&t);
+		}
+	/* float remainder with fractions: 5.5 % 2 = 1.5, -5.5 % 2 = 0.5 */
+	tg_init(&t);
+	const float c[2] = {5.5f, -5.5f}, d[1] = {2};
+	if (trun(&t, top(&t, IR_OP_mod, NULL, 2, tin(&t, "c", IR_F32, SHAPE(2), c), tin(&t, "d", IR_F32, SHAPE(1), d))))
+		EXPECT(&t, ((double[]){1.5, 0.5}), 2, 0, "mod fractions");
+	tg_free(&t);
+	/* integer division by zero is an error */
+	tg_init(&t);
+	const int32_t z[1] = {0};
+	ir_ref r = top(&t, IR_OP_mod, NULL, 2, tin(&t, "a", IR_I32, SHAPE(4), ai), tin(&t, "z", IR_I32, SHAPE(1), z));
+	ir_add_output(t.g, r);
+	CHECK(ref_run(t.g, t.vals, &t.out, &t.e) == SN_EINPUT && strstr(t.e.msg, "division by zero"));
+	tg_free(&t);
+}
+
 int main(void)
 {
 	test_unary();
+	test_unary_math();
+	test_mod();
 	test_binary();
 	test_where();
 	test_dtypes();

@@ -1,96 +1,9 @@
-/* test_ref_ops13.c: the ops added for real exports (issue 13) on the
- * reference interpreter, against values worked out by hand (the arithmetic
- * is in the comments): the elementwise tests and activations, mod in both
- * sign conventions, cumsum, argmax/argmin, group_norm, gather_elements,
- * scatter_elements and scatter_nd (every reduction); then their shape
- * rules' errors, and the printer/parser round trip of their attributes. */
+/* test_ref_index.c: the reference interpreter's scans, arg reductions
+ * and indexing by tensors against values worked out by hand (the
+ * arithmetic is in the comments): cumsum, argmax/argmin, topk,
+ * gather_elements, scatter_elements and scatter_nd (every reduction); then
+ * the shape rules' errors of these ops and of isnan, mod and group_norm. */
 #include "test_ref_util.h"
-
-#include "frontend/sir.h"
-
-static const double TOL = 1e-6;
-
-static void unary_case(ir_op op, const ir_attrs *a, const float *x, const double *want, const char *what)
-{
-	tg t;
-	tg_init(&t);
-	ir_ref r = top(&t, op, a, 1, tin(&t, "x", IR_F32, SHAPE(6), x));
-	if (trun(&t, r))
-		EXPECT(&t, want, 6, TOL, what);
-	tg_free(&t);
-}
-
-static void test_unary(void)
-{
-	const float x[6] = {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.7f};
-	unary_case(IR_OP_floor, NULL, x, (double[]){-3, -2, -1, 0, 1, 2}, "floor");
-	unary_case(IR_OP_ceil, NULL, x, (double[]){-2, -1, -0.0, 1, 2, 3}, "ceil");
-	/* ties to even: -2.5 -> -2, -1.5 -> -2, -0.5 -> -0, 0.5 -> 0, 1.5 -> 2 */
-	unary_case(IR_OP_round, NULL, x, (double[]){-2, -2, 0, 0, 2, 3}, "round");
-	const float ang[6] = {0, (float)(M_PI / 6), (float)(M_PI / 2), (float)M_PI, -(float)(M_PI / 3), 1};
-	/* sin 30deg = 0.5, sin 90deg = 1, sin -60deg = -sqrt(3)/2; the floats
-	 * are rounded angles, so a few ulps off */
-	unary_case(IR_OP_sin, NULL, ang, (double[]){0, 0.5, 1, 0, -0.86602540378443865, 0.8414709848078965}, "sin");
-	unary_case(IR_OP_cos, NULL, ang, (double[]){1, 0.86602540378443865, 0, -1, 0.5, 0.54030230586813972}, "cos");
-	/* softplus(x) = log(1 + e^x): softplus(0) = log 2, softplus(-x) = softplus(x) - x */
-	const float sp[6] = {0, 1, -1, 30, -30, 800};
-	unary_case(IR_OP_softplus, NULL, sp,
-		   (double[]){0.69314718055994531, 1.3132616875182228, 0.31326168751822286, 30.000000000000092,
-			      9.3576229688401746e-14, 800},
-		   "softplus");
-	/* mish(x) = x tanh(softplus(x)): mish(1) = tanh(1.3132616875) = 0.8650983882673103 */
-	unary_case(IR_OP_mish, NULL, sp,
-		   (double[]){0, 0.86509838826731034, -0.30340146137410895, 30, -2.8072868906520524e-12, 800}, "mish");
-	ir_attrs a;
-	ir_attrs_init(IR_OP_elu, &a);
-	CHECK(a.alpha == 1);
-	a.alpha = 2;
-	/* elu: x > 0 ? x : 2 (e^x - 1); e^-1 - 1 = -0.63212055882855767 */
-	unary_case(IR_OP_elu, &a, sp, (double[]){0, 1, 2 * -0.63212055882855767, 30, -2 * (1 - 9.3576229688e-14), 800},
-		   "elu");
-	ir_attrs_init(IR_OP_leaky_relu, &a);
-	CHECK(a.alpha == 0.01);
-	unary_case(IR_OP_leaky_relu, &a, sp, (double[]){0, 1, -0.01, 30, -0.3, 800}, "leaky_relu");
-	const float odd[6] = {NAN, INFINITY, -INFINITY, 0, -1, 3.4e38f};
-	unary_case(IR_OP_isnan, NULL, odd, (double[]){1, 0, 0, 0, 0, 0}, "isnan");
-	unary_case(IR_OP_isinf, NULL, odd, (double[]){0, 1, 1, 0, 0, 0}, "isinf");
-}
-
-static void test_mod(void)
-{
-	tg t;
-	/* Python's % (the divisor's sign): 7 % -3 = -2, -7 % 3 = 2, -7 % -3 = -1, 7 % 3 = 1;
-	 * fmod (the dividend's): 7 fmod -3 = 1, -7 fmod 3 = -1 */
-	const float a[4] = {7, -7, -7, 7}, b[4] = {-3, 3, -3, 3};
-	const int32_t ai[4] = {7, -7, -7, 7}, bi[4] = {-3, 3, -3, 3};
-	for (int fm = 0; fm < 2; fm++)
-		for (int isint = 0; isint < 2; isint++) {
-			tg_init(&t);
-			ir_attrs at;
-			ir_attrs_init(IR_OP_mod, &at);
-			at.fmod = fm;
-			ir_dtype dt = isint ? IR_I32 : IR_F32;
-			ir_ref r = top(&t, IR_OP_mod, &at, 2, tin(&t, "a", dt, SHAPE(4), isint ? (const void *)ai : a),
-				       tin(&t, "b", dt, SHAPE(4), isint ? (const void *)bi : b));
-			if (trun(&t, r))
-				EXPECT(&t, (fm ? (double[]){1, -1, -1, 1} : (double[]){-2, 2, -1, 1}), 4, 0,
-				       fm ? "mod fmod" : "mod");
-			tg_free(&t);
-		}
-	/* float remainder with fractions: 5.5 % 2 = 1.5, -5.5 % 2 = 0.5 */
-	tg_init(&t);
-	const float c[2] = {5.5f, -5.5f}, d[1] = {2};
-	if (trun(&t, top(&t, IR_OP_mod, NULL, 2, tin(&t, "c", IR_F32, SHAPE(2), c), tin(&t, "d", IR_F32, SHAPE(1), d))))
-		EXPECT(&t, ((double[]){1.5, 0.5}), 2, 0, "mod fractions");
-	tg_free(&t);
-	/* integer division by zero is an error */
-	tg_init(&t);
-	const int32_t z[1] = {0};
-	ir_ref r = top(&t, IR_OP_mod, NULL, 2, tin(&t, "a", IR_I32, SHAPE(4), ai), tin(&t, "z", IR_I32, SHAPE(1), z));
-	ir_add_output(t.g, r);
-	CHECK(ref_run(t.g, t.vals, &t.out, &t.e) == SN_EINPUT && strstr(t.e.msg, "division by zero"));
-	tg_free(&t);
-}
 
 static void test_cumsum(void)
 {
@@ -221,29 +134,6 @@ static void test_topk(void)
 		CHECK(ir_add(g, IR_OP_topk, &in, 1, &a, &e) == IR_NONE && strstr(e.msg, "k 4 is out of range"));
 		ir_graph_free(g);
 	}
-}
-
-static void test_group_norm(void)
-{
-	/* x [1, 4, 2] = channels (1,3) (2,6) (0,4) (-1,-1); 2 groups:
-	 * group 0 = {1,3,2,6}: mean 3, var (4+0+1+9)/4 = 3.5;
-	 * group 1 = {0,4,-1,-1}: mean 0.5, var (0.25+12.25+2.25+2.25)/4 = 4.25.
-	 * eps 0; weight (1, 2, 1, 1), bias (0, 0, 1, 0). */
-	const float x[8] = {1, 3, 2, 6, 0, 4, -1, -1}, w[4] = {1, 2, 1, 1}, b[4] = {0, 0, 1, 0};
-	tg t;
-	tg_init(&t);
-	ir_attrs a;
-	ir_attrs_init(IR_OP_group_norm, &a);
-	a.groups = 2;
-	a.eps = 0;
-	ir_ref r = top(&t, IR_OP_group_norm, &a, 3, tin(&t, "x", IR_F32, SHAPE(1, 4, 2), x),
-		       tin(&t, "w", IR_F32, SHAPE(4), w), tin(&t, "b", IR_F32, SHAPE(4), b));
-	double s0 = 1 / sqrt(3.5), s1 = 1 / sqrt(4.25);
-	double want[8] = {-2 * s0, 0, 2 * -1 * s0, 2 * 3 * s0,
-			  -0.5 * s1 + 1, 3.5 * s1 + 1, -1.5 * s1, -1.5 * s1};
-	if (trun(&t, r))
-		EXPECT(&t, want, 8, TOL, "group_norm");
-	tg_free(&t);
 }
 
 static void test_gather_elements(void)
@@ -398,79 +288,13 @@ static void test_infer(void)
 	shape_error(IR_OP_mod, NULL, 2, (ir_dtype[]){IR_F32, IR_I32}, (ir_shape[]){SHAPE(3), SHAPE(3)}, "different dtypes");
 }
 
-/* The new attributes print and parse back (parse -> print is a fixed point). */
-static void test_text(void)
-{
-	const char *src =
-		"sinter 1\n\n"
-		"func @main(%x: f32[2,4,3], %i: i64[2,4,3]) -> (f32[2,4,3], f32[2,4,3], i64[2,1,3], f32[2,4,3]) {\n"
-		"  %w = const f32[4] [1, 2, 3, 4]\n"
-		"  %e = elu(%x) alpha=0.5\n"
-		"  %l = leaky_relu(%e) alpha=0.2\n"
-		"  %m = mod(%l, %x) fmod=true\n"
-		"  %c = cumsum(%m) axis=1 exclusive=true reverse=true\n"
-		"  %a = argmin(%c) axis=1 keepdims=true select_last=true\n"
-		"  %s = scatter_elements(%x, %i, %c) axis=2 reduction=mul\n"
-		"  %g = group_norm(%s, %w, %w) groups=2\n"
-		"  return %c, %s, %a, %g\n"
-		"}\n";
-	ir_graph *g = NULL;
-	sn_err e = {0};
-	CHECK(sir_parse(src, strlen(src), "t.sir", NULL, 0, &g, &e) == SN_OK);
-	if (!g) {
-		fprintf(stderr, "%s\n", e.msg);
-		return;
-	}
-	sn_buf b = {0};
-	ir_print(g, &b);
-	CHECK_STR(b.s, src);
-	sn_buf_free(&b);
-	ir_graph_free(g);
-	/* names kept as ONNX spells them: quoted, and the printer quotes them */
-	const char *quoted = "sinter 1\n\nfunc @main(%\"input:0\": f32[2]) -> (f32[2]) {\n"
-			     "  %\"out/relu:0\" = relu(%\"input:0\")\n  return %\"out/relu:0\"\n}\n";
-	g = NULL;
-	sn_err eq = {0};
-	CHECK(sir_parse(quoted, strlen(quoted), "t.sir", NULL, 0, &g, &eq) == SN_OK);
-	if (g) {
-		CHECK_STR(g->nodes[g->inputs[0]].name, "input:0");
-		sn_buf qb = {0};
-		ir_print(g, &qb);
-		CHECK_STR(qb.s, quoted);
-		sn_buf_free(&qb);
-		ir_graph_free(g);
-	}
-	static const char *const bad_names[] = {
-		"sinter 1\nfunc @main(%\"a\\b\": f32[2]) -> (f32[2]) {\n  return %\"a\\b\"\n}\n",
-		"sinter 1\nfunc @main(%\"\": f32[2]) -> (f32[2]) {\n  return %x\n}\n",
-		"sinter 1\nfunc @main(%\"x: f32[2]) -> (f32[2]) {\n  return %x\n}\n",
-	};
-	static const char *const bad_msgs[] = {"unterminated quoted name", "empty quoted name", "unterminated quoted name"};
-	for (int i = 0; i < 3; i++) {
-		sn_err eb = {0};
-		g = NULL;
-		CHECK(sir_parse(bad_names[i], strlen(bad_names[i]), "t.sir", NULL, 0, &g, &eb) == SN_EINPUT);
-		CHECK(g == NULL && strstr(eb.msg, bad_msgs[i]) != NULL);
-	}
-	/* a bad enum value names the choices */
-	const char *bad = "sinter 1\nfunc @main(%x: f32[2], %i: i64[1], %u: f32[1]) -> (f32[2]) {\n"
-			  "  %s = scatter_elements(%x, %i, %u) reduction=sum\n  return %s\n}\n";
-	sn_err e2 = {0};
-	CHECK(sir_parse(bad, strlen(bad), "t.sir", NULL, 0, &g, &e2) != SN_OK);
-	CHECK(strstr(e2.msg, "none, add, mul, max or min") != NULL);
-}
-
 int main(void)
 {
-	test_unary();
-	test_mod();
 	test_cumsum();
 	test_arg();
 	test_topk();
-	test_group_norm();
 	test_gather_elements();
 	test_scatter();
 	test_infer();
-	test_text();
-	return check_done("ref_ops13");
+	return check_done("ref_index");
 }
