@@ -805,6 +805,62 @@ void api_list_tensors(const sinter_tensor *ts, size_t n, char *out, size_t cap)
 	list_tensors(ts, n, out, cap);
 }
 
+/* The reference interpreter's peak: the bytes of the values it computes
+ * that are live at once (ref_run frees each after its last reader; params,
+ * inputs and constants are held already), checked against what this
+ * process may still allocate. Each value fitting is not enough: values
+ * that together do not fit ended in the OOM killer. */
+static sinter_status check_ref_memory(const ir_graph *g, sinter_error *err)
+{
+	uint32_t *last = calloc(g->nnodes ? g->nnodes : 1, sizeof *last);
+	if (!last)
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		for (uint32_t k = 0; k < g->nodes[i].nin; k++)
+			if (g->nodes[i].in[k] < g->nnodes)
+				last[g->nodes[i].in[k]] = i;
+	for (uint32_t i = 0; i < g->noutputs; i++)
+		if (g->outputs[i] < g->nnodes)
+			last[g->outputs[i]] = UINT32_MAX;
+	uint64_t live = 0, peak = 0;
+	uint32_t at = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const ir_node *n = &g->nodes[i];
+		if (n->op == IR_OP_input || n->op == IR_OP_param || (n->op == IR_OP_const && n->data))
+			continue;
+		int64_t k = ir_numel(&n->shape);
+		live += k > 0 ? (uint64_t)k * ir_dtype_size(n->dtype) : 0; /* check_memory bounded each */
+		if (live > peak)
+			peak = live, at = i;
+		for (uint32_t j = 0; j <= n->nin; j++) { /* its operands read for the last time, then itself unread */
+			uint32_t r = j < n->nin ? n->in[j] : i;
+			const ir_node *o = &g->nodes[r];
+			bool owned = !(o->op == IR_OP_input || o->op == IR_OP_param || (o->op == IR_OP_const && o->data));
+			bool dead = j < n->nin ? last[r] == i : last[r] == 0;
+			bool first = true; /* an operand read twice is freed once */
+			for (uint32_t q = 0; q < j && j < n->nin; q++)
+				first &= n->in[q] != r;
+			int64_t rk = ir_numel(&o->shape);
+			if (owned && dead && first && rk > 0)
+				live -= (uint64_t)rk * ir_dtype_size(o->dtype);
+		}
+	}
+	free(last);
+	const char *limit = NULL;
+	uint64_t room = sn_mem_available(&limit);
+	if (peak <= room)
+		return SINTER_OK;
+	char need[32], have[32];
+	sn_fmt_bytes(need, peak);
+	sn_fmt_bytes(have, room);
+	const ir_node *n = &g->nodes[at];
+	return api_failf(err, SINTER_E_ENV,
+			 "%s%sthe reference interpreter needs %" PRIu64 " bytes (%s) live at once (at %%%s, node %u of "
+			 "%u), more than %s allows (%" PRIu64 " bytes, %s): refused before running",
+			 g->path ? g->path : "", g->path ? ": " : "", peak, need, n->name ? n->name : "?", at,
+			 g->nnodes, limit, room, have);
+}
+
 sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
 			     sinter_tensor **outputs, sinter_error *err)
 {
@@ -814,6 +870,9 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 	if (st != SINTER_OK)
 		return st;
 	st = api_materialize(m, err);
+	if (st != SINTER_OK)
+		return st;
+	st = check_ref_memory(g, err);
 	if (st != SINTER_OK)
 		return st;
 	ir_tensor *vals;

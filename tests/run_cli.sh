@@ -367,6 +367,28 @@ left=$(find clr -type f ! -name inside | wc -l)
 [ "$left" = 0 ] || { echo "FAIL: cache clear left $left deletable entries"; find clr -type f; fails=$((fails + 1)); }
 expect 0 "" -- "$sinter" cache stats --dir=clr
 
+# The reference interpreter's total: values that each fit but together do
+# not are refused before the run, naming the total and the limit (exit 3),
+# where they ended in the OOM killer or "out of memory" after minutes.
+# %a, %b and %c are live at once. Under a sanitizer (which reserves
+# terabytes of address space: ulimit -v cannot apply) the values are 0.9 of
+# this machine's memory each, and the allocator returns NULL past 2 GiB
+# rather than feed the OOM killer should the check be gone; otherwise
+# 400 MB each under `ulimit -v 1000000` (1 GB).
+bigsir() {
+	printf 'sinter 1\n\nfunc @main(%%x: f32[1]) -> (f32[%s]) {\n  %%a = expand(%%x) shape=[%s]\n' "$1" "$1"
+	printf '  %%b = neg(%%a)\n  %%c = add(%%a, %%b)\n  return %%c\n}\n'
+}
+if ldd "$sinter" 2>/dev/null | grep -qE 'lib[at]san'; then
+	k=$(awk '/^MemTotal:/ {printf "%.0f", $2 * 1024 * 0.9 / 4}' /proc/meminfo)
+	bigsir "$k" >big.sir
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:allocator_may_return_null=1:max_allocation_size_mb=2048" \
+		expect 3 "big.sir: the reference interpreter needs [0-9]+ bytes \(.*\) live at once \(at %c, node 3 of 4\), more than .* allows \([0-9]+ bytes, .*\): refused before running" -- "$sinter" run big.sir --device ref --init random
+else
+	bigsir 100000000 >big.sir
+	expect 3 "big.sir: the reference interpreter needs 1200000000 bytes \(1.1 GiB\) live at once \(at %c, node 3 of 4\), more than the address-space limit \(ulimit -v\) allows" -- bash -c 'ulimit -v 1000000; exec "$@"' _ "$sinter" run big.sir --device ref --init random
+fi
+
 if [ "$fails" -ne 0 ]; then
 	echo "$fails CLI check(s) failed"
 	exit 1
