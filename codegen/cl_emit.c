@@ -423,6 +423,8 @@ static void memo_put(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int rank, L
 static LLVMValueRef linear(cl_emitter *m, const ir_shape *s, const LLVMValueRef *x)
 {
 	LLVMValueRef l = ci(m, 0);
+	if (ir_numel(s) == 0) /* no element to index; its dims' product may not fit */
+		return l;
 	int64_t st = 1;
 	for (int d = s->rank - 1; d >= 0; d--) {
 		if (s->d[d] != 1)
@@ -814,16 +816,18 @@ static LLVMValueRef value(cl_emitter *m, ir_ref r, const LLVMValueRef *x, int ra
 		default: {
 			if (!fu_is_view(n))
 				goto done;
-			/* through the linear index */
+			/* through the linear index; an empty operand has none (and
+			 * its dims' product may not fit) */
 			LLVMValueRef lin = linear(m, &n->shape, x);
+			bool empty = ir_numel(is) == 0;
 			int64_t st = 1;
 			for (int d = is->rank - 1; d >= 0; d--) {
-				if (is->d[d] == 1)
+				if (is->d[d] == 1 || empty)
 					ox[d] = ci(m, 0);
 				else
 					ox[d] = LLVMBuildURem(m->b, st == 1 ? lin : LLVMBuildUDiv(m->b, lin, ci(m, st), ""),
 							      ci(m, is->d[d]), "");
-				st *= is->d[d];
+				st = empty ? 1 : st * is->d[d];
 			}
 			break;
 		}

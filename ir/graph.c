@@ -174,12 +174,19 @@ bool ir_shape_concrete(const ir_shape *s)
 
 int64_t ir_numel(const ir_shape *s)
 {
-	int64_t n = 1;
+	/* a zero dim first: the others of an empty tensor need not have a
+	 * product that fits ([2^40, 2^40, 0]) */
+	bool empty = false;
 	for (int i = 0; i < s->rank; i++) {
 		if (s->d[i] < 0)
 			return -1;
-		n *= s->d[i];
+		empty |= s->d[i] == 0;
 	}
+	if (empty)
+		return 0;
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++)
+		n *= s->d[i];
 	return n;
 }
 
@@ -388,7 +395,8 @@ ir_ref ir_add_const(ir_graph *g, ir_dtype t, const ir_shape *s, const void *data
 		sn_errf(e, SN_EINTERNAL, "out of memory");
 		return IR_NONE;
 	}
-	memcpy(p, data, nb);
+	if (nb) /* data may be NULL for no elements */
+		memcpy(p, data, nb);
 	g->nodes[r].data = p;
 	return r;
 }
@@ -442,8 +450,11 @@ ir_graph *ir_graph_clone(const ir_graph *src, sn_err *e)
 	g->nnodes = src->nnodes;
 	g->ninputs = src->ninputs;
 	g->noutputs = src->noutputs;
-	memcpy(g->inputs, src->inputs, src->ninputs * sizeof *g->inputs);
-	memcpy(g->outputs, src->outputs, src->noutputs * sizeof *g->outputs);
+	/* a graph without inputs (or outputs) has no array: NULL */
+	if (src->ninputs)
+		memcpy(g->inputs, src->inputs, src->ninputs * sizeof *g->inputs);
+	if (src->noutputs)
+		memcpy(g->outputs, src->outputs, src->noutputs * sizeof *g->outputs);
 	g->func = sn_strdup(g->arena, src->func);
 	g->weights = src->weights ? sn_strdup(g->arena, src->weights) : NULL;
 	g->path = src->path ? sn_strdup(g->arena, src->path) : NULL;

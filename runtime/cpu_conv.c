@@ -42,6 +42,21 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 		int64_t ct = t % j->nct, pt_ = t / j->nct;
 		int64_t p0 = pt_ * j->tile, p1 = p0 + j->tile < j->M ? p0 + j->tile : j->M;
 		int64_t o0 = ct * j->ctile, o1 = o0 + j->ctile < j->O ? o0 + j->ctile : j->O;
+		float *C = j->out + p0 * j->O;
+		if (j->K == 0) {
+			/* no input channels: the bias (or 0) alone; x and the
+			 * scratch hold nothing (NULL), so nothing is gathered or
+			 * multiplied */
+			for (int64_t p = p0; p < p1; p++) {
+				if (j->bias)
+					memcpy(C + (p - p0) * j->O + o0, j->bias + o0, (size_t)(o1 - o0) * sizeof *C);
+				else
+					memset(C + (p - p0) * j->O + o0, 0, (size_t)(o1 - o0) * sizeof *C);
+			}
+			if (j->epi)
+				j->epi(j->ebufs, p0, p1, o0, o1);
+			continue;
+		}
 		const float *A;
 		if (j->direct) {
 			A = j->x + p0 * j->C;
@@ -82,7 +97,6 @@ static void conv_task(void *ctx, int64_t lo, int64_t hi, int tid)
 			}
 			A = col;
 		}
-		float *C = j->out + p0 * j->O;
 		/* the bias first and the product added to it (beta 1): one pass
 		 * over the tile instead of OpenBLAS's zeroing and a bias pass */
 		float beta = 0.0f;
@@ -543,7 +557,7 @@ int cpu_run_conv(rt_cpu *c, const cl_step *s, void **ebufs, sn_err *e)
 	/* the weights packed once (first run) for pk_kernel when they are a
 	 * weight of the plan: output-channel tiles are whole panels */
 	size_t si = (size_t)(s - c->p->steps);
-	if (cpu_pk_host() && !c->no_pack && j.M <= PK_MAX_ROWS && (j.nct == 1 || j.ctile % PK_NR == 0) &&
+	if (cpu_pk_host() && !c->no_pack && j.K > 0 && j.M <= PK_MAX_ROWS && (j.nct == 1 || j.ctile % PK_NR == 0) &&
 	    is_weight(c, n->in[1])) {
 		int64_t np = (j.O + PK_NR - 1) / PK_NR;
 		if (!c->wino[si]) {
