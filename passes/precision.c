@@ -6,8 +6,9 @@
  * bf16 and fp16 ("low") rebuild the graph so that every float value is low:
  *   - float params become low params with the same key (the API converts
  *     the stored values with correct rounding when it builds the weights);
- *   - float consts are converted here (fp16: finite values beyond the
- *     range saturate to +-65504, as finfo.min masks expect; infinities stay);
+ *   - float consts are converted here (finite values beyond the range
+ *     saturate, fp16 to +-65504, bf16 to +-3.39e38, as finfo.min masks
+ *     expect; infinities stay);
  *   - float graph inputs keep their declared dtype and are cast to low
  *     right after the input;
  *   - every float op is rebuilt from its low operands, so it computes in low
@@ -55,6 +56,7 @@
 
 #define E4M3_MAX 448.0
 #define F16_MAX 65504.0
+#define BF16_MAX 3.3895313892515355e38
 
 typedef struct prec {
 	rw r;
@@ -226,6 +228,10 @@ static ir_ref low_const(prec *p, const ir_node *n, sn_err *e)
 		double x = ir_load(n->dtype, n->data, (size_t)i);
 		if (p->low == IR_F16 && isfinite(x) && fabs(x) > F16_MAX)
 			x = x < 0 ? -F16_MAX : F16_MAX;
+		/* bf16 too: f32's finfo.min rounds to -inf, and HF's
+		 * (1 - mask) * finfo.min is then 0 * -inf, NaN */
+		if (p->low == IR_BF16 && isfinite(x) && fabs(x) > BF16_MAX)
+			x = x < 0 ? -BF16_MAX : BF16_MAX;
 		ir_store(p->low, buf, (size_t)i, x);
 	}
 	ir_ref r = ir_add_const(p->r.dst, p->low, &n->shape, buf, e);
