@@ -425,12 +425,15 @@ static void attention_param_mask(int form) /* 0 triangular, 1 another, 2 no weig
 	pass_ctx ctx = {.ws = form == 2 ? NULL : ws};
 	CHECK(b && pass_run_list(&b, "attention,canonicalize", &ctx, &e) == SN_OK);
 	if (b) {
-		int want = form == 0;
-		CHECK(count_op(b, IR_OP_scaled_dot_product_attention) == want);
+		/* triangular: the causal kernel; else the param negated as
+		 * the bool mask (where(mask, false, true): its values stay
+		 * out of the graph) */
+		CHECK(count_op(b, IR_OP_scaled_dot_product_attention) == 1);
 		for (uint32_t i = 0; i < b->nnodes; i++)
 			if (b->nodes[i].op == IR_OP_scaled_dot_product_attention)
-				CHECK(b->nodes[i].attrs->causal && b->nodes[i].nin == 3);
-		CHECK(equiv_check(a, b, ws, 1e-5, form == 0 ? "attention, triangular param mask" : "attention, param mask kept"));
+				CHECK(form == 0 ? b->nodes[i].attrs->causal && b->nodes[i].nin == 3
+						: !b->nodes[i].attrs->causal && b->nodes[i].nin == 4);
+		CHECK(equiv_check(a, b, ws, 1e-5, form == 0 ? "attention, triangular param mask" : "attention, param mask negated"));
 	}
 	ir_ws_free(ws);
 	ir_graph_free(a);
