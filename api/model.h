@@ -21,7 +21,12 @@ struct sinter_model {
 	char *dir;       /* directory of the source file, for the weights path */
 	char *path;      /* the source file (NULL when parsed from memory) */
 	api_wsrc wsrc;
-	char *wpath;     /* API_W_FILE: the checked weights file */
+	char *wpath;     /* API_W_FILE: the checked weights file (wfiles[0]) */
+	char **wfiles;   /* API_W_FILE: every file named, in order (an index among them) */
+	size_t nwfiles;
+	char *wprefix;   /* API_W_FILE: the key prefix in force ("" for none) */
+	char **wread;    /* API_W_FILE: every safetensors file read (an index's shards), real paths */
+	size_t nwread;
 	uint64_t seed;   /* API_W_RANDOM */
 	bool materialized; /* ws holds every param's value */
 	pthread_mutex_t lock; /* guards the first use's materialization (threads sharing m) */

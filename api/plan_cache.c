@@ -12,30 +12,60 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-/* The weights file m's params come from, or NULL (random, none). */
-static const char *weights_file(const sinter_model *m)
+/* The files m's params come from (every shard, as read), or none
+ * (random, none): *n of them. */
+static const char *const *weights_files(const sinter_model *m, size_t *n)
 {
-	return m->wsrc == API_W_FILE ? m->wpath : m->wsrc == API_W_ONNX ? m->path : NULL;
+	*n = m->wsrc == API_W_FILE ? m->nwread : m->wsrc == API_W_ONNX && m->path ? 1 : 0;
+	return m->wsrc == API_W_FILE ? (const char *const *)m->wread : (const char *const *)&m->path;
 }
 
 void api_pc_weights_id(const sinter_model *m, char *id, size_t cap, cg_plan_info *info)
 {
-	const char *file = weights_file(m);
-	if (m->wsrc == API_W_RANDOM)
+	size_t n;
+	const char *const *files = weights_files(m, &n);
+	if (m->wsrc == API_W_RANDOM) {
 		snprintf(id, cap, "random seed=%llu", (unsigned long long)m->seed);
-	else if (file) {
-		char *real = realpath(file, NULL);
-		snprintf(id, cap, "file %s", real ? real : file);
-		free(real);
-		struct stat sb;
-		if (stat(file, &sb) == 0) {
-			info->w_size = (uint64_t)sb.st_size;
-			info->w_mtime_ns = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
-			info->w_ino = (uint64_t)sb.st_ino;
+	} else if (n) {
+		/* every file, and the prefix that maps their keys onto the params;
+		 * the fingerprint folds their sizes, times and inodes together */
+		size_t k = 0;
+		uint64_t size = 0, mtime = 0, ino = 0;
+		for (size_t i = 0; i < n && k < cap; i++) {
+			char *real = realpath(files[i], NULL);
+			k += (size_t)snprintf(id + k, cap - k, "%sfile %s", i ? "; " : "", real ? real : files[i]);
+			free(real);
+			struct stat sb;
+			if (stat(files[i], &sb) == 0) {
+				size += (uint64_t)sb.st_size;
+				mtime = mtime * 31 + (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
+				ino = ino * 31 + (uint64_t)sb.st_ino;
+			}
 		}
+		info->w_size = size;
+		info->w_mtime_ns = mtime;
+		info->w_ino = ino;
+		if (k < cap && m->wsrc == API_W_FILE && m->wprefix && m->wprefix[0])
+			snprintf(id + k, cap - k, "; prefix %s", m->wprefix);
 	} else {
 		snprintf(id, cap, "%s", m->weights ? "none" : "not loaded");
 	}
+}
+
+/* The content hash of the files, in order (one file: its own hash). */
+static bool files_hash(const char *const *files, size_t n, uint8_t h[16])
+{
+	if (!api_pc_file_hash(files[0], h))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		uint8_t hi[16];
+		if (!api_pc_file_hash(files[i], hi))
+			return false;
+		XXH128_canonical_t c;
+		XXH128_canonicalFromHash(&c, XXH3_128bits_withSeed(hi, 16, XXH3_64bits(h, 16)));
+		memcpy(h, c.digest, 16);
+	}
+	return true;
 }
 
 bool api_pc_file_hash(const char *path, uint8_t h[16])
@@ -67,19 +97,21 @@ void api_pc_info_for_write(const sinter_model *m, cg_plan_info *info)
 {
 	snprintf(info->version, sizeof info->version, "%s", SINTER_VERSION);
 	snprintf(info->source, sizeof info->source, "%s", m->path ? m->path : "");
-	const char *file = weights_file(m);
-	if (file)
-		api_pc_file_hash(file, info->w_hash);
+	size_t n;
+	const char *const *files = weights_files(m, &n);
+	if (n)
+		files_hash(files, n, info->w_hash);
 }
 
 const char *api_pc_stale(const sinter_model *m, const cg_plan_info *want, const cg_plan_info *have)
 {
 	bool fresh = have->w_size == want->w_size && have->w_mtime_ns == want->w_mtime_ns && have->w_ino == want->w_ino;
-	const char *file = weights_file(m);
-	if (!fresh && file) {
+	size_t n;
+	const char *const *files = weights_files(m, &n);
+	if (!fresh && n) {
 		/* touched or copied: the same content is still a hit */
 		uint8_t h[16];
-		fresh = api_pc_file_hash(file, h) && !memcmp(h, have->w_hash, 16);
+		fresh = files_hash(files, n, h) && !memcmp(h, have->w_hash, 16);
 	} else if (!fresh) {
 		fresh = true; /* random or no weights: the key says it all */
 	}

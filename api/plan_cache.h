@@ -10,8 +10,10 @@
 #include "api/model.h"
 #include "codegen/cg.h"
 
-/* The weights' identity into id[cap] ("file REALPATH", "random seed=S",
- * "none") and their file's fingerprint (size, mtime, inode) into info. */
+/* The weights' identity into id[cap] ("file REALPATH", several as "file
+ * A; file B", then "; prefix P" when a key prefix is in force; "random
+ * seed=S", "none") and their files' fingerprint (sizes, mtimes, inodes,
+ * folded together) into info. */
 void api_pc_weights_id(const sinter_model *m, char *id, size_t cap, cg_plan_info *info);
 /* XXH3-128 of a whole file's content into h (false when unreadable). */
 bool api_pc_file_hash(const char *path, uint8_t h[16]);

@@ -74,10 +74,55 @@ void sinter_free(void *p)
 
 /* ---- models ---- */
 
+static int cmp_param_key(const void *a, const void *b)
+{
+	const ir_node *x = *(const ir_node *const *)a, *y = *(const ir_node *const *)b;
+	int c = strcmp(x->pname, y->pname);
+	return c ? c : x->line != y->line ? (x->line < y->line ? -1 : 1) : (x->col > y->col) - (x->col < y->col);
+}
+
+/* One key is one tensor: two params with one key and two shapes cannot
+ * both be read from it (a dtype may differ: the value converts). */
+static int check_param_keys(const ir_graph *g, sn_err *e)
+{
+	size_t np = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		np += g->nodes[i].op == IR_OP_param;
+	if (np < 2)
+		return SN_OK;
+	const ir_node **ps = malloc(np * sizeof *ps);
+	if (!ps)
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	np = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].op == IR_OP_param)
+			ps[np++] = &g->nodes[i];
+	qsort(ps, np, sizeof *ps, cmp_param_key);
+	int rc = SN_OK;
+	for (size_t i = 1; i < np && !rc; i++) {
+		const ir_node *a = ps[i - 1], *b = ps[i];
+		if (strcmp(a->pname, b->pname) || ir_shape_eq(&a->shape, &b->shape))
+			continue;
+		char ta[160], tb[160], loc[512] = "", other[64] = "";
+		ir_type_str(g, a->dtype, &a->shape, ta, sizeof ta);
+		ir_type_str(g, b->dtype, &b->shape, tb, sizeof tb);
+		if (g->path && b->line)
+			snprintf(loc, sizeof loc, "%s:%u:%u: error: ", g->path, b->line, b->col);
+		else if (g->path)
+			snprintf(loc, sizeof loc, "%s: ", g->path);
+		if (a->line)
+			snprintf(other, sizeof other, " at line %u", a->line);
+		rc = sn_errf(e, SN_EINPUT, "%sparam \"%s\" is %s here and %s%s: one key cannot hold two shapes",
+			     loc, b->pname, tb, ta, other);
+	}
+	free(ps);
+	return rc;
+}
+
 static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sinter_error *err)
 {
 	sn_err e = {0};
-	if (ir_verify(g, &e) != SN_OK) {
+	if (ir_verify(g, &e) != SN_OK || check_param_keys(g, &e) != SN_OK) {
 		ir_graph_free(g);
 		return api_fail(err, &e);
 	}
@@ -278,6 +323,13 @@ sinter_status sinter_model_parse(const char *text, size_t len, const char *name,
 	return wrap(g, NULL, out, err);
 }
 
+static void strs_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 /* A fresh, empty weight store for m; on OOM the old one stays (callers
  * say the weights are not loaded, so nothing reads it) and SN_EINTERNAL. */
 static int reset_ws(sinter_model *m)
@@ -290,14 +342,25 @@ static int reset_ws(sinter_model *m)
 	return SN_OK;
 }
 
+static void drop_files(sinter_model *m)
+{
+	for (size_t i = 0; i < m->nwfiles; i++)
+		free(m->wfiles[i]); /* wpath is wfiles[0] */
+	free(m->wfiles);
+	free(m->wprefix);
+	strs_free(m->wread, m->nwread);
+	m->wfiles = m->wread = NULL;
+	m->nwfiles = m->nwread = 0;
+	m->wpath = m->wprefix = NULL;
+}
+
 static void free_params(sinter_model *m)
 {
 	reset_ws(m); /* on OOM the old values stay, unused: weights is false */
 	m->weights = false;
 	m->materialized = false;
 	m->wsrc = API_W_NONE;
-	free(m->wpath);
-	m->wpath = NULL;
+	drop_files(m);
 }
 
 void sinter_model_free(sinter_model *m)
@@ -307,7 +370,7 @@ void sinter_model_free(sinter_model *m)
 	ir_ws_free(m->ws);
 	free(m->dir);
 	free(m->path);
-	free(m->wpath);
+	drop_files(m);
 	onnx_files_free(m->srcs, m->nsrcs);
 	ir_graph_free(m->g);
 	pthread_mutex_destroy(&m->lock);
@@ -324,8 +387,9 @@ const char *api_model_file(const sinter_model *m, const char *path, char **scrat
 	for (size_t i = 0; i < m->nsrcs; i++)
 		if (sn_same_file(path, m->srcs[i]))
 			return m->srcs[i];
-	if (m->wpath && sn_same_file(path, m->wpath))
-		return m->wpath;
+	for (size_t i = 0; i < m->nwfiles; i++)
+		if (sn_same_file(path, m->wfiles[i]))
+			return m->wfiles[i];
 	if (m->g->weights && !m->onnx) {
 		size_t k = strlen(m->dir) + strlen(m->g->weights) + 2;
 		if ((*scratch = malloc(k))) {
@@ -477,42 +541,106 @@ sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor
 
 /* ---- weights ---- */
 
-/* Checks every param against the safetensors file at path (key, dtype,
- * shape) and, when fill, reads their values into m->ws. */
-static sinter_status read_weights(sinter_model *m, const char *path, bool fill, sinter_error *err)
+/* The files named, for messages: "A", "A and B", "A and 3 more files". */
+static void files_str(const char *const *paths, size_t n, char *out, size_t cap)
+{
+	if (n == 1)
+		snprintf(out, cap, "%s", paths[0]);
+	else if (n == 2)
+		snprintf(out, cap, "%s and %s", paths[0], paths[1]);
+	else
+		snprintf(out, cap, "%s and %zu more files", paths[0], n - 1);
+}
+
+/* Checks every param against the safetensors files (key, under prefix;
+ * dtype family; shape) and, when fill, reads their values into m->ws.
+ * prefix NULL: guessed when no key is in the files as it is (said on
+ * stderr; *guessed, malloc'ed, gets it); "": none. read (may be NULL):
+ * every file opened, shards of an index included (malloc'ed strings). */
+static sinter_status read_weights(sinter_model *m, const char *const *paths, size_t np, const char *prefix,
+				  bool fill, char **guessed, char ***read, size_t *nread, sinter_error *err)
 {
 	const ir_graph *g = m->g;
 	sn_err e = {0};
-	st_file *f = NULL;
-	if (st_open(path, &f, &e) != SN_OK)
+	st_set *f = NULL;
+	char where[1024];
+	files_str(paths, np, where, sizeof where);
+	if (guessed)
+		*guessed = NULL;
+	if (st_set_open(paths, np, &f, &e) != SN_OK)
 		return api_fail(err, &e);
-	if (fill && reset_ws(m) != SN_OK) {
-		st_close(f);
+	size_t nk = 0;
+	const char **keys = malloc((g->nnodes ? g->nnodes : 1) * sizeof *keys);
+	if (!keys) {
+		st_set_close(f);
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].op == IR_OP_param)
+			keys[nk++] = g->nodes[i].pname;
+	if (!prefix) {
+		const char *p1, *p2;
+		int k = st_set_guess_prefix(f, keys, nk, &p1, &p2);
+		if (k == 2) {
+			sn_errf(&e, SN_EINPUT, "the model's params are in %s under the key prefix \"%s\" and under "
+				"\"%s\": name the one to use (--weights-prefix)", where, p1, p2);
+		} else if (k == 1) {
+			size_t pn = strlen(p1);
+			bool model_side = !strncmp(keys[0], p1, pn) && st_set_find(f, keys[0] + pn);
+			if (model_side)
+				sn_log(SN_LOG_WARN, "weights: the model's param keys carry the prefix \"%s\" that the keys of "
+				       "%s lack: matched without it", p1, where);
+			else
+				sn_log(SN_LOG_WARN, "weights: the keys of %s carry the prefix \"%s\" that the model's param "
+				       "keys lack: matched without it", where, p1);
+			prefix = p1;
+			if (guessed && !(*guessed = strdup(p1)))
+				sn_errf(&e, SN_EINTERNAL, "out of memory");
+		}
+	}
+	if (fill && !e.code && reset_ws(m) != SN_OK)
+		sn_errf(&e, SN_EINTERNAL, "out of memory");
+	size_t matched = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		matched += g->nodes[i].op == IR_OP_param && st_set_lookup(f, g->nodes[i].pname, prefix);
 	for (uint32_t i = 0; i < g->nnodes && e.code == SN_OK; i++) {
 		const ir_node *n = &g->nodes[i];
 		if (n->op != IR_OP_param)
 			continue;
-		const st_entry *en = st_find(f, n->pname);
+		const st_entry *en = st_set_lookup(f, n->pname, prefix);
+		const char *in = en && st_set_nfiles(f) > 1 ? st_path(en->file) : where;
 		char want[160], have[160];
 		ir_type_str(g, n->dtype, &n->shape, want, sizeof want);
 		char loc[512] = "";
 		if (g->path && n->line)
 			snprintf(loc, sizeof loc, "%s:%u:%u: error: ", g->path, n->line, n->col);
 		if (!en) {
-			sn_errf(&e, SN_EINPUT, "%sparam \"%s\" (%s) is not in %s", loc, n->pname, want, path);
+			const st_entry *any = st_set_get(f, 0);
+			if (!matched && any)
+				sn_errf(&e, SN_EINPUT, "%sparam \"%s\" (%s) is not in %s, nor is any other param of the "
+					"model (its keys are like \"%s\"; a prefix to strip or add can be named: "
+					"--weights-prefix)", loc, n->pname, want, where, any->name);
+			else
+				sn_errf(&e, SN_EINPUT, "%sparam \"%s\" (%s) is not in %s", loc, n->pname, want, where);
 			break;
 		}
 		ir_shape s = {.rank = en->rank};
 		memcpy(s.d, en->shape, sizeof s.d);
+		int t = st_to_ir(en->dtype);
+		const char *key = strcmp(en->name, n->pname) ? en->name : NULL;
 		if (!ir_shape_eq(&s, &n->shape)) {
-			int t = st_to_ir(en->dtype);
 			ir_type_str(g, t < 0 ? IR_F32 : (ir_dtype)t, &s, have, sizeof have);
 			if (t < 0)
 				memcpy(have, "f64", 3); /* f64 has no IR dtype; the dims are what differ */
-			sn_errf(&e, SN_EINPUT, "%sparam \"%s\" is %s in %s, the model declares %s", loc,
-				n->pname, have, path, want);
+			sn_errf(&e, SN_EINPUT, "%sparam \"%s\" is %s in %s%s%s%s, the model declares %s", loc,
+				n->pname, have, in, key ? " (as \"" : "", key ? key : "", key ? "\")" : "", want);
+			break;
+		}
+		if (st_dtype_is_float(en->dtype) != ir_dtype_is_float(n->dtype)) {
+			sn_errf(&e, SN_EINPUT, "%sparam \"%s\" is %s in %s%s%s%s, the model declares %s: not converted "
+				"(sinter converts among floats and among integers, never between the two)", loc,
+				n->pname, st_dtype_name(en->dtype), in, key ? " (as \"" : "", key ? key : "",
+				key ? "\")" : "", ir_dtype_name(n->dtype));
 			break;
 		}
 		if (!fill)
@@ -523,16 +651,34 @@ static sinter_status read_weights(sinter_model *m, const char *path, bool fill, 
 			sn_errf(&e, SN_EINTERNAL, "out of memory");
 			break;
 		}
-		if (st_read_as(en, n->dtype, p, &e) != SN_OK) {
+		sn_err re = {0};
+		if (st_read_exact(en, n->dtype, p, &re) != SN_OK) {
 			free(p);
+			sn_errf(&e, re.code, "%sparam \"%s\" from %s: %s", loc, n->pname, in, re.msg);
 			break;
 		}
 		ir_ws_put(m->ws, n->pname, (ir_tensor){n->dtype, n->shape, p, nb}, &e);
 	}
-	st_close(f);
+	free(keys);
+	if (read && !e.code) {
+		*nread = st_set_nfiles(f);
+		*read = calloc(*nread ? *nread : 1, sizeof **read);
+		for (size_t i = 0; *read && i < *nread; i++)
+			if (!((*read)[i] = strdup(st_set_file(f, i))))
+				sn_errf(&e, SN_EINTERNAL, "out of memory");
+		if (!*read)
+			sn_errf(&e, SN_EINTERNAL, "out of memory");
+		if (e.code)
+			strs_free(*read, *nread);
+	}
+	st_set_close(f);
 	if (e.code != SN_OK) {
 		if (fill)
 			reset_ws(m);
+		if (guessed) {
+			free(*guessed);
+			*guessed = NULL;
+		}
 		return api_fail(err, &e);
 	}
 	return SINTER_OK;
@@ -551,14 +697,20 @@ static sinter_status params_shaped(const sinter_model *m, sinter_error *err)
 
 sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinter_error *err)
 {
+	return sinter_model_load_weights_files(m, path ? &path : NULL, path ? 1 : 0, NULL, err);
+}
+
+sinter_status sinter_model_load_weights_files(sinter_model *m, const char *const *paths, size_t n,
+					      const char *prefix, sinter_error *err)
+{
 	const ir_graph *g = m->g;
 	sinter_status st = params_shaped(m, err);
 	if (st != SINTER_OK)
 		return st;
 	char *full = NULL;
-	if (!path && m->onnx)
+	if (!n && m->onnx)
 		return SINTER_OK; /* the initializers are loaded already */
-	if (!path) {
+	if (!n) {
 		bool any = false;
 		for (uint32_t i = 0; i < g->nnodes; i++)
 			any |= g->nodes[i].op == IR_OP_param;
@@ -577,19 +729,38 @@ sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinte
 		snprintf(what, sizeof what, "%s: the weights file", g->path ? g->path : "model");
 		if (sn_path_confine(m->dir, g->weights, what, &full, &ce) != SN_OK)
 			return api_fail(err, &ce);
-		path = full;
+		paths = (const char *const *)&full;
+		n = 1;
 	}
 	/* checked now, read on first use (api_materialize) */
-	st = read_weights(m, path, false, err);
+	char *guessed = NULL, **read = NULL;
+	size_t nread = 0;
+	st = read_weights(m, paths, n, prefix, false, &guessed, &read, &nread, err);
 	if (st == SINTER_OK) {
-		char *keep = strdup(path);
+		char **keep = calloc(n, sizeof *keep);
+		bool oom = !keep;
+		for (size_t i = 0; keep && i < n; i++)
+			oom |= !(keep[i] = strdup(paths[i]));
+		char *pre = strdup(guessed ? guessed : prefix ? prefix : "");
+		oom |= !pre;
 		free_params(m);
-		if (!keep)
+		if (oom) {
+			strs_free(keep, n);
+			strs_free(read, nread);
+			free(pre);
 			st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
-		m->wpath = keep;
-		m->wsrc = API_W_FILE;
-		m->weights = keep != NULL;
+		} else {
+			m->wfiles = keep;
+			m->nwfiles = n;
+			m->wread = read;
+			m->nwread = nread;
+			m->wpath = keep[0];
+			m->wprefix = pre;
+			m->wsrc = API_W_FILE;
+			m->weights = true;
+		}
 	}
+	free(guessed);
 	free(full);
 	return st;
 }
@@ -638,7 +809,8 @@ static sinter_status materialize_locked(sinter_model *m, sinter_error *err)
 	sinter_status st = SINTER_OK;
 	double t0 = sn_now();
 	if (any && m->wsrc == API_W_FILE)
-		st = read_weights(m, m->wpath, true, err);
+		st = read_weights(m, (const char *const *)m->wfiles, m->nwfiles, m->wprefix ? m->wprefix : "", true,
+				  NULL, NULL, NULL, err);
 	else if (any && m->wsrc == API_W_RANDOM)
 		st = fill_random(m, m->seed, err);
 	if (st == SINTER_OK)

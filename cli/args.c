@@ -109,7 +109,7 @@ static const char *const cmd_names[] = {"check", "print", "hash", "run", "compil
 typedef enum {
 	O_HELP, O_SHAPE, O_DEVICE, O_THREADS, O_INPUTS, O_INIT, O_WEIGHTS, O_CACHE_DIR, O_TUNE_BUDGET,
 	O_TUNE_PROGRESS, O_CACHE_REMOTE, O_WARM_CHILD, O_OUT, O_SEED, O_MODE, O_PASSES, O_PRECISION, O_DOT,
-	O_DUMP_DIR, O_TARGET, O_GROUPS, O_NO_FUSION, O_NO_CACHE, O_PROFILE, O_JSON, O_ITERS, O_WARMUP, O_DURATION,
+	O_DUMP_DIR, O_TARGET, O_WEIGHTS_PREFIX, O_GROUPS, O_NO_FUSION, O_NO_CACHE, O_PROFILE, O_JSON, O_ITERS, O_WARMUP, O_DURATION,
 } opt_id;
 
 /* Every option of the commands that take a model, one row each: its name,
@@ -129,6 +129,7 @@ static const struct {
 	{"--inputs", O_INPUTS, true, false, K_RUNLIKE},
 	{"--init", O_INIT, true, false, K_RUNLIKE | K_COMPILE},
 	{"--weights", O_WEIGHTS, true, false, K_RUNLIKE | K_COMPILE},
+	{"--weights-prefix", O_WEIGHTS_PREFIX, true, false, K_RUNLIKE | K_COMPILE},
 	{"--seed", O_SEED, true, false, K_RUNLIKE | K_COMPILE},
 	{"--cache-dir", O_CACHE_DIR, true, false, K_RUN | K_EXPLAIN | K_COMPILE}, /* bench: caches of its own */
 	{"--tune-budget", O_TUNE_BUDGET, true, false, K_RUNLIKE},
@@ -323,7 +324,15 @@ int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o)
 			break;
 		case O_INPUTS: o->inputs = val; break;
 		case O_INIT: o->init = val; break;
-		case O_WEIGHTS: o->weights = val; break;
+		case O_WEIGHTS:
+			/* repeatable: the files are read as one set of keys */
+			if (o->nweights == CLI_COUNT(o->weight_files))
+				return cli_usage_error(cmd, "--weights: at most 16 files (name a sharded checkpoint by its "
+							    "index, %s)", "model.safetensors.index.json");
+			o->weight_files[o->nweights++] = val;
+			o->weights = o->weight_files[0];
+			break;
+		case O_WEIGHTS_PREFIX: o->weights_prefix = val; break;
 		case O_CACHE_DIR: o->cache_dir = val; break;
 		case O_TUNE_BUDGET: {
 			char *end;

@@ -119,7 +119,7 @@ static int print_profile(sinter_compiled *c, sinter_error *err)
 static int warm_start_child(const cli_opts *o, const char *dir, const char *inputs, char *line, size_t cap)
 {
 	char t0[64], seed[32];
-	const char *av[64];
+	const char *av[128]; /* 16 shapes and 16 --weights at most */
 	int n = 0;
 	av[n++] = "sinter";
 	av[n++] = "run";
@@ -144,7 +144,12 @@ static int warm_start_child(const cli_opts *o, const char *dir, const char *inpu
 	}
 	/* the inputs ready in a file, as a user's would be */
 	const char *pairs[][2] = {{"--mode", o->mode}, {"--passes", o->passes}, {"--precision", o->precision},
-				  {"--weights", o->weights}, {"--inputs", inputs}, {"--cache-remote", o->cache_remote}};
+				  {"--weights-prefix", o->weights_prefix}, {"--inputs", inputs},
+				  {"--cache-remote", o->cache_remote}};
+	for (size_t i = 0; i < o->nweights; i++) {
+		av[n++] = "--weights";
+		av[n++] = o->weight_files[i];
+	}
 	for (size_t i = 0; i < CLI_COUNT(pairs); i++)
 		if (pairs[i][1]) {
 			av[n++] = pairs[i][0];

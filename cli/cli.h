@@ -29,6 +29,9 @@ typedef struct cli_opts {
 	size_t nshapes;
 	char *shape_text[16];
 	const char *device, *inputs, *init, *weights, *out, *cache_dir;
+	const char *weight_files[16]; /* every --weights, in order (weights is the first) */
+	size_t nweights;
+	const char *weights_prefix;   /* --weights-prefix, or NULL (guessed) */
 	double tune_budget;
 	int tune_progress;
 	const char *cache_remote;
@@ -96,6 +99,12 @@ double cli_now(void);  /* monotonic seconds */
 double cli_wall(void); /* wall-clock seconds (shared with a child process) */
 /* Free p with cli_prepared_free (also done here on failure). */
 int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p);
+/* --weights (every one, as one set of keys) and --weights-prefix into m;
+ * with no --weights, the model's weights line's file. */
+sinter_status cli_load_weights(const cli_opts *o, sinter_model *m, sinter_error *err);
+/* The files a run reads, for sinter_output_check: the model, every
+ * --weights, --inputs (NULL entries skipped); returns how many into ins[18]. */
+size_t cli_input_files(const cli_opts *o, const char *ins[18]);
 void cli_prepared_free(cli_prepared *p);
 bool cli_is_package(const char *file);
 void cli_compile_opts(const cli_opts *o, sinter_compile_options *co);

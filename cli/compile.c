@@ -56,9 +56,10 @@ int cli_cmd_compile(cli_opts *o)
 	if (rc)
 		return rc;
 	sinter_error err;
-	const char *ins[1] = {o->weights};
-	if (o->out && (sinter_output_check(m, o->out, ins, 1, &err) ||
-		       (o->init ? sinter_model_init_random(m, o->seed, &err) : sinter_model_load_weights(m, o->weights, &err)))) {
+	const char *ins[18];
+	size_t nins = cli_input_files(o, ins);
+	if (o->out && (sinter_output_check(m, o->out, ins + 1, nins - 2, &err) ||
+		       (o->init ? sinter_model_init_random(m, o->seed, &err) : cli_load_weights(o, m, &err)))) {
 		sinter_model_free(m);
 		return cli_report(&err);
 	}

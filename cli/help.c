@@ -66,7 +66,12 @@ const char cli_run_help[] =
 	"  --init random      fill every param (and, without --inputs, every input)\n"
 	"                     deterministically instead of reading the weights file\n"
 	"  --seed S           seed for --init random (default 0)\n"
-	"  --weights FILE     read params from FILE instead of the model's weights line\n"
+	"  --weights FILE     read params from FILE instead of the model's weights line;\n"
+	"                     repeat it for several files (their keys as one set, a\n"
+	"                     key in two refused); a sharded checkpoint's index\n"
+	"                     (model.safetensors.index.json) names its shards\n"
+	"  --weights-prefix P a key prefix the file's keys carry and the model's lack\n"
+	"                     (or the other way): guessed and said when unique\n"
 	"  -o FILE            write the outputs to a .safetensors or .npz file, named by\n"
 	"                     output (.npy: a model with one output)\n"
 	"  --cache-dir DIR    kernel and plan caches' folder instead of the default\n"
@@ -92,8 +97,9 @@ const char cli_compile_help[] =
 	"  --json             one JSON object: steps, kernels, cache hits, times, arena\n"
 	"  -o FILE.sinterpkg  write an AOT package: plan, cubins and weights in one\n"
 	"                     file that 'sinter run' and 'sinter bench' take where\n"
-	"                     NVRTC is absent (weights: --weights, --init random\n"
-	"                     and --seed as for run, else the model's); with\n"
+	"                     NVRTC is absent (weights: --weights, --weights-prefix,\n"
+	"                     --init random and --seed as for run, else the\n"
+	"                     model's); with\n"
 	"                     --device cpu: plan, compiled objects and weights, which\n"
 	"                     'sinter run' runs on a CPU with this one's features\n";
 const char cli_bench_help[] =
@@ -113,7 +119,7 @@ const char cli_bench_help[] =
 	"                     or .npy file\n"
 	"  --device cpu       the cpu device instead of the GPU (latency timed by the\n"
 	"                     wall clock; no --profile yet); --threads N: its worker threads\n"
-	"  --inputs, --weights, --seed: as for run\n"
+	"  --inputs, --weights, --weights-prefix, --seed: as for run\n"
 	"%s";
 const char cli_tune_help[] =
 	"  --tune-budget S    max-autotune: seconds of tuning for the whole model (default 20)\n"

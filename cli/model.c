@@ -94,8 +94,9 @@ int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
 	if (o->init && o->weights)
 		return cli_usage_error("run", "%s", "--init random and --weights exclude each other");
 	sinter_error err;
-	const char *ins0[] = {o->file, o->weights, o->inputs};
-	if (o->out && sinter_output_check(NULL, o->out, ins0, 3, &err) != SINTER_OK)
+	const char *ins[18];
+	size_t nins = cli_input_files(o, ins);
+	if (o->out && sinter_output_check(NULL, o->out, ins, nins, &err) != SINTER_OK)
 		return cli_report(&err);
 	if (o->out && cli_check_tensors_ext("run", o->out))
 		return CLI_EXIT_USAGE;
@@ -119,8 +120,7 @@ int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
 	}
 	/* -o: never one of the inputs (the weights line's file included),
 	 * checked before the weights are read or anything runs */
-	const char *ins[] = {o->file, o->weights, o->inputs};
-	if (o->out && sinter_output_check(p->m, o->out, ins, 3, &err) != SINTER_OK)
+	if (o->out && sinter_output_check(p->m, o->out, ins, nins, &err) != SINTER_OK)
 		goto fail;
 	size_t nout = sinter_model_num_outputs(p->m), olen = o->out ? strlen(o->out) : 0;
 	if (olen > 4 && !strcmp(o->out + olen - 4, ".npy") && nout != 1) {
@@ -138,14 +138,14 @@ int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
 	bool own = false;
 	if (init && !o->init && default_random) {
 		sinter_error we;
-		own = sinter_model_load_weights(p->m, NULL, &we) == SINTER_OK;
+		own = cli_load_weights(o, p->m, &we) == SINTER_OK;
 		if (!own)
 			fprintf(stderr, "sinter bench: params random (seed %llu): %s\n", (unsigned long long)o->seed,
 				we.message);
 	}
 	o->own_weights = own;
 	if (!own && (init ? sinter_model_init_random(p->m, o->seed, &err)
-			  : sinter_model_load_weights(p->m, o->weights, &err)))
+			  : cli_load_weights(o, p->m, &err)))
 		goto fail;
 	if (!p->ins && !init) {
 		err.status = SINTER_E_USAGE;
@@ -160,6 +160,21 @@ int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
 fail:
 	cli_prepared_free(p);
 	return cli_report(&err);
+}
+
+sinter_status cli_load_weights(const cli_opts *o, sinter_model *m, sinter_error *err)
+{
+	return sinter_model_load_weights_files(m, o->weight_files, o->nweights, o->weights_prefix, err);
+}
+
+size_t cli_input_files(const cli_opts *o, const char *ins[18])
+{
+	size_t n = 0;
+	ins[n++] = o->file;
+	for (size_t i = 0; i < o->nweights; i++)
+		ins[n++] = o->weight_files[i];
+	ins[n++] = o->inputs;
+	return n;
 }
 
 bool cli_is_package(const char *file)

@@ -574,7 +574,62 @@ int st_open(const char *path, st_file **out, sn_err *e)
 
 /* ---- conversion ------------------------------------------------------------ */
 
-int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e)
+bool st_dtype_is_float(st_dtype t)
+{
+	return t == ST_F64 || t == ST_F32 || t == ST_F16 || t == ST_BF16 || t == ST_F8_E4M3 || t == ST_F8_E5M2;
+}
+
+const char *st_path(const st_file *f)
+{
+	return f ? f->path : NULL;
+}
+
+/* An integer element (bool as 0 or 1) exactly, no double on the way. */
+static int64_t load_int(st_dtype t, const unsigned char *b)
+{
+	switch (t) {
+	case ST_I64: {
+		int64_t v;
+		memcpy(&v, b, 8);
+		return v;
+	}
+	case ST_I32: {
+		int32_t v;
+		memcpy(&v, b, 4);
+		return v;
+	}
+	case ST_I8: return (int8_t)b[0];
+	case ST_U8: return b[0];
+	default: return b[0] != 0; /* ST_BOOL */
+	}
+}
+
+/* Stores v as integer dtype t at dst[i] if it fits; false otherwise. */
+static bool store_int(ir_dtype t, void *dst, size_t i, int64_t v)
+{
+	switch (t) {
+	case IR_I64: ((int64_t *)dst)[i] = v; return true;
+	case IR_I32:
+		if (v < INT32_MIN || v > INT32_MAX)
+			return false;
+		((int32_t *)dst)[i] = (int32_t)v;
+		return true;
+	case IR_I8:
+		if (v < INT8_MIN || v > INT8_MAX)
+			return false;
+		((int8_t *)dst)[i] = (int8_t)v;
+		return true;
+	case IR_U8:
+	case IR_BOOL:
+		if (v < 0 || v > (t == IR_BOOL ? 1 : UINT8_MAX))
+			return false;
+		((uint8_t *)dst)[i] = (uint8_t)v;
+		return true;
+	default: return false;
+	}
+}
+
+static int read_conv(const st_entry *en, ir_dtype want, void *dst, bool exact, sn_err *e)
 {
 	if ((unsigned)en->dtype >= ST_NDTYPES || (unsigned)want >= IR_NDTYPES)
 		return sn_errf(e, SN_EINPUT, "tensor \"%s\": bad dtype", en->name);
@@ -582,6 +637,11 @@ int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e)
 	if (en->rank < 0 || en->rank > IR_MAX_RANK || size < 0 || (uint64_t)size != en->nbytes)
 		return sn_errf(e, SN_EINPUT, "tensor \"%s\": %zu bytes do not match its shape",
 			       en->name, en->nbytes);
+	bool ints = !st_dtype_is_float(en->dtype);
+	if (exact && ints == ir_dtype_is_float(want))
+		return sn_errf(e, SN_EINPUT, "tensor \"%s\" is %s and is not converted to %s: sinter converts "
+			       "among floats and among integers, never between the two", en->name,
+			       st_dtype_name(en->dtype), ir_dtype_name(want));
 	const st_file *f = en->file;
 	bool from_fd = !en->data && en->nbytes;
 	if (from_fd && (!f || f->fd < 0))
@@ -599,17 +659,25 @@ int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e)
 	unsigned char *chunk = from_fd ? malloc(CHUNK * es) : NULL;
 	if (from_fd && !chunk)
 		return sn_errf(e, SN_EINTERNAL, "tensor \"%s\": out of memory", en->name);
-	for (size_t base = 0; base < n; base += CHUNK) {
+	int rc = SN_OK;
+	for (size_t base = 0; base < n && !rc; base += CHUNK) {
 		size_t k = n - base < CHUNK ? n - base : CHUNK;
 		const unsigned char *src = (const unsigned char *)en->data + base * es;
 		if (from_fd) {
-			if (sn_pread_full(f->fd, chunk, k * es, f->dstart + en->offset + base * es, f->path, e)) {
-				free(chunk);
-				return e->code;
-			}
+			if ((rc = sn_pread_full(f->fd, chunk, k * es, f->dstart + en->offset + base * es, f->path, e)))
+				break;
 			src = chunk;
 		}
 		for (size_t i = 0; i < k; i++) {
+			if (exact && ints) {
+				int64_t v = load_int(en->dtype, src + i * es);
+				if (!store_int(want, dst, base + i, v)) {
+					rc = sn_errf(e, SN_EINPUT, "tensor \"%s\": element %zu is %" PRId64
+						     ", which does not fit %s", en->name, base + i, v, ir_dtype_name(want));
+					break;
+				}
+				continue;
+			}
 			union {
 				double d;
 				int64_t i64;
@@ -621,7 +689,294 @@ int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e)
 		}
 	}
 	free(chunk);
+	return rc;
+}
+
+int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e)
+{
+	return read_conv(en, want, dst, false, e);
+}
+
+int st_read_exact(const st_entry *en, ir_dtype want, void *dst, sn_err *e)
+{
+	return read_conv(en, want, dst, true, e);
+}
+
+/* ---- several files ----------------------------------------------------------- */
+
+struct st_set {
+	sn_arena *a;
+	st_file **files; /* heap */
+	size_t nfiles, cap;
+	const st_entry **byname; /* heap, sorted by key */
+	size_t n;
+};
+
+void st_set_close(st_set *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nfiles; i++)
+		st_close(s->files[i]);
+	free(s->files);
+	free(s->byname);
+	sn_arena_free(s->a);
+	free(s);
+}
+
+size_t st_set_count(const st_set *s) { return s->n; }
+const st_entry *st_set_get(const st_set *s, size_t i) { return i < s->n ? s->byname[i] : NULL; }
+size_t st_set_nfiles(const st_set *s) { return s->nfiles; }
+const char *st_set_file(const st_set *s, size_t i) { return i < s->nfiles ? s->files[i]->path : NULL; }
+
+const st_entry *st_set_find(const st_set *s, const char *key)
+{
+	st_entry k = {.name = key};
+	const st_entry *kp = &k;
+	const st_entry **hit = s->n ? bsearch(&kp, s->byname, s->n, sizeof *s->byname, cmp_entry_name) : NULL;
+	return hit ? *hit : NULL;
+}
+
+/* Opens path into s unless s has that file already; *f (may be NULL) gets it. */
+static int set_add(st_set *s, const char *path, st_file **f, sn_err *e)
+{
+	for (size_t i = 0; i < s->nfiles; i++)
+		if (sn_same_file(path, s->files[i]->path)) {
+			if (f)
+				*f = s->files[i];
+			return SN_OK;
+		}
+	if (s->nfiles == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 8;
+		st_file **nf = realloc(s->files, cap * sizeof *nf);
+		if (!nf)
+			return sn_errf(e, SN_EINTERNAL, "out of memory");
+		s->files = nf;
+		s->cap = cap;
+	}
+	int rc = st_open(path, &s->files[s->nfiles], e);
+	if (rc)
+		return rc;
+	if (f)
+		*f = s->files[s->nfiles];
+	s->nfiles++;
 	return SN_OK;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/* A sharded checkpoint's index: {"weight_map": {KEY: SHARD, ...}, ...}. */
+static int set_add_index(st_set *s, const char *path, sn_err *e)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	int rc = sn_read_file(path, 0, ST_MAX_HEADER, NULL, &buf, &len, e);
+	if (rc)
+		return rc;
+	char *dir = sn_dirname(path);
+	sn_arena *a = sn_arena_new();
+	char what[600];
+	snprintf(what, sizeof what, "%s:", path);
+	js_cur c;
+	if (!dir || !a) {
+		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+		goto done;
+	}
+	js_init(&c, buf, len, what, a, e);
+	if (js_peek(&c) != '{') {
+		rc = sn_errf(e, SN_EINPUT, "%s: a safetensors index is a JSON object", path);
+		goto done;
+	}
+	c.pos++;
+	bool have_map = false;
+	if (!js_accept(&c, '}')) {
+		do {
+			char *k;
+			size_t kn;
+			if ((rc = js_string(&c, &k, &kn)) || (rc = js_expect(&c, ':', "after a key")))
+				goto done;
+			if (strcmp(k, "weight_map") != 0) {
+				if ((rc = js_skip(&c)))
+					goto done;
+				continue;
+			}
+			if (have_map || js_peek(&c) != '{') {
+				rc = sn_errf(e, SN_EINPUT, "%s: %s \"weight_map\"", path,
+					     have_map ? "a second" : "a non-object");
+				goto done;
+			}
+			have_map = true;
+			c.pos++;
+			if (js_accept(&c, '}'))
+				continue;
+			do {
+				char *key, *shard;
+				size_t keyn, shn;
+				if ((rc = js_string(&c, &key, &keyn)) || (rc = js_expect(&c, ':', "after a key")))
+					goto done;
+				if (js_peek(&c) != '"') {
+					rc = sn_errf(e, SN_EINPUT, "%s: weight_map: the shard of \"%s\" is not a string",
+						     path, key);
+					goto done;
+				}
+				if ((rc = js_string(&c, &shard, &shn)))
+					goto done;
+				char *full = NULL, sw[700];
+				snprintf(sw, sizeof sw, "%s: the shard of \"%.100s\"", path, key);
+				st_file *f = NULL;
+				if ((rc = strlen(shard) != shn ? sn_errf(e, SN_EINPUT, "%s holds a NUL", sw)
+							       : sn_path_confine(dir, shard, sw, &full, e)) ||
+				    (rc = set_add(s, full, &f, e))) {
+					free(full);
+					goto done;
+				}
+				free(full);
+				if (!st_find(f, key)) {
+					rc = sn_errf(e, SN_EINPUT, "%s: weight_map puts \"%s\" in %s, which does not hold it",
+						     path, key, shard);
+					goto done;
+				}
+			} while (js_accept(&c, ','));
+			if ((rc = js_expect(&c, '}', "or ',' in weight_map")))
+				goto done;
+		} while (js_accept(&c, ','));
+		if ((rc = js_expect(&c, '}', "or ',' in the index")))
+			goto done;
+	}
+	if ((rc = js_end(&c)))
+		goto done;
+	if (!have_map)
+		rc = sn_errf(e, SN_EINPUT, "%s: no \"weight_map\": not a safetensors index", path);
+done:
+	sn_arena_free(a);
+	free(dir);
+	free(buf);
+	return rc;
+}
+
+int st_set_open(const char *const *paths, size_t n, st_set **out, sn_err *e)
+{
+	*out = NULL;
+	st_set *s = calloc(1, sizeof *s);
+	if (!s || !(s->a = sn_arena_new())) {
+		free(s);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	int rc = SN_OK;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = ends_with(paths[i], ".json") ? set_add_index(s, paths[i], e) : set_add(s, paths[i], NULL, e);
+	size_t total = 0;
+	for (size_t i = 0; i < s->nfiles; i++)
+		total += s->files[i]->n;
+	if (!rc && total && !(s->byname = malloc(total * sizeof *s->byname)))
+		rc = sn_errf(e, SN_EINTERNAL, "out of memory");
+	if (!rc) {
+		for (size_t i = 0; i < s->nfiles; i++)
+			for (size_t k = 0; k < s->files[i]->n; k++)
+				s->byname[s->n++] = &s->files[i]->ents[k];
+		if (s->n)
+			qsort(s->byname, s->n, sizeof *s->byname, cmp_entry_name);
+		for (size_t i = 1; i < s->n && !rc; i++)
+			if (!strcmp(s->byname[i - 1]->name, s->byname[i]->name)) {
+				/* in file order, whatever the sort left */
+				const st_file *x = s->byname[i - 1]->file, *y = s->byname[i]->file;
+				size_t ix = 0, iy = 0;
+				for (size_t k = 0; k < s->nfiles; k++) {
+					ix = s->files[k] == x ? k : ix;
+					iy = s->files[k] == y ? k : iy;
+				}
+				if (iy < ix) {
+					const st_file *t = x;
+					x = y;
+					y = t;
+				}
+				rc = sn_errf(e, SN_EINPUT, "duplicate key \"%s\" in %s and %s", s->byname[i]->name,
+					     x->path, y->path);
+			}
+	}
+	if (rc) {
+		st_set_close(s);
+		return rc;
+	}
+	*out = s;
+	return SN_OK;
+}
+
+const st_entry *st_set_lookup(const st_set *s, const char *key, const char *prefix)
+{
+	size_t pn = prefix ? strlen(prefix) : 0;
+	if (pn) {
+		size_t kn = strlen(key);
+		char *buf = malloc(pn + kn + 1);
+		const st_entry *en = NULL;
+		if (buf) {
+			memcpy(buf, prefix, pn);
+			memcpy(buf + pn, key, kn + 1);
+			en = st_set_find(s, buf);
+			free(buf);
+		}
+		if (!en && !strncmp(key, prefix, pn))
+			en = st_set_find(s, key + pn);
+		if (en)
+			return en;
+	}
+	return st_set_find(s, key);
+}
+
+/* Whether every key is found under prefix p. */
+static bool all_under(const st_set *s, const char *const *keys, size_t n, const char *p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!st_set_lookup(s, keys[i], p))
+			return false;
+	return true;
+}
+
+int st_set_guess_prefix(const st_set *s, const char *const *keys, size_t n, const char **prefix,
+			const char **other)
+{
+	*prefix = *other = NULL;
+	size_t miss = 0;
+	while (miss < n && st_set_find(s, keys[miss]))
+		miss++;
+	if (miss == n)
+		return 0; /* every key is there as it is */
+	/* the candidates come from the first key missing: a file key that
+	 * ends in ".KEY" (the file's keys carry it), or KEY's own start up to
+	 * a '.' (the model's keys carry it) */
+	const char *k0 = keys[miss];
+	size_t k0n = strlen(k0);
+	int found = 0;
+	for (size_t i = 0; i < s->n + k0n && found < 2; i++) {
+		const char *cand;
+		size_t cn;
+		if (i < s->n) {
+			const char *nm = s->byname[i]->name;
+			size_t nn = strlen(nm);
+			if (nn <= k0n + 1 || strcmp(nm + nn - k0n, k0) || nm[nn - k0n - 1] != '.')
+				continue;
+			cand = nm;
+			cn = nn - k0n;
+		} else {
+			size_t j = i - s->n;
+			if (k0[j] != '.' || j + 1 >= k0n)
+				continue;
+			cand = k0;
+			cn = j + 1;
+		}
+		if (*prefix && strlen(*prefix) == cn && !strncmp(*prefix, cand, cn))
+			continue; /* tried */
+		char *p = sn_strndup(s->a, cand, cn);
+		if (!p || !all_under(s, keys, n, p))
+			continue;
+		*(found ? other : prefix) = p;
+		found++;
+	}
+	return found;
 }
 
 /* ---- writer ------------------------------------------------------------------- */

@@ -75,6 +75,55 @@ int64_t st_numel(const st_entry *en);
  * checks the shape. en->data may be unaligned. */
 int st_read_as(const st_entry *en, ir_dtype want, void *dst, sn_err *e);
 
+/* st_read_as for a model's weights, where a silent change of value is a
+ * wrong answer: floats convert among floats (correctly rounded); integers
+ * (bool among them, as 0 and 1) convert among integers exactly, and an
+ * element that does not fit the target is SN_EINPUT naming its index and
+ * value; a conversion between the two families is SN_EINPUT (float to int
+ * would truncate, NaN would become 0 or true). */
+int st_read_exact(const st_entry *en, ir_dtype want, void *dst, sn_err *e);
+/* Whether a safetensors dtype is a float (F64 included). */
+bool st_dtype_is_float(st_dtype t);
+/* The path st_open was given (NULL for st_parse's files). */
+const char *st_path(const st_file *f);
+
+/* ---- several files: a checkpoint as it ships ---------------------------- */
+
+/* The tensors of several files as one set, by key. */
+typedef struct st_set st_set;
+
+/* Opens paths[0..n): each a .safetensors file, or a sharded checkpoint's
+ * index (a name ending in ".json", as model.safetensors.index.json: an
+ * object whose "weight_map" maps each key to its shard file, a path
+ * relative to the index's folder that must stay inside it). Every shard
+ * the index names is opened, and each key must be in the shard the index
+ * says. A file named twice (the same device and inode) is opened once; a
+ * key in two different files is SN_EINPUT "duplicate key K in A and B".
+ * Free with st_set_close. */
+int st_set_open(const char *const *paths, size_t n, st_set **out, sn_err *e);
+void st_set_close(st_set *s);
+size_t st_set_count(const st_set *s);                          /* tensors in all files */
+const st_entry *st_set_get(const st_set *s, size_t i);         /* sorted by key */
+const st_entry *st_set_find(const st_set *s, const char *key); /* NULL if absent */
+/* The files opened, shards included, in the order read (for messages and
+ * the plan cache's fingerprint). */
+size_t st_set_nfiles(const st_set *s);
+const char *st_set_file(const st_set *s, size_t i);
+
+/* The entry a model's key names under prefix: prefix + key when the set
+ * holds it, else key less prefix when key starts with it, else key as it
+ * is (so a prefix the file's keys carry and one the model's keys carry are
+ * both undone, and a key outside the prefix, as lm_head.weight beside
+ * model.*, still matches). prefix NULL or "": key as it is. */
+const st_entry *st_set_lookup(const st_set *s, const char *key, const char *prefix);
+/* When some of keys[0..n) are not in s as they are, the prefixes ending
+ * in '.' under which st_set_lookup finds every one (a key outside the
+ * prefix, found as it is, included): 0 when there is none (or every key
+ * is there as it is), 1 with *prefix, or 2 with *prefix and *other, two
+ * of the prefixes that would do. The strings live as long as s. */
+int st_set_guess_prefix(const st_set *s, const char *const *keys, size_t n, const char **prefix,
+			const char **other);
+
 /* Writes a file atomically (a temporary file in the same directory, then
  * rename). Tensors are laid out in the given order, back to back; the
  * header is padded with spaces to a multiple of 8 bytes. meta_kv holds

@@ -170,12 +170,28 @@ sinter_status sinter_model_optimize(sinter_model *m, const char *mode, const cha
 int sinter_precision_parse(const char *s);
 
 /* ---- weights ---- */
-/* Reads every param from a .safetensors file: path, or when NULL the file
- * named by the model's `weights` line (relative to the model's file).
- * Tensors are matched by key; floats convert to the param's dtype with
- * correct rounding; a missing key or a shape mismatch is SINTER_E_INPUT;
- * extra tensors in the file are ignored. */
+/* Reads every param from a .safetensors file (or a sharded checkpoint's
+ * index, as below): path, or when NULL the file named by the model's
+ * `weights` line (relative to the model's file). Tensors are matched by
+ * key (a key prefix guessed as below); floats convert to a float param's
+ * dtype with correct rounding, integers to an integer param's exactly; a
+ * missing key, a shape mismatch or a conversion between float and integer
+ * is SINTER_E_INPUT; extra tensors in the file are ignored. */
 sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinter_error *err);
+/* The same from several files read as one set of keys, as checkpoints
+ * ship: each of paths[0..n) a .safetensors file or a sharded checkpoint's
+ * index (a .json such as model.safetensors.index.json, whose "weight_map"
+ * names each key's shard beside it). A key in two files is SINTER_E_INPUT
+ * ("duplicate key K in A and B"). prefix: a key prefix one side carries
+ * and the other lacks ("transformer.", "model."): a param K reads
+ * prefix+K, or K less prefix, or K; NULL guesses it when no param's key is
+ * in the files as it is but all are under one prefix (said on stderr
+ * through the log); "" matches keys as they are. Floats convert among
+ * floats, integers among integers when the value fits; a conversion
+ * between the two, or an integer that does not fit, is SINTER_E_INPUT.
+ * n == 0 is sinter_model_load_weights(m, NULL, err). */
+sinter_status sinter_model_load_weights_files(sinter_model *m, const char *const *paths, size_t n,
+					      const char *prefix, sinter_error *err);
 /* Fills every param deterministically from seed and the param's key, with
  * PyTorch-like default scales: conv/linear weights and biases uniform in
  * +-1/sqrt(fan_in), norm weights and running variances 1, norm biases and

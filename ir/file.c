@@ -303,7 +303,10 @@ int sn_path_confine(const char *dir, const char *rel, const char *what, char **o
 	} else {
 		size_t k = strlen(rdir);
 		bool inside = strncmp(full, rdir, k) == 0 && (full[k] == '/' || (k == 1 && rdir[0] == '/'));
-		if (!inside)
+		struct stat sb;
+		if ((inside || !strcmp(full, rdir)) && stat(full, &sb) == 0 && S_ISDIR(sb.st_mode))
+			rc = sn_errf(e, SN_EINPUT, "%s \"%s\" names a folder (%s), not a file", what, rel, full);
+		else if (!inside)
 			rc = sn_errf(e, SN_EINPUT, "%s \"%s\" leads outside the model's folder %s (to %s)", what,
 				     rel, dir, full);
 	}

@@ -389,6 +389,35 @@ else
 	expect 3 "big.sir: the reference interpreter needs 1200000000 bytes \(1.1 GiB\) live at once \(at %c, node 3 of 4\), more than the address-space limit \(ulimit -v\) allows" -- bash -c 'ulimit -v 1000000; exec "$@"' _ "$sinter" run big.sir --device ref --init random
 fi
 
+# issue 31, items 8, 15, 17: checkpoints as they ship. y = relu(x w^T + b) * 2
+# with x = (0.5, -1, 2), both rows of w (0.5, -1.25, 2), b = (0.25, -3):
+# x.w = 5.5, y = (11.5, 5)
+mkst wx.safetensors x:F32:1,3:0.5,-1,2
+mkst pfx.safetensors transformer.fc.weight:F32:2,3:0.5,-1.25,2 transformer.fc.bias:F32:2:0.25,-3
+expect 0 'the keys of pfx.safetensors carry the prefix "transformer." that the model.s param keys lack' -- "$sinter" run tiny.sir --device ref --weights pfx.safetensors --inputs wx.safetensors
+expect_out "first: 11.5 5"
+expect 0 "" -- "$sinter" run tiny.sir --device ref --weights pfx.safetensors --weights-prefix transformer. --inputs wx.safetensors
+expect_out "first: 11.5 5"
+grep -q warning err.txt && { echo "FAIL: --weights-prefix given and still a warning:"; sed 's/^/    /' err.txt; fails=$((fails + 1)); }
+expect 1 'param "fc.weight" \(f32\[2,3\]\) is not in pfx.safetensors, nor is any other param' -- "$sinter" run tiny.sir --device ref --weights pfx.safetensors --weights-prefix= --inputs wx.safetensors
+mkst sh1.safetensors fc.weight:F32:2,3:0.5,-1.25,2
+mkst sh2.safetensors fc.bias:F32:2:0.25,-3
+expect 0 "" -- "$sinter" run tiny.sir --device ref --weights sh1.safetensors --weights sh2.safetensors --inputs wx.safetensors
+expect_out "first: 11.5 5"
+mkdir -p ckpt && cp sh1.safetensors sh2.safetensors ckpt/
+printf '{"metadata": {"total_size": 32}, "weight_map": {"fc.weight": "sh1.safetensors", "fc.bias": "sh2.safetensors"}}' >ckpt/model.safetensors.index.json
+expect 0 "" -- "$sinter" run tiny.sir --device ref --weights ckpt/model.safetensors.index.json --inputs wx.safetensors
+expect_out "first: 11.5 5"
+expect 1 'duplicate key "fc.bias" in .*ckpt/sh2.safetensors and sh2.safetensors' -- "$sinter" run tiny.sir --device ref --weights ckpt/model.safetensors.index.json --weights sh2.safetensors --inputs wx.safetensors
+printf '{"weight_map": {"fc.weight": "../sh1.safetensors"}}' >ckpt/bad.index.json
+expect 1 'leads outside the model.s folder' -- "$sinter" run tiny.sir --device ref --weights ckpt/bad.index.json --inputs wx.safetensors
+mkst intw.safetensors fc.weight:I64:2,3:1,-2,3 fc.bias:F32:2:0.25,-3
+expect 1 'tiny.sir:6:8: error: param "fc.weight" is I64 in intw.safetensors, the model declares f32: not converted' -- "$sinter" run tiny.sir --device ref --weights intw.safetensors --inputs wx.safetensors
+sed 's/"fc.bias"/"fc.weight"/; s/param f32\[2\]/param f32[2]/' tiny.sir >twokey.sir
+expect 1 'twokey.sir:7:8: error: param "fc.weight" is f32\[2\] here and f32\[2,3\] at line 6: one key cannot hold two shapes' -- "$sinter" check twokey.sir
+sed 's/^weights .*/weights "."/' tiny.sir >dotw.sir
+expect 1 'the weights file "." names a folder \(.*\), not a file' -- "$sinter" run dotw.sir --shape N=1 --device ref --inputs wx.safetensors
+
 if [ "$fails" -ne 0 ]; then
 	echo "$fails CLI check(s) failed"
 	exit 1

@@ -3,10 +3,13 @@
  * against hand-worked bit patterns, and malformed files with their exact
  * messages. Runs in tests/ (fixtures in st/). */
 #include "frontend/safetensors.h"
+#include "sinter.h"
 #include "check.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[64];
@@ -544,6 +547,432 @@ static void test_files(void)
 	unlink(path);
 }
 
+
+/* ---- weights: no silent change of value (issue 31, item 15) -------------------- */
+
+static bool has(const char *s, const char *part)
+{
+	if (!strstr(s, part))
+		fprintf(stderr, "  \"%s\" lacks \"%s\"\n", s, part);
+	return strstr(s, part) != NULL;
+}
+
+static void test_read_exact(void)
+{
+	sn_err e = {0};
+	/* float to integer: st_read_as truncates and takes NaN to 0 or true,
+	 * st_read_exact refuses */
+	float fl[2] = {2.7f, NAN};
+	st_entry a = {"a", ST_F32, 1, {2}, fl, sizeof fl, NULL, 0};
+	int32_t i32[3];
+	uint8_t u8[3];
+	CHECK(st_read_as(&a, IR_I32, i32, &e) == SN_OK && i32[0] == 2);
+	CHECK(st_read_exact(&a, IR_I32, i32, &e) == SN_EINPUT);
+	CHECK_STR(e.msg, "tensor \"a\" is F32 and is not converted to i32: sinter converts among floats and among "
+			 "integers, never between the two");
+	e = (sn_err){0};
+	CHECK(st_read_exact(&a, IR_BOOL, u8, &e) == SN_EINPUT && has(e.msg, "is F32 and is not converted to bool"));
+	/* integer to float */
+	int64_t i64[3] = {5, -7, INT64_C(1) << 40};
+	st_entry b = {"b", ST_I64, 1, {3}, i64, sizeof i64, NULL, 0};
+	float f[3];
+	e = (sn_err){0};
+	CHECK(st_read_exact(&b, IR_F32, f, &e) == SN_EINPUT && has(e.msg, "is I64 and is not converted to f32"));
+	/* integers narrow when every value fits, exactly; the first that does
+	 * not is named with its index and value */
+	e = (sn_err){0};
+	CHECK(st_read_exact(&b, IR_I32, i32, &e) == SN_EINPUT);
+	CHECK_STR(e.msg, "tensor \"b\": element 2 is 1099511627776, which does not fit i32");
+	st_entry b2 = {"b2", ST_I64, 1, {2}, i64, 2 * sizeof *i64, NULL, 0};
+	e = (sn_err){0};
+	CHECK(st_read_exact(&b2, IR_I32, i32, &e) == SN_OK && i32[0] == 5 && i32[1] == -7);
+	CHECK(st_read_exact(&b2, IR_U8, u8, &e) == SN_EINPUT && has(e.msg, "element 1 is -7, which does not fit u8"));
+	/* 2^53 + 1 widens exactly (through double it would round) */
+	int32_t big32[2] = {INT32_MIN, 123456789};
+	st_entry c = {"c", ST_I32, 1, {2}, big32, sizeof big32, NULL, 0};
+	int64_t w64[2];
+	e = (sn_err){0};
+	CHECK(st_read_exact(&c, IR_I64, w64, &e) == SN_OK && w64[0] == INT32_MIN && w64[1] == 123456789);
+	int64_t odd[1] = {(INT64_C(1) << 53) + 1};
+	st_entry d = {"d", ST_I64, 1, {1}, odd, sizeof odd, NULL, 0};
+	CHECK(st_read_exact(&d, IR_I64, w64, &e) == SN_OK && w64[0] == odd[0]);
+	/* u8 to bool: 0 and 1 fit, 5 does not; bool widens to i8; u8 200 does not fit i8 */
+	uint8_t u[3] = {1, 0, 5}, bo[3];
+	st_entry uu = {"u", ST_U8, 1, {3}, u, sizeof u, NULL, 0};
+	CHECK(st_read_exact(&uu, IR_BOOL, bo, &e) == SN_EINPUT && has(e.msg, "element 2 is 5, which does not fit bool"));
+	uu.shape[0] = 2;
+	uu.nbytes = 2;
+	e = (sn_err){0};
+	CHECK(st_read_exact(&uu, IR_BOOL, bo, &e) == SN_OK && bo[0] == 1 && bo[1] == 0);
+	st_entry bb = {"bb", ST_BOOL, 1, {2}, bo, 2, NULL, 0};
+	int8_t s8[2];
+	CHECK(st_read_exact(&bb, IR_I8, s8, &e) == SN_OK && s8[0] == 1 && s8[1] == 0);
+	uint8_t two[1] = {200};
+	st_entry t2 = {"t", ST_U8, 1, {1}, two, 1, NULL, 0};
+	CHECK(st_read_exact(&t2, IR_I8, s8, &e) == SN_EINPUT && has(e.msg, "element 0 is 200, which does not fit i8"));
+	/* floats still convert among themselves, correctly rounded */
+	double d64[1] = {0.1};
+	st_entry g = {"g", ST_F64, 1, {1}, d64, sizeof d64, NULL, 0};
+	e = (sn_err){0};
+	uint32_t fb;
+	CHECK(st_read_exact(&g, IR_F32, f, &e) == SN_OK);
+	memcpy(&fb, &f[0], 4);
+	CHECK(fb == 0x3dcccccd);
+}
+
+/* ---- several files, sharded checkpoints, key prefixes (issue 31, item 8) ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static float rnd(void)
+{
+	rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+	return (float)((double)(rng_state >> 40) / (double)(1u << 24) * 4.0 - 2.0);
+}
+
+static void put_text(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+	if (fp) {
+		fputs(text, fp);
+		fclose(fp);
+	}
+}
+
+static void put_st(const char *path, const char *k1, const float *v1, const char *k2, const float *v2)
+{
+	st_entry en[2] = {{.name = k1, .dtype = ST_F32, .rank = 1, .shape = {3}, .data = v1, .nbytes = 12},
+			  {.name = k2, .dtype = ST_F32, .rank = 1, .shape = {3}, .data = v2, .nbytes = 12}};
+	sn_err e = {0};
+	CHECK(st_write(path, en, k2 ? 2 : 1, NULL, 0, &e) == SN_OK);
+}
+
+static void test_sets(void)
+{
+	char d[128], pa[192], pb[192], pc[192], sub[160], s1[192], s2[192], idx[192];
+	snprintf(d, sizeof d, "%s/set", tmpdir);
+	mkdir(d, 0700);
+	snprintf(sub, sizeof sub, "%s/ckpt", d);
+	mkdir(sub, 0700);
+	float w[3], b[3], w2[3];
+	for (int i = 0; i < 3; i++) {
+		w[i] = rnd();
+		b[i] = rnd();
+		w2[i] = rnd();
+	}
+	snprintf(pa, sizeof pa, "%s/a.safetensors", d);
+	snprintf(pb, sizeof pb, "%s/b.safetensors", d);
+	snprintf(pc, sizeof pc, "%s/c.safetensors", d);
+	snprintf(s1, sizeof s1, "%s/s1.safetensors", sub);
+	snprintf(s2, sizeof s2, "%s/s2.safetensors", sub);
+	snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", sub);
+	put_st(pa, "w", w, NULL, NULL);
+	put_st(pb, "b", b, NULL, NULL);
+	put_st(pc, "w", w2, NULL, NULL);
+	put_st(s1, "w", w, NULL, NULL);
+	put_st(s2, "b", b, NULL, NULL);
+
+	/* two files: one set of keys; the same file twice is opened once */
+	sn_err e = {0};
+	st_set *s = NULL;
+	const char *two[] = {pa, pb, pa};
+	CHECK(st_set_open(two, 3, &s, &e) == SN_OK && s);
+	if (s) {
+		CHECK(st_set_count(s) == 2 && st_set_nfiles(s) == 2);
+		const st_entry *en = st_set_find(s, "b");
+		float got[3];
+		CHECK(en && !strcmp(st_path(en->file), pb) && st_read_exact(en, IR_F32, got, &e) == SN_OK &&
+		      !memcmp(got, b, sizeof b));
+		st_set_close(s);
+	}
+	/* a key in two files */
+	const char *dup[] = {pa, pb, pc};
+	e = (sn_err){0};
+	CHECK(st_set_open(dup, 3, &s, &e) == SN_EINPUT && !s);
+	char want[600];
+	snprintf(want, sizeof want, "duplicate key \"w\" in %s and %s", pa, pc);
+	CHECK_STR(e.msg, want);
+
+	/* a sharded checkpoint's index: shards beside it */
+	put_text(idx, "{\"metadata\": {\"total_size\": 24},\n \"weight_map\": {\"w\": \"s1.safetensors\", "
+		      "\"b\": \"s2.safetensors\"}}\n");
+	const char *one[] = {idx, s1}; /* a shard named again is the same file */
+	e = (sn_err){0};
+	CHECK(st_set_open(one, 2, &s, &e) == SN_OK && s);
+	if (s) {
+		CHECK(st_set_count(s) == 2 && st_set_nfiles(s) == 2);
+		const st_entry *en = st_set_find(s, "w");
+		float got[3];
+		CHECK(en && st_read_exact(en, IR_F32, got, &e) == SN_OK && !memcmp(got, w, sizeof w));
+		st_set_close(s);
+	}
+	/* the index with a file that repeats one of its keys */
+	const char *withdup[] = {idx, pc};
+	e = (sn_err){0};
+	CHECK(st_set_open(withdup, 2, &s, &e) == SN_EINPUT && has(e.msg, "duplicate key \"w\" in ") &&
+	      has(e.msg, "s1.safetensors and ") && has(e.msg, "c.safetensors"));
+	/* bad indexes */
+	const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{"{\"weight_map\": {\"w\": \"../a.safetensors\"}}", "leads outside the model's folder"},
+		{"{\"weight_map\": {\"w\": \"/etc/passwd\"}}", "is not a relative path"},
+		{"{\"weight_map\": {\"b\": \"s1.safetensors\"}}", "weight_map puts \"b\" in s1.safetensors, which does not hold it"},
+		{"{\"weight_map\": {\"w\": \"nope.safetensors\"}}", "nope.safetensors: No such file or directory"},
+		{"{\"weight_map\": {\"w\": 3}}", "weight_map: the shard of \"w\" is not a string"},
+		{"{\"metadata\": {}}", "no \"weight_map\": not a safetensors index"},
+		{"[1, 2]", "a safetensors index is a JSON object"},
+		{"{\"weight_map\": {\"w\": \"s1.safetensors\"", "expected"},
+	};
+	for (size_t i = 0; i < SN_COUNT(bad); i++) {
+		put_text(idx, bad[i].text);
+		e = (sn_err){0};
+		const char *p[] = {idx};
+		CHECK(st_set_open(p, 1, &s, &e) == SN_EINPUT && !s && has(e.msg, bad[i].msg));
+	}
+
+	/* key prefixes: the file's keys carry one, or the model's do */
+	char pp[192];
+	snprintf(pp, sizeof pp, "%s/pre.safetensors", d);
+	put_st(pp, "transformer.w", w, "lm_head.weight", b);
+	const char *pre[] = {pp};
+	e = (sn_err){0};
+	CHECK(st_set_open(pre, 1, &s, &e) == SN_OK && s);
+	if (s) {
+		const char *p1, *p2;
+		const char *k1[] = {"w"}, *k2[] = {"w", "lm_head.weight"}, *k3[] = {"w", "zz"};
+		CHECK(st_set_guess_prefix(s, k1, 1, &p1, &p2) == 1 && !strcmp(p1, "transformer."));
+		/* lm_head.weight is outside the prefix and still found as it is */
+		CHECK(st_set_guess_prefix(s, k2, 2, &p1, &p2) == 1 && !strcmp(p1, "transformer."));
+		CHECK(st_set_lookup(s, "lm_head.weight", p1) == st_set_find(s, "lm_head.weight"));
+		CHECK(st_set_lookup(s, "w", p1) == st_set_find(s, "transformer.w"));
+		CHECK(st_set_guess_prefix(s, k3, 2, &p1, &p2) == 0 && !p1);
+		const char *m1[] = {"model.transformer.w"}; /* the model's keys carry "model." */
+		CHECK(st_set_guess_prefix(s, m1, 1, &p1, &p2) == 1 && !strcmp(p1, "model."));
+		CHECK(st_set_lookup(s, "model.transformer.w", "model.") == st_set_find(s, "transformer.w"));
+		st_set_close(s);
+	}
+	char pt[192];
+	snprintf(pt, sizeof pt, "%s/two.safetensors", d);
+	put_st(pt, "a.w", w, "c.w", b);
+	const char *twopre[] = {pt};
+	e = (sn_err){0};
+	CHECK(st_set_open(twopre, 1, &s, &e) == SN_OK && s);
+	if (s) {
+		const char *p1, *p2, *k1[] = {"w"};
+		CHECK(st_set_guess_prefix(s, k1, 1, &p1, &p2) == 2 && !strcmp(p1, "a.") && !strcmp(p2, "c."));
+		st_set_close(s);
+	}
+	const char *rm[] = {pa, pb, pc, s1, s2, idx, pp, pt};
+	for (size_t i = 0; i < SN_COUNT(rm); i++)
+		unlink(rm[i]);
+	rmdir(sub);
+	rmdir(d);
+}
+
+static char logged[1024];
+static void keep_log(void *ctx, sinter_log_level level, const char *msg)
+{
+	(void)ctx;
+	(void)level;
+	snprintf(logged, sizeof logged, "%s", msg);
+}
+
+/* Through the API: y = x * w + b on the reference interpreter, the params
+ * from a prefixed file, from two files, from a sharded checkpoint, checked
+ * against the product worked out here; and the refusals, with the param,
+ * the file and both dtypes named. */
+static void test_api_weights(void)
+{
+	char d[128], sir[192], pre[192], f1[192], f2[192], idx[192], ints[192], isir[192];
+	snprintf(d, sizeof d, "%s/api", tmpdir);
+	mkdir(d, 0700);
+	snprintf(sir, sizeof sir, "%s/m.sir", d);
+	snprintf(pre, sizeof pre, "%s/pre.safetensors", d);
+	snprintf(f1, sizeof f1, "%s/f1.safetensors", d);
+	snprintf(f2, sizeof f2, "%s/f2.safetensors", d);
+	snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", d);
+	snprintf(ints, sizeof ints, "%s/ints.safetensors", d);
+	snprintf(isir, sizeof isir, "%s/i.sir", d);
+	put_text(sir, "sinter 1\n\nfunc @main(%x: f32[3]) -> (f32[3]) {\n  %w = param f32[3] \"h.w\"\n"
+		      "  %b = param f32[3] \"h.b\"\n  %m = mul(%x, %w)\n  %y = add(%m, %b)\n  return %y\n}\n");
+	float w[3], b[3], x[3];
+	for (int i = 0; i < 3; i++) {
+		w[i] = rnd();
+		b[i] = rnd();
+		x[i] = rnd();
+	}
+	put_st(pre, "transformer.h.w", w, "transformer.h.b", b);
+	put_st(f1, "h.w", w, NULL, NULL);
+	put_st(f2, "h.b", b, NULL, NULL);
+	put_text(idx, "{\"weight_map\": {\"h.w\": \"f1.safetensors\", \"h.b\": \"f2.safetensors\"}}");
+	sinter_tensor in = {.name = "x", .dtype = SINTER_F32, .rank = 1, .shape = {3}, .data = x, .nbytes = sizeof x};
+	/* dup: f1 twice is one file; its h.w and pre's transformer.h.w are two
+	 * keys (the prefix maps h.w to the latter, h.b falls back to none) */
+	const char *one_pre[] = {pre}, *two[] = {f1, f2}, *index[] = {idx}, *dup[] = {f1, f1, pre};
+	const struct {
+		const char *const *files;
+		size_t n;
+		const char *prefix;
+	} ok[] = {{one_pre, 1, NULL}, {one_pre, 1, "transformer."}, {two, 2, NULL}, {index, 1, ""}, {dup, 3, "transformer."}};
+	for (size_t c = 0; c < SN_COUNT(ok); c++) {
+		sinter_model *m = NULL;
+		sinter_error err = {0};
+		CHECK(sinter_model_load(sir, NULL, &m, &err) == SINTER_OK);
+		if (!m)
+			continue;
+		logged[0] = 0;
+		sinter_log_set_handler(keep_log, NULL);
+		sinter_status st = sinter_model_load_weights_files(m, ok[c].files, ok[c].n, ok[c].prefix, &err);
+		sinter_log_set_handler(NULL, NULL);
+		CHECK(st == SINTER_OK);
+		/* a guessed prefix is said, one given is not */
+		if (c == 0)
+			CHECK(has(logged, "weights: the keys of ") &&
+			      has(logged, "pre.safetensors carry the prefix \"transformer.\" that the model's param keys "
+					  "lack: matched without it"));
+		else
+			CHECK_STR(logged, "");
+		if (st)
+			fprintf(stderr, "  case %zu: %s\n", c, err.message);
+		sinter_tensor *out = NULL;
+		if (!st && sinter_run_ref(m, &in, 1, &out, &err) == SINTER_OK) {
+			const float *y = out[0].data;
+			for (int i = 0; i < 3; i++)
+				CHECK_NEAR(y[i], (double)x[i] * w[i] + b[i], 1e-6);
+			sinter_tensors_free(out, 1);
+		}
+		sinter_model_free(m);
+	}
+	/* refused: a file with no param under any one prefix; a key in two
+	 * files; an integer file for float params */
+	int64_t iv[3] = {3, -1, 4};
+	st_entry ie[2] = {{.name = "h.w", .dtype = ST_I64, .rank = 1, .shape = {3}, .data = iv, .nbytes = sizeof iv},
+			  {.name = "h.b", .dtype = ST_F32, .rank = 1, .shape = {3}, .data = b, .nbytes = sizeof b}};
+	sn_err e = {0};
+	CHECK(st_write(ints, ie, 2, NULL, 0, &e) == SN_OK);
+	const char *nopre[] = {pre}, *intf[] = {ints};
+	char want_dup[600], want_int[600];
+	snprintf(want_int, sizeof want_int, "%s:4:8: error: param \"h.w\" is I64 in %s, the model declares f32: not "
+		 "converted (sinter converts among floats and among integers, never between the two)", sir, ints);
+	const struct {
+		const char *const *files;
+		size_t n;
+		const char *prefix, *msg;
+	} bad[] = {{nopre, 1, "", "param \"h.w\" (f32[3]) is not in"}, {intf, 1, NULL, want_int}};
+	for (size_t c = 0; c < SN_COUNT(bad); c++) {
+		sinter_model *m = NULL;
+		sinter_error err = {0};
+		CHECK(sinter_model_load(sir, NULL, &m, &err) == SINTER_OK);
+		if (!m)
+			continue;
+		sinter_status st = sinter_model_load_weights_files(m, bad[c].files, bad[c].n, bad[c].prefix, &err);
+		CHECK(st == SINTER_E_INPUT && has(err.message, bad[c].msg));
+		sinter_model_free(m);
+	}
+	{
+		/* two files holding one key */
+		const char *dd[] = {f1, f2, f1};
+		char f3[192];
+		snprintf(f3, sizeof f3, "%s/f3.safetensors", d);
+		put_st(f3, "h.b", w, NULL, NULL);
+		dd[2] = f3;
+		sinter_model *m = NULL;
+		sinter_error err = {0};
+		CHECK(sinter_model_load(sir, NULL, &m, &err) == SINTER_OK);
+		snprintf(want_dup, sizeof want_dup, "duplicate key \"h.b\" in %s and %s", f2, f3);
+		CHECK(m && sinter_model_load_weights_files(m, dd, 3, NULL, &err) == SINTER_E_INPUT);
+		CHECK_STR(err.message, want_dup);
+		sinter_model_free(m);
+		unlink(f3);
+	}
+	/* an i32 param from an I64 file: read when every value fits, refused
+	 * (at the first use, when the values are read) naming the element that
+	 * does not */
+	put_text(isir, "sinter 1\n\nfunc @main(%x: i32[3]) -> (i32[3]) {\n  %k = param i32[3] \"h.w\"\n"
+		       "  %y = add(%x, %k)\n  return %y\n}\n");
+	for (int big = 0; big < 2; big++) {
+		iv[1] = big ? INT64_C(5000000000) : -1;
+		e = (sn_err){0};
+		CHECK(st_write(ints, ie, 2, NULL, 0, &e) == SN_OK);
+		sinter_model *m = NULL;
+		sinter_error err = {0};
+		CHECK(sinter_model_load(isir, NULL, &m, &err) == SINTER_OK);
+		if (!m)
+			continue;
+		CHECK(sinter_model_load_weights(m, ints, &err) == SINTER_OK);
+		int32_t xi[3] = {10, 20, 30};
+		sinter_tensor tin = {.name = "x", .dtype = SINTER_I32, .rank = 1, .shape = {3}, .data = xi, .nbytes = 12};
+		sinter_tensor *out = NULL;
+		sinter_status st = sinter_run_ref(m, &tin, 1, &out, &err);
+		if (!big) {
+			CHECK(st == SINTER_OK);
+			const int32_t *y = out ? out[0].data : NULL;
+			CHECK(y && y[0] == 13 && y[1] == 19 && y[2] == 34);
+		} else {
+			CHECK(st == SINTER_E_INPUT && has(err.message, "param \"h.w\" from ") &&
+			      has(err.message, "element 1 is 5000000000, which does not fit i32"));
+		}
+		sinter_tensors_free(out, out ? 1 : 0);
+		sinter_model_free(m);
+	}
+	const char *rm[] = {sir, pre, f1, f2, idx, ints, isir};
+	for (size_t i = 0; i < SN_COUNT(rm); i++)
+		unlink(rm[i]);
+	rmdir(d);
+}
+
+/* Messages (issue 31, item 17): a weights line naming a folder says so;
+ * one param key with two shapes is refused when the model loads (so
+ * `check` refuses it), with the file, the line and both types. */
+static void test_messages(void)
+{
+	char d[128], sir[192], sub[192];
+	snprintf(d, sizeof d, "%s/msg", tmpdir);
+	mkdir(d, 0700);
+	snprintf(sub, sizeof sub, "%s/sub", d);
+	mkdir(sub, 0700);
+	snprintf(sir, sizeof sir, "%s/m.sir", d);
+	const char *lines[] = {".", "sub", "sub/.."};
+	for (size_t i = 0; i < SN_COUNT(lines); i++) {
+		char text[512], want[600];
+		snprintf(text, sizeof text, "sinter 1\nweights \"%s\"\n\nfunc @main(%%x: f32[2]) -> (f32[2]) {\n"
+			 "  %%p = param f32[2] \"p\"\n  %%y = add(%%x, %%p)\n  return %%y\n}\n", lines[i]);
+		put_text(sir, text);
+		sinter_model *m = NULL;
+		sinter_error err = {0};
+		CHECK(sinter_model_load(sir, NULL, &m, &err) == SINTER_OK);
+		if (!m)
+			continue;
+		char *real = realpath(i == 1 ? sub : d, NULL);
+		snprintf(want, sizeof want, "%s: the weights file \"%s\" names a folder (%s), not a file", sir, lines[i],
+			 real ? real : "?");
+		free(real);
+		CHECK(sinter_model_load_weights(m, NULL, &err) == SINTER_E_INPUT);
+		CHECK_STR(err.message, want);
+		sinter_model_free(m);
+	}
+	put_text(sir, "sinter 1\n\nfunc @main(%x: f32[2], %z: f32[3]) -> (f32[2], f32[3]) {\n"
+		      "  %w = param f32[2] \"w\"\n  %v = param f32[3] \"w\"\n  %y = add(%x, %w)\n"
+		      "  %u = add(%z, %v)\n  return %y, %u\n}\n");
+	sinter_model *m = NULL;
+	sinter_error err = {0};
+	char want[600];
+	snprintf(want, sizeof want, "%s:5:8: error: param \"w\" is f32[3] here and f32[2] at line 4: one key "
+		 "cannot hold two shapes", sir);
+	CHECK(sinter_model_load(sir, NULL, &m, &err) == SINTER_E_INPUT && !m);
+	CHECK_STR(err.message, want);
+	sinter_model_free(m);
+	/* one key, one shape, two dtypes: one tensor, converted */
+	put_text(sir, "sinter 1\n\nfunc @main(%x: f32[2], %z: f16[2]) -> (f32[2], f16[2]) {\n"
+		      "  %w = param f32[2] \"w\"\n  %v = param f16[2] \"w\"\n  %y = add(%x, %w)\n"
+		      "  %u = add(%z, %v)\n  return %y, %u\n}\n");
+	CHECK(sinter_model_load(sir, NULL, &m, &err) == SINTER_OK);
+	sinter_model_free(m);
+	unlink(sir);
+	rmdir(sub);
+	rmdir(d);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/sinter-st-XXXXXX");
@@ -557,6 +986,10 @@ int main(void)
 	test_read_as();
 	test_malformed();
 	test_files();
+	test_read_exact();
+	test_sets();
+	test_api_weights();
+	test_messages();
 	rmdir(tmpdir);
 	return check_done("safetensors");
 }
