@@ -5,6 +5,9 @@
  * On every matmul(P, V) the pattern is read backwards:
  *
  *   P = cast*(softmax(X, last axis))          casts between floats
+ *     | cast*(where(isnan(A), 0, A))          A that softmax: torch's SDPA
+ *                                             guard (fills that cannot
+ *                                             hide a row as NaN only)
  *   X = cast(X) | mul(X, c) | mul(c, X) | div(X, c)     c a scalar const
  *                                             (or a known scalar param) > 0:
  *                                             the scale, which also scales
@@ -17,6 +20,10 @@
  *                                             compared, or bool values
  *                                             known to be triu(1)) is the
  *                                             causal flag
+ *     | reshape(X)                            [a*b, h, L, S] from
+ *                                             [a, b, h, L, S] and back
+ *                                             (Swin's shifted windows: a
+ *                                             mask per window between)
  *     | S
  *   S = matmul(Q, KT)    Q, KT with their own scalar muls/divs folded into
  *                        the scale (torch's sdpa decomposition scales q and
@@ -59,15 +66,23 @@ typedef struct part {
 	int kind;
 	ir_ref r;
 	double fill, coef;
+	bool split; /* r is in the windows' view [a, b, ...] (see match) */
 } part;
 
 #define MAX_PARTS 8
 
+/* Swin's shifted windows: the scores [a*b, h, L, S] reshaped to
+ * [a, b, h, L, S] (batches, windows), a mask per window added, and
+ * reshaped back. Between the two reshapes split is set, and the parts
+ * found there are reshaped to the scores' view. */
 typedef struct match {
 	ir_ref q, kt;
 	double scale;
 	part parts[MAX_PARTS];
 	int nparts;
+	bool split;
+	int rk5; /* the windows' view's rank */
+	int64_t a, b;
 } match;
 
 static const ir_node *N(const ir_graph *g, ir_ref r)
@@ -183,7 +198,7 @@ static bool push(match *m, int kind, ir_ref r, double fill, double coef)
 {
 	if (m->nparts == MAX_PARTS)
 		return false;
-	m->parts[m->nparts++] = (part){kind, r, fill, coef};
+	m->parts[m->nparts++] = (part){kind, r, fill, coef, m->split};
 	return true;
 }
 
@@ -262,7 +277,26 @@ static bool scores(const att *a, ir_ref r, match *m, int depth)
 			return push(m, PART_KEEP, cond, c, m->scale) && scores(a, n->in[1], m, depth + 1);
 		return false;
 	}
+	case IR_OP_reshape: {
+		/* [a*b, rest] from [a, b, rest] (split opens) or the reverse
+		 * (split closes); rest the last three axes */
+		const ir_shape *o = &n->shape, *i = &N(g, n->in[0])->shape;
+		if (o->rank >= 4 && i->rank == o->rank + 1 && !m->split &&
+		    !memcmp(&i->d[2], &o->d[1], (size_t)(o->rank - 1) * sizeof o->d[0]) && i->d[0] > 0 &&
+		    i->d[1] > 0 && i->d[0] * i->d[1] == o->d[0]) {
+			m->split = true, m->rk5 = i->rank, m->a = i->d[0], m->b = i->d[1];
+			return scores(a, n->in[0], m, depth + 1);
+		}
+		if (i->rank >= 4 && o->rank == i->rank + 1 && m->split && o->d[0] == m->a && o->d[1] == m->b &&
+		    !memcmp(&o->d[2], &i->d[1], (size_t)(i->rank - 1) * sizeof o->d[0])) {
+			m->split = false;
+			return scores(a, n->in[0], m, depth + 1);
+		}
+		return false;
+	}
 	case IR_OP_matmul:
+		if (m->split)
+			return false;
 		m->q = n->in[0];
 		m->kt = n->in[1];
 		return true;
@@ -448,6 +482,38 @@ static ir_ref node3(rw *r, ir_op op, ir_ref x, ir_ref y, ir_ref z)
 	return ir_add(r->dst, op, in, 3, NULL, &sub);
 }
 
+/* x (dst), a part found in the windows' view [a, b, ...] (broadcast to
+ * it), in the scores' view [a*b, ...]: its first two axes expanded where
+ * they must be and merged. */
+static ir_ref unsplit(const match *m, rw *r, ir_ref x)
+{
+	if (x == IR_NONE)
+		return x;
+	ir_shape s = r->dst->nodes[x].shape, t;
+	if (s.rank > m->rk5)
+		return IR_NONE;
+	int pad = m->rk5 - s.rank; /* broadcast from the right */
+	t.rank = m->rk5;
+	for (int d = 0; d < m->rk5; d++)
+		t.d[d] = d < pad ? 1 : s.d[d - pad];
+	if (!(t.d[0] == 1 && m->a == 1)) { /* a copy of the mask per batch and window */
+		t.d[0] = m->a, t.d[1] = m->b;
+		ir_attrs at;
+		ir_attrs_init(IR_OP_expand, &at);
+		at.shape.n = t.rank;
+		for (int d = 0; d < t.rank; d++)
+			at.shape.v[d] = t.d[d];
+		sn_err sub = {0};
+		if ((x = ir_add(r->dst, IR_OP_expand, &x, 1, &at, &sub)) == IR_NONE)
+			return IR_NONE;
+	}
+	ir_shape o = {.rank = t.rank - 1};
+	o.d[0] = t.d[0] * t.d[1];
+	for (int d = 2; d < t.rank; d++)
+		o.d[d - 1] = t.d[d];
+	return add_reshape(r, x, &o);
+}
+
 /* The bool mask (true keeps) for one part that hides with -inf; IR_NONE
  * on failure (e set on OOM). */
 static ir_ref keep_mask(const att *a, rw *r, const part *p, sn_err *e)
@@ -585,12 +651,17 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 		at.causal = true;
 	} else if (m.nparts == 1 && (m.parts[0].kind == PART_HIDE || m.parts[0].kind == PART_KEEP) &&
 		   isinf(m.parts[0].fill)) {
-		if ((in[nin++] = keep_mask(a, r, &m.parts[0], e)) == IR_NONE)
+		ir_ref km = keep_mask(a, r, &m.parts[0], e);
+		if (m.parts[0].split)
+			km = unsplit(&m, r, km);
+		if ((in[nin++] = km) == IR_NONE)
 			return IR_NONE;
 	} else if (m.nparts) {
 		ir_ref sum = IR_NONE;
 		for (int i = 0; i < m.nparts; i++) {
 			ir_ref t = term(a, r, &m.parts[i], dt);
+			if (m.parts[i].split)
+				t = unsplit(&m, r, t);
 			if (t == IR_NONE)
 				return IR_NONE;
 			sum = sum == IR_NONE ? t : node2(r, IR_OP_add, sum, t);

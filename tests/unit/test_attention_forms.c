@@ -6,14 +6,16 @@
  * its export.py: Hugging Face Llama eager, sdpa and bf16 with GQA; torch's
  * MultiheadAttention; the scale on q and k, masked_fill, repeat_interleave,
  * Tile and Gather repeats, integer and bool masks, a T5-style bias) or a
- * .sir text here. Per form and precision (fp32, bf16):
+ * .sir text here (a scale above the mask, causal with a bias, multi-query
+ * through casts, Swin's shifted windows, and a where that must stay). Per form and precision (fp32, bf16):
  *   - the default pipeline leaves `sdpa` attention nodes and no softmax
  *     (a form that must not match keeps its softmax), and for GQA forms no
  *     repeat of the keys and values (the op reads the KV heads);
  *   - the reference interpreter on the rewritten graph matches it on the
  *     graph as written (no passes, fp32 as declared) on random inputs;
  *   - so does the cpu device (its own default pipeline), when built.
- * Padding masks keep key 0, so that no row is wholly hidden (NaN or a
+ * And every attention layer of the exports under tests/onnx/models is one
+ * node, in fp32 and bf16. Padding masks keep key 0, so that no row is wholly hidden (NaN or a
  * uniform average, which a comparison would not see through). */
 #include "sinter.h"
 
@@ -88,6 +90,25 @@ static const char *mqa_casts =
 	"  return %a\n"
 	"}\n";
 
+/* Swin's shifted windows, 2 images of 2 windows: the scores of the four
+ * windows with a bias, reshaped to [images, windows, ...], a mask per
+ * window added, and reshaped back */
+static const char *shifted_windows =
+	"sinter 1\n"
+	"func @main(%q: f32[4,2,8,16], %k: f32[4,2,8,16], %v: f32[4,2,8,16], %bias: f32[1,2,8,8], %m: f32[1,2,1,8,8]) -> (f32[4,2,8,16]) {\n"
+	"  %c = const f32[] 0.25\n"
+	"  %qs = mul(%q, %c)\n"
+	"  %kt = transpose(%k) perm=[0,1,3,2]\n"
+	"  %s = matmul(%qs, %kt)\n"
+	"  %x = add(%s, %bias)\n"
+	"  %x5 = reshape(%x) shape=[2,2,2,8,8]\n"
+	"  %y5 = add(%x5, %m)\n"
+	"  %y = reshape(%y5) shape=[4,2,8,8]\n"
+	"  %p = softmax(%y)\n"
+	"  %a = matmul(%p, %v)\n"
+	"  return %a\n"
+	"}\n";
+
 /* must stay: a where whose fill (-1) does not hide a score */
 static const char *fill_keeps =
 	"sinter 1\n"
@@ -117,6 +138,7 @@ static const form forms[] = {
 	{"scale_above_mask", 1, NULL, 1e-5},
 	{"causal_and_bias", 1, NULL, 1e-5},
 	{"mqa_casts", 1, " = expand(", 1e-3}, /* the scores' f16 rounding is not kept */
+	{"shifted_windows", 1, NULL, 1e-5},
 	{"fill_keeps", 0, NULL, 1e-5},
 };
 
@@ -128,6 +150,8 @@ static const char *sir_of(const char *name)
 		return causal_and_bias;
 	if (!strcmp(name, "mqa_casts"))
 		return mqa_casts;
+	if (!strcmp(name, "shifted_windows"))
+		return shifted_windows;
 	if (!strcmp(name, "fill_keeps"))
 		return fill_keeps;
 	return NULL;
@@ -290,6 +314,46 @@ static void run_form(const form *f, bool cpu, uint64_t seed)
 	sinter_model_free(m0);
 }
 
+/* The committed exports of tests/onnx/models (scripts/coverage.py
+ * --save-small): every attention layer one node, in fp32 and bf16, and
+ * no repeat of the keys and values left (Llama, Mistral and Qwen2 have
+ * grouped-query heads). Their numbers are checked by onnx.models. */
+static void models(void)
+{
+	static const struct {
+		const char *name;
+		int layers;
+	} ms[] = {
+		{"bert", 2}, {"clip_text", 2}, {"clip_vision", 2}, {"distilbert", 2}, {"gpt2", 2},
+		{"llama", 2}, {"mistral", 2}, {"qwen2", 2}, {"roberta", 2}, {"swin", 4},
+		{"t5_encoder", 2}, {"unet_block", 1}, {"vit", 2}, {"vit_hf", 2}, {"whisper_encoder", 2},
+	};
+	for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+		for (int pi = 0; pi < 2; pi++) {
+			char path[256];
+			snprintf(path, sizeof path, "onnx/models/%s/model.onnx", ms[i].name);
+			sinter_error err;
+			sinter_model *m = NULL;
+			if (sinter_model_load(path, NULL, &m, &err) != SINTER_OK ||
+			    sinter_model_optimize(m, "default", NULL, pi ? SINTER_PREC_BF16 : SINTER_PREC_FP32, 0, NULL,
+						  &err) != SINTER_OK) {
+				fprintf(stderr, "%s: %s\n", path, err.message);
+				CHECK(0);
+				sinter_model_free(m);
+				continue;
+			}
+			char *text = sinter_model_print(m);
+			int na = text ? count(text, " = scaled_dot_product_attention(") : -1;
+			int ns = text ? count(text, " = softmax(") : -1;
+			int ne = text ? count(text, " = expand(") : -1;
+			printf("models/%s %s: %d attention layers, %d attention nodes, %d softmax, %d expand\n",
+			       ms[i].name, pi ? "bf16" : "fp32", ms[i].layers, na, ns, ne);
+			CHECK(na == ms[i].layers && ns == 0 && ne == 0);
+			sinter_free(text);
+			sinter_model_free(m);
+		}
+}
+
 int main(void)
 {
 	char why[256];
@@ -302,5 +366,6 @@ int main(void)
 	printf("seed %llu\n", (unsigned long long)seed);
 	for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
 		run_form(&forms[i], cpu, seed + i);
+	models();
 	return check_done("attention_forms");
 }
