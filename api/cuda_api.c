@@ -97,7 +97,10 @@ void sinter_compiled_free(sinter_compiled *c)
 	free(c->dump_dir);
 	free(c->cache_dir);
 	free(c->path);
-	free(c->wpath);
+	for (size_t i = 0; i < c->nwfiles; i++)
+		free(c->wfiles[i]);
+	free(c->wfiles);
+	free(c->wprefix);
 	for (uint32_t i = 0; i < c->nsyms; i++)
 		free(c->syms[i]);
 	sinter_model_free(c->desc);

@@ -309,7 +309,17 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 		}
 		bool oom = false;
 		c->path = api_cuda_strdup(m->path, &oom);
-		c->wpath = api_cuda_strdup(m->wpath, &oom);
+		if (m->wsrc == API_W_FILE && m->nwfiles) {
+			/* every file and the prefix: a second --weights or an
+			 * explicit --weights-prefix holds for each binding too */
+			if (!(c->wfiles = calloc(m->nwfiles, sizeof *c->wfiles)))
+				oom = true;
+			else
+				c->nwfiles = m->nwfiles;
+			for (size_t i = 0; i < c->nwfiles; i++)
+				c->wfiles[i] = api_cuda_strdup(m->wfiles[i], &oom);
+			c->wprefix = api_cuda_strdup(m->wprefix ? m->wprefix : "", &oom);
+		}
 		c->wsrc = m->wsrc;
 		c->seed = m->seed;
 		c->nsyms = m->g->nsyms < 16 ? m->g->nsyms : 16;

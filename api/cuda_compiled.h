@@ -48,7 +48,9 @@ struct sinter_compiled {
 	/* a model with unbound symbols: what it takes to load it again bound */
 	char *path;
 	api_wsrc wsrc;
-	char *wpath;
+	char **wfiles; /* API_W_FILE: every weights file named (an index among them) */
+	size_t nwfiles;
+	char *wprefix; /* the key prefix in force ("" for none) */
 	uint64_t seed;
 	uint32_t nsyms;
 	char *syms[16];

@@ -116,7 +116,7 @@ static sinter_status slot_for(sinter_compiled *c, const sinter_tensor *ins, size
 	sinter_model *m = NULL;
 	sinter_status st = sinter_model_load(c->path, &so, &m, err);
 	if (!st && c->wsrc == API_W_FILE)
-		st = sinter_model_load_weights(m, c->wpath, err);
+		st = sinter_model_load_weights_files(m, (const char *const *)c->wfiles, c->nwfiles, c->wprefix, err);
 	else if (!st && c->wsrc == API_W_RANDOM)
 		st = sinter_model_init_random(m, c->seed, err);
 	else if (!st && c->wsrc == API_W_NONE)
