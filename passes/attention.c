@@ -66,7 +66,8 @@ typedef struct part {
 	int kind;
 	ir_ref r;
 	double fill, coef;
-	bool split; /* r is in the windows' view [a, b, ...] (see match) */
+	bool split;  /* r is in the windows' view [a, b, ...] (see match) */
+	bool finite; /* ADD/SUB: r's values are known and finite */
 } part;
 
 #define MAX_PARTS 8
@@ -107,13 +108,37 @@ static const void *values(const att *a, const ir_node *c)
 	return t->data;
 }
 
+/* The values of a float const or param, as values() reads them, except
+ * that a param's stored values may be of another float dtype (*dt): the
+ * precision pass makes bf16 params whose weights the API converts later. */
+static const void *float_values(const att *a, const ir_node *c, ir_dtype *dt)
+{
+	*dt = c->dtype;
+	if (!ir_dtype_is_float(c->dtype))
+		return NULL;
+	if (c->op == IR_OP_const)
+		return c->data;
+	if (c->op != IR_OP_param || !a->ws || !c->pname)
+		return NULL;
+	const ir_tensor *t = ir_ws_get(a->ws, c->pname);
+	int64_t n = ir_numel(&c->shape);
+	if (!t || !ir_dtype_is_float(t->dtype) || n < 0 || t->nbytes != (size_t)n * ir_dtype_size(t->dtype) ||
+	    !ir_shape_eq(&t->shape, &c->shape))
+		return NULL;
+	*dt = t->dtype;
+	return t->data;
+}
+
 static bool scalar_const(const att *a, ir_ref r, double *v)
 {
 	const ir_node *n = N(a->g, r);
 	const void *d;
-	if (ir_numel(&n->shape) != 1 || !ir_dtype_is_float(n->dtype) || !(d = values(a, n)))
+	ir_dtype dt;
+	unsigned char buf[16];
+	if (ir_numel(&n->shape) != 1 || !(d = float_values(a, n, &dt)))
 		return false;
-	*v = ir_load(n->dtype, d, 0);
+	ir_store(n->dtype, buf, 0, ir_load(dt, d, 0)); /* as the graph computes it */
+	*v = ir_load(n->dtype, buf, 0);
 	return true;
 }
 
@@ -179,6 +204,17 @@ static double lowest(ir_dtype t)
 	}
 }
 
+/* Whether s broadcasts to t without widening it. */
+static bool narrower(const ir_shape *s, const ir_shape *t)
+{
+	if (s->rank > t->rank)
+		return false;
+	for (int d = 1; d <= s->rank; d++)
+		if (s->d[s->rank - d] != 1 && s->d[s->rank - d] != t->d[t->rank - d])
+			return false;
+	return true;
+}
+
 static bool last_axis(const ir_node *n)
 {
 	return ir_axis(n->attrs->axis, n->shape.rank) == n->shape.rank - 1;
@@ -198,7 +234,7 @@ static bool push(match *m, int kind, ir_ref r, double fill, double coef)
 {
 	if (m->nparts == MAX_PARTS)
 		return false;
-	m->parts[m->nparts++] = (part){kind, r, fill, coef, m->split};
+	m->parts[m->nparts++] = (part){kind, r, fill, coef, m->split, false};
 	return true;
 }
 
@@ -610,15 +646,37 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 	match m = {.scale = 1.0};
 	if (!scores(a, pn->in[0], &m, 0))
 		return IR_NONE;
+	/* Terms whose values are known: all zero (the zero mask an export
+	 * writes for no mask) dropped, when they do not widen the scores;
+	 * all finite, safe under the guard. */
+	for (int i = 0; i < m.nparts; i++) {
+		part *pt = &m.parts[i];
+		if ((pt->kind != PART_ADD && pt->kind != PART_SUB) || pt->split)
+			continue;
+		const ir_node *tn = N(g, pt->r);
+		ir_dtype tdt;
+		const void *tv = float_values(a, tn, &tdt);
+		int64_t cnt = ir_numel(&tn->shape);
+		bool zero = tv != NULL, finite = tv != NULL;
+		for (int64_t j = 0; tv && j < cnt; j++) {
+			double x = ir_load(tdt, tv, (size_t)j);
+			zero = zero && x == 0;
+			finite = finite && isfinite(x) && x >= lowest(tn->dtype) && -x >= lowest(tn->dtype);
+		}
+		pt->finite = finite;
+		if (zero && narrower(&tn->shape, &pn->shape)) {
+			m.parts[i--] = m.parts[--m.nparts];
+			continue;
+		}
+	}
 	/* Under the guard, no mask part may hide a whole row as NaN: causal
 	 * keeps the diagonal; a where's -inf fill becomes the dtype's lowest
-	 * finite value (the bf16 precision pass rounds f32's finfo.min to
-	 * -inf), so such a row averages every value, as a finfo.min mask
-	 * does, where the guard gave 0; additive terms, whose values are
-	 * unknown, are not matched. */
+	 * finite value, so such a row averages every value, as a finfo.min
+	 * mask does, where the guard gave 0; additive terms only when their
+	 * values are known and finite. */
 	for (int i = 0; guard && i < m.nparts; i++) {
 		part *pt = &m.parts[i];
-		if (pt->kind == PART_ADD || pt->kind == PART_SUB)
+		if ((pt->kind == PART_ADD || pt->kind == PART_SUB) && !pt->finite)
 			return IR_NONE;
 		if ((pt->kind == PART_HIDE || pt->kind == PART_KEEP) && isinf(pt->fill))
 			pt->fill = lowest(pn->dtype), pt->coef = 1;
@@ -672,7 +730,8 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 	}
 	sn_err sub = {0};
 	ir_ref out = ir_add(r->dst, IR_OP_scaled_dot_product_attention, in, nin, &at, &sub);
-	if (out == IR_NONE)
+	if (out == IR_NONE || !ir_shape_eq(&r->dst->nodes[out].shape, &mm->shape) ||
+	    r->dst->nodes[out].dtype != mm->dtype)
 		return IR_NONE; /* the shapes do not fit: leave it as written */
 	if (mm->name && rw_set_name(r, out, mm->name) != SN_OK) {
 		sn_errf(e, SN_EINTERNAL, "out of memory");

@@ -3,7 +3,8 @@
  * and computes what the graph as written does (issue 26, item 2).
  *
  * Each form is a tiny ONNX export under tests/onnx/attention/ (written by
- * its export.py: Hugging Face Llama eager, sdpa and bf16 with GQA; torch's
+ * its export.py: Hugging Face Llama eager, sdpa and bf16 with GQA, ViT's
+ * sdpa path (a zero mask and the isnan guard); torch's
  * MultiheadAttention; the scale on q and k, masked_fill, repeat_interleave,
  * Tile and Gather repeats, integer and bool masks, a T5-style bias) or a
  * .sir text here (a scale above the mask, causal with a bias, multi-query
@@ -135,6 +136,7 @@ static const form forms[] = {
 	{"gather_causal_arange", 1, " = gather(", 1e-5},
 	{"bias_and_mask", 1, NULL, 1e-5},
 	{"cast_softmax_bf16", 1, NULL, 2e-2},
+	{"vit_sdpa", 1, NULL, 1e-5},
 	{"scale_above_mask", 1, NULL, 1e-5},
 	{"causal_and_bias", 1, NULL, 1e-5},
 	{"mqa_casts", 1, " = expand(", 1e-3}, /* the scores' f16 rounding is not kept */

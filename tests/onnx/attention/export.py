@@ -154,6 +154,23 @@ def hf_llama(impl, dtype=torch.float32):
     return W()
 
 
+def hf_vit_sdpa():
+    """HF's sdpa path with no mask: the exporter writes a zero mask and
+    torch's isnan guard."""
+    from transformers import ViTConfig, ViTModel
+    m = ViTModel(ViTConfig(hidden_size=D, num_hidden_layers=1, num_attention_heads=H, intermediate_size=64,
+                           image_size=16, patch_size=4, attn_implementation="sdpa")).eval()
+
+    class W(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x, mask):
+            return self.m(pixel_values=x).last_hidden_state
+    return W()
+
+
 def mask_input(kind=torch.bool):
     m = torch.ones(B, L, dtype=kind)
     m[1, L - 3:] = 0
@@ -171,6 +188,7 @@ FORMS = {
     "llama_eager": lambda: (hf_llama("eager"), None, torch.int64),
     "llama_sdpa": lambda: (hf_llama("sdpa"), None, torch.int64),
     "llama_eager_bf16": lambda: (hf_llama("eager", torch.bfloat16), None, torch.int64),
+    "vit_sdpa": lambda: (hf_vit_sdpa(), "image", None),
 }
 
 
@@ -185,12 +203,16 @@ def main():
             continue
         model, xdt, mdt = make()
         model.eval()
-        x = torch.randint(0, 64, (B, L)) if xdt is None else torch.randn(B, L, D, dtype=xdt)
-        args = (x, mask_input(mdt))
+        if xdt == "image":  # one input: no mask
+            x = torch.randn(B, 3, 16, 16)
+        else:
+            x = torch.randint(0, 64, (B, L)) if xdt is None else torch.randn(B, L, D, dtype=xdt)
+        args = (x, mask_input(mdt)) if mdt is not None else (x, None)
         path = os.path.join(a.outdir, name + ".onnx")
         with torch.no_grad():
             torch.onnx.export(model, args, path, dynamo=True, opset_version=18,
-                              input_names=["x", "mask"], output_names=["y"], external_data=False)
+                              input_names=["x", "mask"][:len([t for t in args if t is not None])],
+                              output_names=["y"], external_data=False)
         # the nodes' metadata (stack traces, class paths) is most of a
         # file this small, and names this machine's paths
         import onnx
