@@ -8,7 +8,8 @@
  * MultiheadAttention; the scale on q and k, masked_fill, repeat_interleave,
  * Tile and Gather repeats, integer and bool masks, a T5-style bias) or a
  * .sir text here (a scale above the mask, causal with a bias, multi-query
- * through casts, Swin's shifted windows, and a where that must stay). Per form and precision (fp32, bf16):
+ * through casts, Swin's shifted windows, torch's isnan guard, and forms
+ * that must stay). Per form and precision (fp32, bf16):
  *   - the default pipeline leaves `sdpa` attention nodes and no softmax
  *     (a form that must not match keeps its softmax), and for GQA forms no
  *     repeat of the keys and values (the op reads the KV heads);
@@ -110,6 +111,43 @@ static const char *shifted_windows =
 	"  return %a\n"
 	"}\n";
 
+/* torch's SDPA decomposition with a -inf keep mask and the isnan guard:
+ * matched with the fill made finite (no row is NaN, so none is zeroed) */
+static const char *guard_inf =
+	"sinter 1\n"
+	"func @main(%q: f32[2,4,8,16], %k: f32[2,4,8,16], %v: f32[2,4,8,16], %mask: bool[2,8]) -> (f32[2,4,8,16]) {\n"
+	"  %m = unsqueeze(%mask) axes=[1,2]\n"
+	"  %c = const f32[] 0.5\n"
+	"  %qs = mul(%q, %c)\n"
+	"  %ks = mul(%k, %c)\n"
+	"  %kt = transpose(%ks) perm=[0,1,3,2]\n"
+	"  %s = matmul(%qs, %kt)\n"
+	"  %ninf = const f32[] -inf\n"
+	"  %x = where(%m, %s, %ninf)\n"
+	"  %p = softmax(%x)\n"
+	"  %n = isnan(%p)\n"
+	"  %z = const f32[] 0\n"
+	"  %g = where(%n, %z, %p)\n"
+	"  %a = matmul(%g, %v)\n"
+	"  return %a\n"
+	"}\n";
+
+/* must stay: the guard over an additive mask of unknown values (a row it
+ * hides wholly with -inf is 0 here, NaN in the kernel) */
+static const char *guard_unknown =
+	"sinter 1\n"
+	"func @main(%q: f32[2,4,8,16], %k: f32[2,4,8,16], %v: f32[2,4,8,16], %m: f32[2,1,8,8]) -> (f32[2,4,8,16]) {\n"
+	"  %kt = transpose(%k) perm=[0,1,3,2]\n"
+	"  %s = matmul(%q, %kt)\n"
+	"  %x = add(%s, %m)\n"
+	"  %p = softmax(%x)\n"
+	"  %n = isnan(%p)\n"
+	"  %z = const f32[] 0\n"
+	"  %g = where(%n, %z, %p)\n"
+	"  %a = matmul(%g, %v)\n"
+	"  return %a\n"
+	"}\n";
+
 /* must stay: a where whose fill (-1) does not hide a score */
 static const char *fill_keeps =
 	"sinter 1\n"
@@ -141,6 +179,8 @@ static const form forms[] = {
 	{"causal_and_bias", 1, NULL, 1e-5},
 	{"mqa_casts", 1, " = expand(", 1e-3}, /* the scores' f16 rounding is not kept */
 	{"shifted_windows", 1, NULL, 1e-5},
+	{"guard_inf", 1, NULL, 1e-5},
+	{"guard_unknown", 0, NULL, 1e-5},
 	{"fill_keeps", 0, NULL, 1e-5},
 };
 
@@ -154,6 +194,10 @@ static const char *sir_of(const char *name)
 		return mqa_casts;
 	if (!strcmp(name, "shifted_windows"))
 		return shifted_windows;
+	if (!strcmp(name, "guard_inf"))
+		return guard_inf;
+	if (!strcmp(name, "guard_unknown"))
+		return guard_unknown;
 	if (!strcmp(name, "fill_keeps"))
 		return fill_keeps;
 	return NULL;
