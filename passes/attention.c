@@ -68,6 +68,10 @@ typedef struct part {
 	double fill, coef;
 	bool split;  /* r is in the windows' view [a, b, ...] (see match) */
 	bool finite; /* ADD/SUB: r's values are known and finite */
+	bool rows;   /* ADD: r's values are known, each row keeps a key */
+	bool causal; /* ADD: r's values are known, 0 where j <= i and hiding
+		      * where j > i in every [i, j] slice (HF's causal mask as
+		      * an initializer) */
 } part;
 
 #define MAX_PARTS 8
@@ -234,7 +238,7 @@ static bool push(match *m, int kind, ir_ref r, double fill, double coef)
 {
 	if (m->nparts == MAX_PARTS)
 		return false;
-	m->parts[m->nparts++] = (part){kind, r, fill, coef, m->split, false};
+	m->parts[m->nparts++] = (part){kind, r, fill, coef, m->split, false, false, false};
 	return true;
 }
 
@@ -648,7 +652,9 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 		return IR_NONE;
 	/* Terms whose values are known: all zero (the zero mask an export
 	 * writes for no mask) dropped, when they do not widen the scores;
-	 * all finite, safe under the guard. */
+	 * all finite (in the dtype the graph reads them in), or each row
+	 * keeping a key, safe under the guard; a causal one alone the causal
+	 * flag (an exact rewrite: causal keeps j = 0 in every row). */
 	for (int i = 0; i < m.nparts; i++) {
 		part *pt = &m.parts[i];
 		if ((pt->kind != PART_ADD && pt->kind != PART_SUB) || pt->split)
@@ -657,26 +663,41 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 		ir_dtype tdt;
 		const void *tv = float_values(a, tn, &tdt);
 		int64_t cnt = ir_numel(&tn->shape);
-		bool zero = tv != NULL, finite = tv != NULL;
+		int rk = tn->shape.rank;
+		int64_t cols = rk ? tn->shape.d[rk - 1] : 1, rows = rk >= 2 ? tn->shape.d[rk - 2] : 1;
+		bool zero = tv != NULL, finite = tv != NULL, keep = tv != NULL && cols > 0;
+		bool causal = tv != NULL && pt->kind == PART_ADD && rk >= 2 && narrower(&tn->shape, &pn->shape);
 		for (int64_t j = 0; tv && j < cnt; j++) {
 			double x = ir_load(tdt, tv, (size_t)j);
+			bool hid = isinf(x) ? x < 0 : x <= -1e30;
 			zero = zero && x == 0;
 			finite = finite && isfinite(x) && x >= lowest(tn->dtype) && -x >= lowest(tn->dtype);
+			causal = causal && (j % cols > (j / cols) % rows ? hid : x == 0);
+			if (j % cols == 0 && keep) { /* a row starts: one entry that keeps */
+				int64_t k = 0;
+				while (k < cols && !(ir_load(tdt, tv, (size_t)(j + k)) > -1e30))
+					k++;
+				keep = k < cols;
+			}
 		}
 		pt->finite = finite;
+		pt->rows = keep && pt->kind == PART_ADD;
+		pt->causal = causal;
 		if (zero && narrower(&tn->shape, &pn->shape)) {
 			m.parts[i--] = m.parts[--m.nparts];
 			continue;
 		}
 	}
+	if (m.nparts == 1 && m.parts[0].causal)
+		m.parts[0].kind = PART_CAUSAL;
 	/* Under the guard, no mask part may hide a whole row as NaN: causal
 	 * keeps the diagonal; a where's -inf fill becomes the dtype's lowest
 	 * finite value, so such a row averages every value, as a finfo.min
 	 * mask does, where the guard gave 0; additive terms only when their
-	 * values are known and finite. */
+	 * values are known and finite, or alone and keeping a key per row. */
 	for (int i = 0; guard && i < m.nparts; i++) {
 		part *pt = &m.parts[i];
-		if ((pt->kind == PART_ADD || pt->kind == PART_SUB) && !pt->finite)
+		if ((pt->kind == PART_ADD || pt->kind == PART_SUB) && !pt->finite && !(pt->rows && m.nparts == 1))
 			return IR_NONE;
 		if ((pt->kind == PART_HIDE || pt->kind == PART_KEEP) && isinf(pt->fill))
 			pt->fill = lowest(pn->dtype), pt->coef = 1;

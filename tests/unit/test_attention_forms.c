@@ -4,7 +4,9 @@
  *
  * Each form is a tiny ONNX export under tests/onnx/attention/ (written by
  * its export.py: Hugging Face Llama eager, sdpa and bf16 with GQA, ViT's
- * sdpa path (a zero mask and the isnan guard); torch's
+ * sdpa path (a zero mask and the isnan guard), Llama and Mistral as the
+ * suite exports them (the causal and sliding-window masks initializers:
+ * the causal one becomes the causal flag); torch's
  * MultiheadAttention; the scale on q and k, masked_fill, repeat_interleave,
  * Tile and Gather repeats, integer and bool masks, a T5-style bias) or a
  * .sir text here (a scale above the mask, causal with a bias, multi-query
@@ -34,6 +36,7 @@ typedef struct form {
 	int sdpa;         /* attention nodes after the default pipeline */
 	const char *gone; /* an op that must not be left (the GQA repeat) */
 	double tol;       /* fp32: relative L2 against the graph as written */
+	const char *has;  /* text the rewritten graph must have, or NULL */
 } form;
 
 /* (S + M) * c: the scale above the mask scales the mask too */
@@ -164,24 +167,26 @@ static const char *fill_keeps =
 	"}\n";
 
 static const form forms[] = {
-	{"llama_eager", 1, " = expand(", 1e-5},
-	{"llama_sdpa", 1, " = expand(", 1e-5},
-	{"llama_eager_bf16", 1, " = expand(", 2e-2},
-	{"mha", 1, NULL, 1e-5},
-	{"qk_scale_masked_fill", 1, NULL, 1e-5},
-	{"repeat_interleave_where", 1, " = expand(", 1e-5},
-	{"tile_int_mask", 1, " = expand(", 1e-5},
-	{"gather_causal_arange", 1, " = gather(", 1e-5},
-	{"bias_and_mask", 1, NULL, 1e-5},
-	{"cast_softmax_bf16", 1, NULL, 2e-2},
-	{"vit_sdpa", 1, NULL, 1e-5},
-	{"scale_above_mask", 1, NULL, 1e-5},
-	{"causal_and_bias", 1, NULL, 1e-5},
-	{"mqa_casts", 1, " = expand(", 1e-3}, /* the scores' f16 rounding is not kept */
-	{"shifted_windows", 1, NULL, 1e-5},
-	{"guard_inf", 1, NULL, 1e-5},
-	{"guard_unknown", 0, NULL, 1e-5},
-	{"fill_keeps", 0, NULL, 1e-5},
+	{"llama_eager", 1, " = expand(", 1e-5, NULL},
+	{"llama_sdpa", 1, " = expand(", 1e-5, NULL},
+	{"llama_eager_bf16", 1, " = expand(", 2e-2, NULL},
+	{"mha", 1, NULL, 1e-5, NULL},
+	{"qk_scale_masked_fill", 1, NULL, 1e-5, NULL},
+	{"repeat_interleave_where", 1, " = expand(", 1e-5, NULL},
+	{"tile_int_mask", 1, " = expand(", 1e-5, NULL},
+	{"gather_causal_arange", 1, " = gather(", 1e-5, NULL},
+	{"bias_and_mask", 1, NULL, 1e-5, NULL},
+	{"cast_softmax_bf16", 1, NULL, 2e-2, NULL},
+	{"vit_sdpa", 1, NULL, 1e-5, NULL},
+	{"llama_causal", 1, " = expand(", 1e-5, "causal=true"},
+	{"mistral_sliding_window", 1, " = expand(", 1e-5, NULL},
+	{"scale_above_mask", 1, NULL, 1e-5, NULL},
+	{"causal_and_bias", 1, NULL, 1e-5, NULL},
+	{"mqa_casts", 1, " = expand(", 1e-3, NULL}, /* the scores' f16 rounding is not kept */
+	{"shifted_windows", 1, NULL, 1e-5, NULL},
+	{"guard_inf", 1, NULL, 1e-5, NULL},
+	{"guard_unknown", 0, NULL, 1e-5, NULL},
+	{"fill_keeps", 0, NULL, 1e-5, NULL},
 };
 
 static const char *sir_of(const char *name)
@@ -320,6 +325,7 @@ static void run_form(const form *f, bool cpu, uint64_t seed)
 		int na = text ? count(text, " = scaled_dot_product_attention(") : -1;
 		int ns = text ? count(text, " = softmax(") : -1;
 		int ng = text && f->gone ? count(text, f->gone) : 0;
+		CHECK(!f->has || (text && strstr(text, f->has)));
 		printf("%s %s: %d attention, %d softmax%s\n", f->name, pn, na, ns,
 		       f->gone ? (ng ? ", the repeat left" : ", no repeat") : "");
 		CHECK(na == f->sdpa);

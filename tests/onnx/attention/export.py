@@ -137,12 +137,12 @@ class MHA(nn.Module):
         return self.m(x, x, x, key_padding_mask=~mask, need_weights=False)[0]
 
 
-def hf_llama(impl, dtype=torch.float32):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    cfg = LlamaConfig(vocab_size=64, hidden_size=D, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=H, num_key_value_heads=HKV, max_position_embeddings=64,
-                      attn_implementation=impl)
-    m = LlamaForCausalLM(cfg).to(dtype).eval()
+def hf_llama(impl, dtype=torch.float32, arch="Llama", **extra):
+    import transformers
+    cfg = getattr(transformers, arch + "Config")(
+        vocab_size=64, hidden_size=D, intermediate_size=64, num_hidden_layers=1, num_attention_heads=H,
+        num_key_value_heads=HKV, max_position_embeddings=64, attn_implementation=impl, **extra)
+    m = getattr(transformers, arch + "ForCausalLM")(cfg).to(dtype).eval()
 
     class W(nn.Module):
         def __init__(self):
@@ -189,6 +189,10 @@ FORMS = {
     "llama_sdpa": lambda: (hf_llama("sdpa"), None, torch.int64),
     "llama_eager_bf16": lambda: (hf_llama("eager", torch.bfloat16), None, torch.int64),
     "vit_sdpa": lambda: (hf_vit_sdpa(), "image", None),
+    # as benchmarks/suite_models.py exports them: input_ids only, HF's
+    # default (sdpa) attention, the causal mask an initializer
+    "llama_causal": lambda: (hf_llama("sdpa"), None, None),
+    "mistral_sliding_window": lambda: (hf_llama("sdpa", arch="Mistral", sliding_window=4), None, None),
 }
 
 
