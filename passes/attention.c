@@ -55,6 +55,7 @@ typedef struct att {
 	const ir_graph *g;
 	uint32_t *uses;
 	const ir_wstore *ws; /* NULL when the weights are unknown */
+	uint8_t *facts;      /* per node: term_facts, 0 until asked */
 } att;
 
 enum { PART_ADD, PART_SUB, PART_HIDE, PART_KEEP, PART_CAUSAL };
@@ -626,6 +627,46 @@ static ir_ref term(const att *a, rw *r, const part *p, ir_dtype t)
 	}
 }
 
+enum {
+	FACT_ASKED = 1,
+	FACT_ZERO = 2,   /* all 0 */
+	FACT_FINITE = 4, /* all finite in the node's dtype */
+	FACT_ROWS = 8,   /* each row (last axis) has an entry > -1e30 */
+	FACT_CAUSAL = 16 /* every [i, j] slice 0 where j <= i, hiding where j > i */
+};
+
+/* What the known values of float term r are (FACT_*; none when they are
+ * unknown), read once per node: every layer adds the same mask. */
+static unsigned term_facts(const att *a, ir_ref r)
+{
+	if (a->facts[r])
+		return a->facts[r];
+	const ir_node *tn = N(a->g, r);
+	ir_dtype tdt;
+	const void *tv = float_values(a, tn, &tdt);
+	int64_t cnt = ir_numel(&tn->shape);
+	int rk = tn->shape.rank;
+	int64_t cols = rk ? tn->shape.d[rk - 1] : 1, rows = rk >= 2 ? tn->shape.d[rk - 2] : 1;
+	bool zero = tv != NULL, finite = tv != NULL, keep = tv != NULL && cols > 0;
+	bool causal = tv != NULL && rk >= 2 && rows > 0 && cols > 0;
+	for (int64_t j = 0; tv && j < cnt; j++) {
+		double x = ir_load(tdt, tv, (size_t)j);
+		bool hid = isinf(x) ? x < 0 : x <= -1e30;
+		zero = zero && x == 0;
+		finite = finite && isfinite(x) && x >= lowest(tn->dtype) && -x >= lowest(tn->dtype);
+		causal = causal && (j % cols > (j / cols) % rows ? hid : x == 0);
+		if (j % cols == 0 && keep) { /* a row starts: one entry that keeps */
+			int64_t k = 0;
+			while (k < cols && !(ir_load(tdt, tv, (size_t)(j + k)) > -1e30))
+				k++;
+			keep = k < cols;
+		}
+	}
+	a->facts[r] = (uint8_t)(FACT_ASKED | (zero ? FACT_ZERO : 0) | (finite ? FACT_FINITE : 0) |
+				(keep ? FACT_ROWS : 0) | (causal ? FACT_CAUSAL : 0));
+	return a->facts[r];
+}
+
 static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 {
 	const att *a = ctx;
@@ -660,30 +701,12 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 		if ((pt->kind != PART_ADD && pt->kind != PART_SUB) || pt->split)
 			continue;
 		const ir_node *tn = N(g, pt->r);
-		ir_dtype tdt;
-		const void *tv = float_values(a, tn, &tdt);
-		int64_t cnt = ir_numel(&tn->shape);
-		int rk = tn->shape.rank;
-		int64_t cols = rk ? tn->shape.d[rk - 1] : 1, rows = rk >= 2 ? tn->shape.d[rk - 2] : 1;
-		bool zero = tv != NULL, finite = tv != NULL, keep = tv != NULL && cols > 0;
-		bool causal = tv != NULL && pt->kind == PART_ADD && rk >= 2 && narrower(&tn->shape, &pn->shape);
-		for (int64_t j = 0; tv && j < cnt; j++) {
-			double x = ir_load(tdt, tv, (size_t)j);
-			bool hid = isinf(x) ? x < 0 : x <= -1e30;
-			zero = zero && x == 0;
-			finite = finite && isfinite(x) && x >= lowest(tn->dtype) && -x >= lowest(tn->dtype);
-			causal = causal && (j % cols > (j / cols) % rows ? hid : x == 0);
-			if (j % cols == 0 && keep) { /* a row starts: one entry that keeps */
-				int64_t k = 0;
-				while (k < cols && !(ir_load(tdt, tv, (size_t)(j + k)) > -1e30))
-					k++;
-				keep = k < cols;
-			}
-		}
-		pt->finite = finite;
-		pt->rows = keep && pt->kind == PART_ADD;
-		pt->causal = causal;
-		if (zero && narrower(&tn->shape, &pn->shape)) {
+		unsigned f = term_facts(a, pt->r);
+		bool fits = narrower(&tn->shape, &pn->shape);
+		pt->finite = f & FACT_FINITE;
+		pt->rows = (f & FACT_ROWS) && pt->kind == PART_ADD;
+		pt->causal = (f & FACT_CAUSAL) && pt->kind == PART_ADD && fits;
+		if ((f & FACT_ZERO) && fits) {
 			m.parts[i--] = m.parts[--m.nparts];
 			continue;
 		}
@@ -765,11 +788,16 @@ static ir_ref rewrite(rw *r, ir_ref old, void *ctx, sn_err *e)
 
 int pass_attention(ir_graph **g, pass_ctx *ctx, sn_err *e)
 {
-	att a = {.g = *g, .uses = rw_uses(*g), .ws = ctx ? ctx->ws : NULL};
-	if (!a.uses)
+	att a = {.g = *g, .uses = rw_uses(*g), .ws = ctx ? ctx->ws : NULL,
+		 .facts = calloc((*g)->nnodes ? (*g)->nnodes : 1, 1)};
+	if (!a.uses || !a.facts) {
+		free(a.uses);
+		free(a.facts);
 		return sn_errf(e, SN_EINTERNAL, "attention: out of memory");
+	}
 	ir_graph *ng = rw_map(*g, rewrite, &a, e);
 	free(a.uses);
+	free(a.facts);
 	if (!ng)
 		return e->code ? e->code : sn_errf(e, SN_EINTERNAL, "attention: out of memory");
 	ir_graph_free(*g);
