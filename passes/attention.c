@@ -530,8 +530,8 @@ static ir_ref unsplit(const match *m, rw *r, ir_ref x)
 {
 	if (x == IR_NONE)
 		return x;
-	ir_shape s = r->dst->nodes[x].shape, t;
-	if (s.rank > m->rk5)
+	ir_shape s = r->dst->nodes[x].shape, t = {0};
+	if (s.rank > m->rk5 || m->rk5 < 2)
 		return IR_NONE;
 	int pad = m->rk5 - s.rank; /* broadcast from the right */
 	t.rank = m->rk5;
