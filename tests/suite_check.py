@@ -15,6 +15,11 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# suite.py's export cache defaults to build-suite-cache/ in the tree: a
+# test leaves the checkout as it found it, so this one's goes to a
+# temporary folder (removed at exit), for its own runs and their children
+_CACHE = tempfile.TemporaryDirectory(prefix="suite-check-cache-")
+os.environ["SINTER_SUITE_CACHE"] = _CACHE.name
 SUITE = os.path.join(ROOT, "benchmarks", "suite.py")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import suite  # noqa: E402
