@@ -821,19 +821,10 @@ int cg_render_row_group(const ir_graph *g, const fu_plan *fp, uint32_t gid, cons
 	/* members in order; the reductions among them and what each member
 	 * reads of them (need: a bit per reduction, through members) */
 	const ir_ref *mem = fp->members + gr->first;
-	uint32_t nm = gr->n, nred = 0;
-	uint64_t need[64] = {0};
+	uint32_t nm = gr->n;
+	uint64_t need[64];
 	int red_of[64];
-	for (uint32_t k = 0; k < nm; k++) {
-		const ir_node *n = &g->nodes[mem[k]];
-		red_of[k] = -1;
-		for (uint32_t i = 0; i < n->nin; i++)
-			for (uint32_t j = 0; j < k; j++)
-				if (mem[j] == n->in[i])
-					need[k] |= need[j] | (red_of[j] >= 0 ? UINT64_C(1) << red_of[j] : 0);
-		if (ir_ops[n->op].kind == IR_K_REDUCE)
-			red_of[k] = (int)nred++;
-	}
+	uint32_t nred = fu_rows_needs(g, fp, gr, need, red_of);
 
 	em m = {.g = g, .fp = fp, .gid = gid, .core = IR_NONE, .ind = "\t", .max_loads = CG_MAX_BUFS - 1,
 		.lp = 'p', .cache = persistent, .rows = R, .e = e};

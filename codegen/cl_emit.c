@@ -1545,24 +1545,19 @@ static bool emit_row_group(cl_emitter *m, const ir_graph *g, const fu_plan *fp, 
 	/* the members in node order; what each reads of the reductions
 	 * (need: a bit per reduction, through members) */
 	const ir_ref *mem = fp->members + gr->first;
-	uint32_t nm = gr->n, nred = 0;
-	uint64_t need[64] = {0};
+	uint32_t nm = gr->n;
+	uint64_t need[64];
 	int red_of[64];
+	uint32_t nred = fu_rows_needs(g, fp, gr, need, red_of);
 	for (uint32_t k = 0; k < nm; k++) {
 		const ir_node *n = &g->nodes[mem[k]];
-		red_of[k] = -1;
-		for (uint32_t i = 0; i < n->nin; i++)
-			for (uint32_t j = 0; j < k; j++)
-				if (mem[j] == n->in[i])
-					need[k] |= need[j] | (red_of[j] >= 0 ? UINT64_C(1) << red_of[j] : 0);
-		if (ir_ops[n->op].kind == IR_K_REDUCE) {
-			/* the same rows as the core's (the partition's rule) */
-			const ir_shape *is = &g->nodes[n->in[0]].shape;
-			if (is->rank != S->rank || memcmp(is->d, S->d, sizeof S->d[0] * (size_t)S->rank) ||
-			    ir_numel(&n->shape) != R || !is_f(n->dtype) || !is_f(g->nodes[n->in[0]].dtype))
-				return false;
-			red_of[k] = (int)nred++;
-		}
+		if (red_of[k] < 0)
+			continue;
+		/* the same rows as the core's (the partition's rule) */
+		const ir_shape *is = &g->nodes[n->in[0]].shape;
+		if (is->rank != S->rank || memcmp(is->d, S->d, sizeof S->d[0] * (size_t)S->rank) ||
+		    ir_numel(&n->shape) != R || !is_f(n->dtype) || !is_f(g->nodes[n->in[0]].dtype))
+			return false;
 	}
 	st->nargs = 0;
 	st->args[st->nargs++] = gr->root;

@@ -997,6 +997,24 @@ static void ref_name(const ir_graph *g, ir_ref r, sn_buf *b)
 		sn_buf_printf(b, "%%%u", r);
 }
 
+uint32_t fu_rows_needs(const ir_graph *g, const fu_plan *p, const fu_group *gr, uint64_t *need, int *red_of)
+{
+	const ir_ref *mem = p->members + gr->first;
+	uint32_t nred = 0;
+	for (uint32_t k = 0; k < gr->n; k++) {
+		const ir_node *n = &g->nodes[mem[k]];
+		need[k] = 0;
+		red_of[k] = -1;
+		for (uint32_t i = 0; i < n->nin; i++)
+			for (uint32_t j = 0; j < k; j++)
+				if (mem[j] == n->in[i])
+					need[k] |= need[j] | (red_of[j] >= 0 ? UINT64_C(1) << red_of[j] : 0);
+		if (ir_ops[n->op].kind == IR_K_REDUCE)
+			red_of[k] = (int)nred++;
+	}
+	return nred;
+}
+
 void fu_plan_print(const ir_graph *g, const fu_plan *p, sn_buf *b)
 {
 	static const char *const acts[] = {"", " relu", " gelu"};

@@ -110,6 +110,13 @@ typedef struct fu_plan {
 int fu_partition(const ir_graph *g, const fu_opts *o, bool disable, fu_plan *out, sn_err *e);
 void fu_plan_free(fu_plan *p);
 
+/* A row group's (FU_ROWS) members, in their order: red_of[k], member k's
+ * index among the group's reductions (-1 when it is none); need[k], a bit
+ * per reduction that member k reads, directly or through other members.
+ * Returns the count of reductions. need and red_of hold the group's
+ * members (at most 64, the partition's cap). */
+uint32_t fu_rows_needs(const ir_graph *g, const fu_plan *p, const fu_group *gr, uint64_t *need, int *red_of);
+
 /* One line per group that has a step: "group 3 pointwise root %x: %a %b %x";
  * appended to b (sinter print --groups, golden tests). */
 void fu_plan_print(const ir_graph *g, const fu_plan *p, sn_buf *b);
