@@ -132,10 +132,22 @@ sinter_status api_cpu_bench(sinter_compiled *c, int warmup, int iters, double *m
 {
 	return SINTER_E_ENV;
 }
+sinter_status api_cpu_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries, size_t *n,
+			      sinter_error *err)
+{
+	*entries = NULL;
+	*n = 0;
+	return SINTER_E_ENV;
+}
 char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
 {
 	api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
 	return NULL;
+}
+sinter_status api_cpu_explain(const sinter_model *m, const sinter_compile_options *o, char **report, sinter_error *err)
+{
+	*report = NULL;
+	return api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
 }
 
 #else
@@ -315,6 +327,38 @@ static void plan_key(const sinter_model *m, const sinter_compile_options *o, con
 	sn_buf_free(&b);
 }
 
+/* The key's components as "label value" lines (api/cuda_cache.c's for
+ * CUDA plans), for the .key file beside a stored plan and for sinter
+ * cache explain: the key's fields, the host split into the CPU, its
+ * features, LLVM and OpenBLAS, and the model's canonical text replaced
+ * by its hash and its inputs' shapes. */
+static void key_components(const sinter_model *m, const sinter_compile_options *o, const char *wid, sn_buf *b)
+{
+	const char *mode = o && o->mode ? o->mode : "default";
+	sn_buf_printf(b, "format cpu %d\nversion %s\nemit %d\nmode %s\npipeline %s\nprecision %s\nfusion %s\n",
+		      CL_PLAN_FORMAT, SINTER_VERSION, CL_EMIT_VERSION, mode, o && o->passes ? o->passes : pass_pipeline(mode),
+		      o && o->precision == SINTER_PREC_BF16 ? "bf16" : "fp32", o && o->no_fusion ? "off" : "on");
+	/* "llvm V TRIPLE CPU FEATURES openblas CONFIG" */
+	sn_buf h = {0};
+	rt_cpu_host(&h);
+	const char *t[5] = {0}, *at = h.s ? h.s : "";
+	size_t len[5] = {0};
+	for (int i = 0; i < 5; i++) {
+		at += strspn(at, " ");
+		t[i] = at;
+		len[i] = strcspn(at, " ");
+		at += len[i];
+	}
+	const char *blas = strstr(at, "openblas ");
+	sn_buf_printf(b, "device cpu %.*s %.*s\nfeatures %.*s\nllvm %.*s\nopenblas %s\nweights %s\n", (int)len[2], t[2],
+		      (int)len[3], t[3], (int)len[4], t[4], (int)len[1], t[1], blas ? blas + 9 : "?", wid);
+	sn_buf_free(&h);
+	api_pc_model_components(m, b);
+}
+
+static const char *const key_labels[] = {"format", "version", "emit", "mode", "pipeline", "precision", "fusion",
+					  "device", "features", "llvm", "openblas", "weights", "model", "shapes"};
+
 /* The plan stored at path when it is there, sound and current; a corrupt
  * or stale entry is reported once and deleted, one another user could
  * have written is reported and left alone. */
@@ -352,10 +396,11 @@ static cl_plan *cache_lookup(const char *path, const sinter_model *m, const cg_p
 	return p;
 }
 
-/* Writes the loaded plan to path (a failure is a warning: the compile
- * stands). */
+/* Writes the loaded plan to path, and what its key was made of beside it
+ * (.key, for sinter cache explain); a failure is a warning: the compile
+ * stands. */
 static void cache_store(const char *path, const cl_plan *p, const sinter_model *m, cg_plan_info *info,
-			const sinter_compile_options *o)
+			const sinter_compile_options *o, const char *wid)
 {
 	sn_err e = {0};
 	api_pc_info_for_write(m, info);
@@ -363,8 +408,17 @@ static void cache_store(const char *path, const cl_plan *p, const sinter_model *
 		api_pc_warn(o, "plan cache: not stored: %s", e.msg);
 		return;
 	}
-	if (sn_cache_shared()) /* the group reads it, whatever the umask */
+	char kpath[4300];
+	sn_buf kb = {0};
+	key_components(m, o, wid, &kb);
+	api_pc_sidecar(path, ".key", kpath, sizeof kpath);
+	if (!kb.oom)
+		sn_write_file(kpath, kb.s, kb.len, 0600, &e);
+	sn_buf_free(&kb);
+	if (sn_cache_shared()) { /* the group reads them, whatever the umask */
 		chmod(path, 0640);
+		chmod(kpath, 0640);
+	}
 }
 
 /* A compiled cpu model over plan p (which it will own once loaded) for
@@ -422,16 +476,23 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 	double t0 = sn_now();
 	sn_err e = {0};
 	uint8_t key[16];
+	bool existed = false;
 	if (pdir) {
 		api_pc_weights_id(m, wid, sizeof wid, &info);
 		plan_key(m, o, wid, key);
 		s.key_s = sn_now() - t0;
 		if (kc_plan_path(pdir, key, false, path, sizeof path, &e) != SN_OK)
 			path[0] = 0;
+		existed = path[0] && access(path, F_OK) == 0;
 		if (path[0] && (p = cache_lookup(path, m, &info, o)))
 			s.plan_hit = true;
 	}
-	sn_log(SN_LOG_INFO, "plan cache (cpu): %s", !pdir ? "off" : p ? "hit" : "miss");
+	sn_log(SN_LOG_INFO, "plan cache (cpu): %s",
+	       !pdir     ? "off"
+	       : p       ? "hit"
+	       : existed ? "miss (the entry was stale or corrupt: see the warning above)"
+			 : "miss (no entry for this model, shapes, mode, precision, fusion, host and weights: sinter cache "
+			   "explain --device cpu names what differs from the nearest one)");
 	if (!p && (st = build(m, o, &p, &s, err)))
 		return st;
 	s.plan_s = s.plan_hit ? sn_now() - t0 : 0;
@@ -465,7 +526,7 @@ again:;
 	if (pdir && !s.plan_hit) {
 		t0 = sn_now();
 		if (kc_plan_path(pdir, key, true, path, sizeof path, &e) == SN_OK)
-			cache_store(path, rt_cpu_plan(c->rt), m, &info, o);
+			cache_store(path, rt_cpu_plan(c->rt), m, &info, o, wid);
 		else
 			api_pc_warn(o, "plan cache: not stored: %s", e.msg);
 		s.plan_s = sn_now() - t0;
@@ -473,6 +534,69 @@ again:;
 	if (stats)
 		*stats = s;
 	*out = (sinter_compiled *)c;
+	return SINTER_OK;
+}
+
+sinter_status api_cpu_explain(const sinter_model *m, const sinter_compile_options *o, char **report, sinter_error *err)
+{
+	*report = NULL;
+	sinter_status st = api_need_shaped((sinter_model *)m, err);
+	if (st || (st = check_options(o, err)))
+		return st;
+	if (o && o->no_plan_cache)
+		return api_failf(err, SINTER_E_USAGE, "the plan cache is off (no_plan_cache): there is nothing to explain");
+	char dbuf[4096];
+	const char *dir = o && o->cache_dir ? (o->cache_dir[0] ? o->cache_dir : NULL)
+			  : kc_default_dir(dbuf, sizeof dbuf) == SN_OK ? dbuf : NULL;
+	if (!dir)
+		return api_failf(err, SINTER_E_ENV, "no cache directory: set SINTER_CACHE_DIR, XDG_CACHE_HOME or HOME");
+	rt_cpu_blas_quiet(); /* the host's key names OpenBLAS's build */
+	sn_buf b = {0}, ours = {0};
+	cg_plan_info info = {0};
+	char wid[4200], path[4300];
+	api_pc_weights_id(m, wid, sizeof wid, &info);
+	uint8_t key[16];
+	plan_key(m, o, wid, key);
+	key_components(m, o, wid, &ours);
+	sn_buf_printf(&b, "cache %s\n", dir);
+	sn_err e = {0};
+	if (kc_plan_path(dir, key, false, path, sizeof path, &e) == SN_OK && access(path, F_OK) == 0) {
+		cl_plan *p = NULL;
+		cg_plan_info have;
+		const char *changed = NULL;
+		if (cl_plan_read(path, &p, &have, &e) != SN_OK) {
+			sn_buf_printf(&b, "plan: an entry %s that does not read (%s): a compile would delete or skip it and "
+					  "rebuild\n",
+				      path, e.msg);
+		} else if ((changed = api_pc_stale(m, &info, &have))) {
+			sn_buf_printf(&b, "plan: a stale entry %s (%s changed): a compile would rebuild it\n", path, changed);
+		} else {
+			sn_buf_printf(&b, "plan: hit %s\n", path);
+			/* its code: the objects the entry names, in the kernel cache */
+			int have_obj = 0, want = 0;
+			for (int k = 0; k < CL_NMOD; k++) {
+				char kp[4400];
+				if (!p->has_obj[k])
+					continue;
+				want++;
+				have_obj += kc_entry_path(dir, p->objkey[k], kp, sizeof kp, &e) == SN_OK && access(kp, F_OK) == 0;
+			}
+			sn_buf_printf(&b, "objects: %d of the %d compiled modules the entry names in the kernel cache%s\n",
+				      have_obj, want, have_obj < want ? " (a compile would rebuild the plan)" : "");
+		}
+		cl_plan_free(p);
+	} else {
+		sn_buf_printf(&b, "plan: miss\n");
+		api_pc_explain_nearest(dir, ours.s ? ours.s : "", true, key_labels, SN_COUNT(key_labels), &b);
+		sn_buf_printf(&b, "objects: a compile would look each module up in the kernel cache by its LLVM text\n");
+	}
+	bool oom = b.oom || ours.oom;
+	sn_buf_free(&ours);
+	if (oom) {
+		sn_buf_free(&b);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	*report = b.s;
 	return SINTER_OK;
 }
 
@@ -678,11 +802,13 @@ sinter_status api_cpu_bench(sinter_compiled *cc, int warmup, int iters, double *
 	return st;
 }
 
-static sinter_status cpu_bench(api_cpu *c, int warmup, int iters, double *ms, sinter_error *err)
+/* The last run's inputs in place and output buffers made, for calls
+ * that repeat it (bench, profile: what names them). */
+static sinter_status rerun_ready(api_cpu *c, const char *what, sinter_error *err)
 {
 	const ir_graph *g = rt_cpu_plan(c->rt)->g;
 	if (!c->last_in || (g->ninputs && !c->last_in[0]))
-		return api_failf(err, SINTER_E_USAGE, "bench needs a run first (its inputs are reused)");
+		return api_failf(err, SINTER_E_USAGE, "%s needs a run first (its inputs are reused)", what);
 	if (!c->out_buf) {
 		if (!(c->out_buf = calloc(g->noutputs ? g->noutputs : 1, sizeof *c->out_buf)))
 			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
@@ -692,6 +818,14 @@ static sinter_status cpu_bench(api_cpu *c, int warmup, int iters, double *ms, si
 				return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 		}
 	}
+	return SINTER_OK;
+}
+
+static sinter_status cpu_bench(api_cpu *c, int warmup, int iters, double *ms, sinter_error *err)
+{
+	sinter_status st = rerun_ready(c, "bench", err);
+	if (st)
+		return st;
 	sn_err e = {0};
 	for (int i = 0; i < warmup + iters; i++) {
 		double t0 = sn_now();
@@ -701,6 +835,50 @@ static sinter_status cpu_bench(api_cpu *c, int warmup, int iters, double *ms, si
 			ms[i - warmup] = (sn_now() - t0) * 1e3;
 	}
 	return SINTER_OK;
+}
+
+static sinter_status cpu_profile(api_cpu *c, int iters, sinter_profile_entry **entries, size_t *n, sinter_error *err)
+{
+	if (iters < 1)
+		return api_failf(err, SINTER_E_USAGE, "a profile needs at least one call, got %d", iters);
+	sinter_status st = rerun_ready(c, "a profile", err);
+	if (st)
+		return st;
+	rt_cpu_prof *pr = NULL;
+	size_t k = 0;
+	sn_err e = {0};
+	double t0 = sn_now();
+	if (rt_cpu_profile(c->rt, (const void *const *)c->last_in, c->out_buf, iters, &pr, &k, &e) != SN_OK)
+		return api_fail(err, &e);
+	sinter_profile_entry *p = calloc(k ? k : 1, sizeof *p);
+	if (!p) {
+		free(pr);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	for (size_t i = 0; i < k; i++)
+		p[i] = (sinter_profile_entry){.kernel = pr[i].name, .op = pr[i].op, .ms = pr[i].ms, .bytes = pr[i].bytes,
+					      .flops = pr[i].flops};
+	free(pr);
+	char track[96];
+	snprintf(track, sizeof track, "cpu: steps (each timed where it runs, mean of %d calls)", iters);
+	api_trace_steps(p, k, t0, track);
+	*entries = p;
+	*n = k;
+	return SINTER_OK;
+}
+
+sinter_status api_cpu_profile(sinter_compiled *cc, int iters, sinter_profile_entry **entries, size_t *n,
+			      sinter_error *err)
+{
+	api_cpu *c = (api_cpu *)cc;
+	if (!entries || !n)
+		return api_failf(err, SINTER_E_USAGE, "profile: entries and n must not be NULL");
+	*entries = NULL;
+	*n = 0;
+	pthread_mutex_lock(&c->run_lock);
+	sinter_status st = cpu_profile(c, iters, entries, n, err);
+	pthread_mutex_unlock(&c->run_lock);
+	return st;
 }
 
 #endif

@@ -43,23 +43,8 @@ void api_cuda_key_components(const sinter_model *m, const resolved *r, const rt_
 		      r->unfused ? "off" : "on");
 	sn_buf_printf(b, "device %s sm_%d driver %d\nnvrtc %d\ncublaslt %d\nweights %s\n", dev->name, dev->sm,
 		      dev->driver_version, rt_nvrtc_lib_version(), rt_blas_lib_version(), wid);
-	sn_buf t = {0};
-	ir_print(m->g, &t);
-	XXH128_canonical_t c;
-	XXH128_canonicalFromHash(&c, XXH3_128bits(t.s ? t.s : "", t.len));
-	sn_buf_free(&t);
-	sn_buf_puts(b, "model ");
-	for (int i = 0; i < 16; i++)
-		sn_buf_printf(b, "%02x", c.digest[i]);
-	sn_buf_puts(b, "\nshapes");
-	for (uint32_t i = 0; i < m->g->ninputs; i++) {
-		const ir_node *n = &m->g->nodes[m->g->inputs[i]];
-		sn_buf_printf(b, " %s:[", n->name ? n->name : "?");
-		for (int d = 0; d < n->shape.rank; d++)
-			sn_buf_printf(b, "%s%lld", d ? "," : "", (long long)n->shape.d[d]);
-		sn_buf_puts(b, "]");
-	}
-	sn_buf_printf(b, "\nrecords %s\n", records && records[0] ? records : "none");
+	api_pc_model_components(m, b);
+	sn_buf_printf(b, "records %s\n", records && records[0] ? records : "none");
 }
 
 /* The plan for m from the cache at path when it is there and current;
@@ -177,41 +162,15 @@ void api_cuda_tune_list_write(const char *plan_path, const at_tune_stats *ts, co
 
 /* ---- sinter cache explain ---- */
 
-/* The value of label in "label value" lines (NULL when absent), into out. */
-static const char *component(const char *text, const char *label, char *out, size_t cap)
-{
-	size_t ll = strlen(label);
-	for (const char *p = text; p && *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-		if (n > ll && !strncmp(p, label, ll) && p[ll] == ' ') {
-			snprintf(out, cap, "%.*s", (int)(n - ll - 1), p + ll + 1);
-			return out;
-		}
-		p = nl ? nl + 1 : NULL;
-	}
-	return NULL;
-}
-
 static const char *const key_labels[] = {"format", "version", "mode", "pipeline", "precision", "fusion", "device",
 					  "nvrtc", "cublaslt", "weights", "model", "shapes", "records"};
-
-/* How many components of entry differ from ours. */
-static int differences(const char *ours, const char *entry)
-{
-	int d = 0;
-	for (size_t i = 0; i < SN_COUNT(key_labels); i++) {
-		char a[1024], b[1024];
-		const char *x = component(ours, key_labels[i], a, sizeof a), *y = component(entry, key_labels[i], b, sizeof b);
-		d += !x || !y || strcmp(x, y);
-	}
-	return d;
-}
 
 sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
 				   sinter_error *err)
 {
 	*report = NULL;
+	if (o && o->device && !strcmp(o->device, "cpu"))
+		return api_cpu_explain(m, o, report, err);
 	resolved r;
 	sinter_status st = api_cuda_resolve(o, &r, err);
 	if (st || (st = api_need_shaped((sinter_model *)m, err)))
@@ -265,52 +224,7 @@ sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_o
 	} else {
 		sn_buf_printf(&b, "plan: miss\n");
 		/* the nearest stored plan: fewest differing components */
-		char best[4600] = "", *best_text = NULL;
-		int best_d = 1 << 30;
-		for (int i = 0; i < 256; i++) {
-			char sub[4200];
-			snprintf(sub, sizeof sub, "%s/plans/%02x", dir, i);
-			DIR *dd = opendir(sub);
-			struct dirent *de;
-			while (dd && (de = readdir(dd))) {
-				size_t l = strlen(de->d_name);
-				if (l < 5 || strcmp(de->d_name + l - 4, ".key"))
-					continue;
-				char f[4500];
-				snprintf(f, sizeof f, "%s/%s", sub, de->d_name);
-				void *text = NULL;
-				size_t len;
-				sn_err re = {0};
-				if (sn_read_file(f, SN_F_NOFOLLOW | SN_F_ENV, 1 << 16, NULL, &text, &len, &re) != SN_OK)
-					continue;
-				int d = differences(ours.s ? ours.s : "", text);
-				if (d < best_d) {
-					best_d = d;
-					snprintf(best, sizeof best, "%s", f);
-					free(best_text);
-					best_text = text;
-				} else {
-					free(text);
-				}
-			}
-			if (dd)
-				closedir(dd);
-		}
-		if (!best_text) {
-			sn_buf_printf(&b, "  no stored plan to compare with\n");
-		} else {
-			sn_buf_printf(&b, "  nearest stored plan %s differs in %d component%s:\n", best, best_d,
-				      best_d == 1 ? "" : "s");
-			for (size_t i = 0; i < SN_COUNT(key_labels); i++) {
-				char a[1024], c2[1024];
-				const char *x = component(ours.s ? ours.s : "", key_labels[i], a, sizeof a),
-					   *y = component(best_text, key_labels[i], c2, sizeof c2);
-				if (!x || !y || strcmp(x, y))
-					sn_buf_printf(&b, "    %-9s this compile: %s\n              the entry:    %s\n", key_labels[i],
-						      x ? x : "(none)", y ? y : "(none)");
-			}
-			free(best_text);
-		}
+		api_pc_explain_nearest(dir, ours.s ? ours.s : "", false, key_labels, SN_COUNT(key_labels), &b);
 	}
 	sn_buf_free(&ours);
 	/* kernels: the default plan's, against the kernel cache */

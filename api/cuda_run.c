@@ -290,7 +290,7 @@ sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_prof
 				      size_t *n, sinter_error *err)
 {
 	if (api_device_of(c) == API_DEV_CPU)
-		return api_failf(err, SINTER_E_USAGE, "a per-step profile is not built for the cpu device yet");
+		return api_cpu_profile(c, iters, entries, n, err);
 	_Static_assert(sizeof(sinter_profile_entry) == sizeof(rt_prof), "one layout");
 	if (!c->last)
 		return api_failf(err, SINTER_E_USAGE, "run the model once before profiling it");

@@ -82,6 +82,12 @@ void api_cpu_free(sinter_compiled *c);
 sinter_status api_cpu_run(sinter_compiled *c, const sinter_tensor *inputs, size_t n, sinter_tensor **outputs,
 			  sinter_error *err);
 sinter_status api_cpu_bench(sinter_compiled *c, int warmup, int iters, double *ms, sinter_error *err);
+/* sinter_cache_explain with device "cpu". */
+sinter_status api_cpu_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
+			      sinter_error *err);
+/* sinter_compiled_profile on cpu: each step timed where it runs. */
+sinter_status api_cpu_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries, size_t *n,
+			      sinter_error *err);
 /* AOT packages of cpu plans (cpu_api.c). sinter_compile_kernels with
  * device "cpu": the plan built, its objects compiled (or from the kernel
  * cache) and written with it into package when not NULL. */

@@ -122,10 +122,16 @@ char *sinter_model_dot(const sinter_model *m)
 
 void api_trace_profile(const sinter_profile_entry *p, size_t n, double t0, const char *gpu)
 {
+	char track[256];
+	snprintf(track, sizeof track, "%s: steps (CUDA events, each launched alone)", gpu ? gpu : "GPU");
+	api_trace_steps(p, n, t0, track);
+}
+
+void api_trace_steps(const sinter_profile_entry *p, size_t n, double t0, const char *track)
+{
 	if (!sn_trace_on())
 		return;
-	char track[256], name[256], args[512];
-	snprintf(track, sizeof track, "%s: steps (CUDA events, each launched alone)", gpu ? gpu : "GPU");
+	char name[256], args[512];
 	double t = t0;
 	for (size_t i = 0; i < n; i++) {
 		double s = p[i].ms * 1e-3;

@@ -9,6 +9,8 @@
  * (their device times, each step launched alone and timed with CUDA
  * events), with bytes, flops and achieved rates as arguments. */
 void api_trace_profile(const sinter_profile_entry *p, size_t n, double t0, const char *gpu);
+/* The same on the track named track (the cpu device's profile). */
+void api_trace_steps(const sinter_profile_entry *p, size_t n, double t0, const char *track);
 
 /* "x f32[2,3], y i64[4]" (or "none"): the tensors given, for messages
  * naming what a file holds when an input is missing. */

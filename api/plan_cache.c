@@ -3,6 +3,7 @@
 
 #include "ir/file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -142,4 +143,106 @@ void api_pc_warn(const sinter_compile_options *o, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	(o && o->warn ? o->warn : api_warn_stderr)(o ? o->warn_ctx : NULL, msg);
+}
+
+void api_pc_model_components(const sinter_model *m, sn_buf *b)
+{
+	sn_buf t = {0};
+	ir_print(m->g, &t);
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(t.s ? t.s : "", t.len));
+	sn_buf_free(&t);
+	sn_buf_puts(b, "model ");
+	for (int i = 0; i < 16; i++)
+		sn_buf_printf(b, "%02x", c.digest[i]);
+	sn_buf_puts(b, "\nshapes");
+	for (uint32_t i = 0; i < m->g->ninputs; i++) {
+		const ir_node *n = &m->g->nodes[m->g->inputs[i]];
+		sn_buf_printf(b, " %s:[", n->name ? n->name : "?");
+		for (int d = 0; d < n->shape.rank; d++)
+			sn_buf_printf(b, "%s%lld", d ? "," : "", (long long)n->shape.d[d]);
+		sn_buf_puts(b, "]");
+	}
+	sn_buf_puts(b, "\n");
+}
+
+/* The value of label in "label value" lines (NULL when absent), into out. */
+static const char *component(const char *text, const char *label, char *out, size_t cap)
+{
+	size_t ll = strlen(label);
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		if (n > ll && !strncmp(p, label, ll) && p[ll] == ' ') {
+			snprintf(out, cap, "%.*s", (int)(n - ll - 1), p + ll + 1);
+			return out;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* How many of labels differ between ours and entry. */
+static int differences(const char *ours, const char *entry, const char *const *labels, size_t nlabels)
+{
+	int d = 0;
+	for (size_t i = 0; i < nlabels; i++) {
+		char a[1024], b[1024];
+		const char *x = component(ours, labels[i], a, sizeof a), *y = component(entry, labels[i], b, sizeof b);
+		d += !x || !y || strcmp(x, y);
+	}
+	return d;
+}
+
+void api_pc_explain_nearest(const char *dir, const char *ours, bool cpu, const char *const *labels, size_t nlabels,
+			    sn_buf *b)
+{
+	char best[4600] = "", *best_text = NULL;
+	int best_d = 1 << 30;
+	for (int i = 0; i < 256; i++) {
+		char sub[4200];
+		snprintf(sub, sizeof sub, "%s/plans/%02x", dir, i);
+		DIR *dd = opendir(sub);
+		struct dirent *de;
+		while (dd && (de = readdir(dd))) {
+			size_t l = strlen(de->d_name);
+			if (l < 5 || strcmp(de->d_name + l - 4, ".key"))
+				continue;
+			char f[4500];
+			snprintf(f, sizeof f, "%s/%s", sub, de->d_name);
+			void *text = NULL;
+			size_t len;
+			sn_err re = {0};
+			if (sn_read_file(f, SN_F_NOFOLLOW | SN_F_ENV, 1 << 16, NULL, &text, &len, &re) != SN_OK)
+				continue;
+			if ((strstr(text, "\ndevice cpu ") != NULL) != cpu) { /* the other device's */
+				free(text);
+				continue;
+			}
+			int d = differences(ours, text, labels, nlabels);
+			if (d < best_d) {
+				best_d = d;
+				snprintf(best, sizeof best, "%s", f);
+				free(best_text);
+				best_text = text;
+			} else {
+				free(text);
+			}
+		}
+		if (dd)
+			closedir(dd);
+	}
+	if (!best_text) {
+		sn_buf_printf(b, "  no stored plan to compare with\n");
+		return;
+	}
+	sn_buf_printf(b, "  nearest stored plan %s differs in %d component%s:\n", best, best_d, best_d == 1 ? "" : "s");
+	for (size_t i = 0; i < nlabels; i++) {
+		char a[1024], c2[1024];
+		const char *x = component(ours, labels[i], a, sizeof a), *y = component(best_text, labels[i], c2, sizeof c2);
+		if (!x || !y || strcmp(x, y))
+			sn_buf_printf(b, "    %-9s this compile: %s\n              the entry:    %s\n", labels[i], x ? x : "(none)",
+				      y ? y : "(none)");
+	}
+	free(best_text);
 }

@@ -27,6 +27,17 @@ void api_pc_info_for_write(const sinter_model *m, cg_plan_info *info);
 const char *api_pc_stale(const sinter_model *m, const cg_plan_info *want, const cg_plan_info *have);
 /* path with ".plan" replaced by ext (".key", ".tune") into out[cap]. */
 void api_pc_sidecar(const char *plan_path, const char *ext, char *out, size_t cap);
+/* "model HASH\nshapes NAME:[D,..] ...\n": the model's part of a key's
+ * components (the .key file beside a stored plan, sinter cache explain):
+ * the hash of its canonical text and its inputs' shapes spelled out. */
+void api_pc_model_components(const sinter_model *m, sn_buf *b);
+/* sinter cache explain's miss: among the .key files under dir/plans of
+ * one device (cpu: those with a line "device cpu ...", else the others),
+ * the one with the fewest of labels differing from ours ("label value"
+ * lines), and each label that differs, appended to b as indented lines;
+ * or that there is none. */
+void api_pc_explain_nearest(const char *dir, const char *ours, bool cpu, const char *const *labels, size_t nlabels,
+			    sn_buf *b);
 /* The warning sink when o->warn is unset: "sinter: warning: msg" on stderr. */
 void api_warn_stderr(void *ctx, const char *msg);
 /* o->warn (stderr when unset) with a formatted message. */

@@ -1456,13 +1456,15 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
 				      size_t *n, sinter_error *err)
 {
-	return no_cuda(err);
+	return api_cpu_profile(c, iters, entries, n, err);
 }
 
 sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
 				   sinter_error *err)
 {
 	*report = NULL;
+	if (o && o->device && !strcmp(o->device, "cpu"))
+		return api_cpu_explain(m, o, report, err);
 	return no_cuda(err);
 }
 #endif

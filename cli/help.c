@@ -114,11 +114,12 @@ const char cli_bench_help[] =
 	"  --duration S       timed calls for S seconds instead of --iters\n"
 	"  --warmup N         untimed calls first (default 5)\n"
 	"  --json             one JSON object instead of text\n"
-	"  --profile          also time each kernel alone and list the top ones\n"
+	"  --profile          also time each step alone and list the top ones (on cpu:\n"
+	"                     each step timed where it runs, mean of 20 calls)\n"
 	"  -o FILE            write the outputs of the first run to a .safetensors, .npz\n"
 	"                     or .npy file\n"
 	"  --device cpu       the cpu device instead of the GPU (latency timed by the\n"
-	"                     wall clock; no --profile yet); --threads N: its worker threads\n"
+	"                     wall clock); --threads N: its worker threads\n"
 	"  --inputs, --weights, --weights-prefix, --seed: as for run\n"
 	"%s";
 const char cli_tune_help[] =

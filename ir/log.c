@@ -253,10 +253,16 @@ void sn_stage(const char *name, double t0, const char *fmt, ...)
 
 static atomic_bool progress_on;
 static double progress_last;
+static _Atomic double progress_after = 2.0;
 
 void sn_progress_enable(bool on)
 {
 	atomic_store(&progress_on, on);
+}
+
+void sn_progress_set_after(double s)
+{
+	atomic_store(&progress_after, s);
 }
 
 void sn_progress(const char *what, size_t done, size_t total, double t0)
@@ -264,14 +270,17 @@ void sn_progress(const char *what, size_t done, size_t total, double t0)
 	if (!atomic_load_explicit(&progress_on, memory_order_relaxed))
 		return;
 	double t = sn_now();
-	if (t - t0 < 2.0)
+	if (t - t0 < atomic_load_explicit(&progress_after, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&lock);
 	if (t - progress_last >= 0.1 || done == total) {
 		progress_last = t;
 		double eta = done ? (t - t0) * (double)(total - done) / (double)done : 0;
-		fprintf(stderr, "\r\033[Ksinter: %s: %zu/%zu (%.0f%%), %.1f s, about %.0f s left", what, done, total,
-			total ? 100.0 * (double)done / (double)total : 100.0, t - t0, eta);
+		char left[48] = ""; /* none before the first unit is done */
+		if (done)
+			snprintf(left, sizeof left, ", about %.0f s left", eta);
+		fprintf(stderr, "\r\033[Ksinter: %s: %zu/%zu (%.0f%%), %.1f s%s", what, done, total,
+			total ? 100.0 * (double)done / (double)total : 100.0, t - t0, left);
 		fflush(stderr);
 		progress_drawn = true;
 	}

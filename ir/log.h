@@ -47,6 +47,8 @@ void sn_progress_enable(bool on);
 /* Work `what` (done of total) started at t0: after two seconds, and at
  * most ten times a second, redraws one line on stderr. */
 void sn_progress(const char *what, size_t done, size_t total, double t0);
+/* The seconds before a line is drawn (2 by default; tests set 0). */
+void sn_progress_set_after(double s);
 /* Clears the line if one was drawn. */
 void sn_progress_end(void);
 

@@ -172,8 +172,17 @@ int rt_cpu_host_check(const char *objects_host, sn_err *e)
 	return rc;
 }
 
+/* The modules' compilations going on: how many are done, for the load's
+ * progress line. */
+typedef struct objwait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+} objwait;
+
 /* One module's compilation, on a thread of its own. */
 typedef struct objjob {
+	objwait *w;
 	LLVMModuleRef mod;
 	const uint8_t *want; /* no module: the object's key (a plan from a file) */
 	uint8_t key[KC_KEY_SIZE];
@@ -218,6 +227,10 @@ static void *object_thread(void *arg)
 	objjob *j = arg;
 	j->rc = j->mod ? object_of(j->mod, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, j->key, &j->e)
 		       : object_by_key(j->want, j->cache_dir, j->warn, j->wctx, &j->st, &j->obj, &j->e);
+	pthread_mutex_lock(&j->w->mu);
+	j->w->done++;
+	pthread_cond_signal(&j->w->cv);
+	pthread_mutex_unlock(&j->w->mu);
 	return NULL;
 }
 
@@ -366,13 +379,18 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 	}
 	if (p->nfns) {
 		pthread_once(&llvm_once, llvm_init);
-		/* the modules optimized and compiled in parallel, one thread each */
+		/* the modules optimized and compiled in parallel, one thread
+		 * each, while this one draws the progress line (sn_progress: on
+		 * a terminal, once they take over two seconds, as NVRTC's kernels) */
 		objjob jobs[CL_NMOD];
 		pthread_t th[CL_NMOD];
 		bool started[CL_NMOD] = {0};
+		objwait w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+		int total = 0;
+		double tl = sn_now();
 		memset(jobs, 0, sizeof jobs);
 		for (int k = 0; k < CL_NMOD; k++) {
-			jobs[k] = (objjob){.mod = p->llmod[k], .want = p->has_obj[k] ? p->objkey[k] : NULL,
+			jobs[k] = (objjob){.w = &w, .mod = p->llmod[k], .want = p->has_obj[k] ? p->objkey[k] : NULL,
 					   .cache_dir = cache_dir, .warn = warn, .wctx = warn_ctx};
 			if (p->obj[k]) { /* an AOT package's: linked as it is */
 				jobs[k].obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(p->obj[k], (size_t)p->obj_size[k],
@@ -382,14 +400,40 @@ int rt_cpu_load(cl_plan *p, const char *cache_dir, int threads, void (*warn)(voi
 			}
 			if (jobs[k].mod ? !has_code(jobs[k].mod) : !jobs[k].want)
 				continue;
-			if (k > 0 && pthread_create(&th[k], NULL, object_thread, &jobs[k]) == 0)
+			total++;
+			if (pthread_create(&th[k], NULL, object_thread, &jobs[k]) == 0)
 				started[k] = true;
 			else
 				object_thread(&jobs[k]);
 		}
-		for (int k = 1; k < CL_NMOD; k++)
+		const char *what = "cpu: LLVM -O3 of the plan's modules";
+		pthread_mutex_lock(&w.mu);
+		while (w.done < total) {
+			int done = w.done;
+			pthread_mutex_unlock(&w.mu);
+			sn_progress(what, (size_t)done, (size_t)total, tl);
+			pthread_mutex_lock(&w.mu);
+			if (w.done > done)
+				continue;
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100000000; /* redrawn ten times a second */
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&w.cv, &w.mu, &ts);
+		}
+		pthread_mutex_unlock(&w.mu);
+		for (int k = 0; k < CL_NMOD; k++)
 			if (started[k])
 				pthread_join(th[k], NULL);
+		if (total) {
+			sn_progress(what, (size_t)total, (size_t)total, tl);
+			sn_progress_end();
+		}
+		pthread_mutex_destroy(&w.mu);
+		pthread_cond_destroy(&w.cv);
 		st->obj_hit = true;
 		for (int k = 0; k < CL_NMOD; k++) {
 			if (jobs[k].rc && !rc) {
@@ -653,7 +697,87 @@ done:
 	return rc;
 }
 
-static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e)
+static const char *const kind_names[] = {"kernel", "gemm", "conv", "attention", "ref", "view", "pool", "gather"};
+
+/* What runs step s, for profiles and traces: its LLVM function, or the
+ * runtime's code for the kind (owned by the plan, or static). */
+static const char *step_name(const cl_plan *p, const cl_step *s)
+{
+	if (s->kind == CL_KERNEL && s->fn >= 0 && (uint32_t)s->fn < p->nfns)
+		return p->fns[s->fn];
+	switch (s->kind) {
+	case CL_GEMM: return "sgemm";
+	case CL_CONV: return "conv";
+	case CL_ATTN: return "attention";
+	case CL_POOL: return "pool";
+	case CL_GATHER: return "gather";
+	case CL_REF: return "ref interpreter";
+	default: return kind_names[s->kind];
+	}
+}
+
+static double val_bytes(const ir_graph *g, ir_ref r)
+{
+	const ir_node *n = &g->nodes[r];
+	return (double)ir_numel(&n->shape) * (double)ir_dtype_size(n->dtype);
+}
+
+/* What step s moves through memory (each buffer it names once: its
+ * function's arguments, a product's operands, else its core's operands
+ * and its output) and the flops of its core (products, convolutions,
+ * attention), as the CUDA plan counts them (codegen/cg_lower.c). */
+static void step_cost(const cl_plan *p, const cl_step *s, double *bytes, double *flops)
+{
+	const ir_graph *g = p->g;
+	const ir_node *n = &g->nodes[s->node];
+	ir_ref seen[CL_MAX_ARGS + IR_MAX_LIST + 8];
+	uint32_t ns = 0;
+	if (s->kind == CL_KERNEL) {
+		for (uint32_t k = 0; k < s->nargs; k++)
+			seen[ns++] = s->args[k];
+	} else if (s->kind == CL_GEMM) {
+		const ir_ref ops[] = {s->a, s->b, s->bias, s->c, s->out};
+		for (size_t k = 0; k < SN_COUNT(ops); k++)
+			if (ops[k] != IR_NONE)
+				seen[ns++] = ops[k];
+	} else {
+		for (uint32_t k = 0; k < n->nin && ns < IR_MAX_LIST; k++)
+			seen[ns++] = n->in[k];
+		seen[ns++] = s->kind == CL_REF ? p->fp.groups[s->group].root : s->out;
+	}
+	double b = 0;
+	for (uint32_t i = 0; i < ns; i++) {
+		bool dup = seen[i] >= g->nnodes;
+		for (uint32_t j = 0; j < i && !dup; j++)
+			dup = seen[j] == seen[i];
+		if (!dup)
+			b += val_bytes(g, seen[i]);
+	}
+	double f = 0;
+	if (s->kind == CL_GEMM) {
+		f = 2.0 * (double)s->batch * (double)s->m * (double)s->n * (double)s->k;
+	} else if (n->op == IR_OP_conv2d) {
+		const ir_shape *w = &g->nodes[n->in[1]].shape;
+		f = w->d[0] ? 2.0 * (double)ir_numel(&n->shape) * (double)(ir_numel(w) / w->d[0]) : 0;
+	} else if (n->op == IR_OP_scaled_dot_product_attention) {
+		const ir_shape *k = &g->nodes[n->in[1]].shape, *q = &g->nodes[n->in[0]].shape;
+		double per = 2.0 * (double)k->d[k->rank - 2] * (double)(q->d[q->rank - 1] + n->shape.d[n->shape.rank - 1]);
+		int64_t last = n->shape.d[n->shape.rank - 1];
+		f = last ? (double)ir_numel(&n->shape) / (double)last * per : 0;
+		if (n->attrs && n->attrs->causal)
+			f /= 2;
+	} else if (n->op == IR_OP_matmul || n->op == IR_OP_linear) {
+		const ir_shape *a = &g->nodes[n->in[0]].shape;
+		f = 2.0 * (double)ir_numel(&n->shape) * (double)a->d[a->rank - 1];
+	}
+	*bytes = b;
+	*flops = f;
+}
+
+/* The plan over inputs into outputs. step_s (a profile; NULL else)
+ * accumulates each step's seconds; otherwise, while a trace records, each
+ * step is a span "op name" on the calling thread's track. */
+static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, double *step_s, sn_err *e)
 {
 	const cl_plan *p = c->p;
 	const ir_graph *g = p->g;
@@ -673,7 +797,8 @@ static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, 
 		}
 	}
 	void *bufs[CL_MAX_ARGS];
-	bool timed = sn_log_level() >= SN_LOG_DEBUG;
+	bool debug = sn_log_level() >= SN_LOG_DEBUG, trace = !step_s && sn_trace_on();
+	bool timed = debug || trace || step_s;
 	for (uint32_t i = 0; i < p->nsteps; i++) {
 		const cl_step *s = &p->steps[i];
 		double t0 = timed ? sn_now() : 0;
@@ -706,10 +831,19 @@ static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, 
 		}
 		if (rc)
 			return rc;
-		if (timed && s->kind != CL_SKIP)
-			sn_log(SN_LOG_DEBUG, "cpu step %u: %s %s %.3f ms", i,
-			       (const char *[]){"kernel", "gemm", "conv", "attention", "ref", "view", "pool", "gather"}[s->kind], s->op,
-			       (sn_now() - t0) * 1e3);
+		if (!timed || s->kind == CL_SKIP)
+			continue;
+		double t1 = sn_now();
+		if (step_s)
+			step_s[i] += t1 - t0;
+		if (debug)
+			sn_log(SN_LOG_DEBUG, "cpu step %u: %s %s %.3f ms", i, kind_names[s->kind], s->op, (t1 - t0) * 1e3);
+		if (trace) {
+			char name[160], args[128];
+			snprintf(name, sizeof name, "%s %s", s->op, step_name(p, s));
+			snprintf(args, sizeof args, "\"step\": %u, \"kind\": \"%s\"", i, kind_names[s->kind]);
+			sn_trace_span("cpu step", name, t0, t1, args);
+		}
 	}
 	for (uint32_t k = 0; k < g->noutputs; k++) {
 		const ir_node *on = &g->nodes[g->outputs[k]];
@@ -723,7 +857,50 @@ static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, 
 int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e)
 {
 	cpu_pool_hot(c->pool, true);
-	int rc = run_plan(c, inputs, outputs, poison, e);
+	int rc = run_plan(c, inputs, outputs, poison, NULL, e);
 	cpu_pool_hot(c->pool, false);
 	return rc;
+}
+
+int rt_cpu_profile(rt_cpu *c, const void *const *inputs, void *const *outputs, int iters, rt_cpu_prof **prof,
+		   size_t *n, sn_err *e)
+{
+	*prof = NULL;
+	*n = 0;
+	if (iters < 1)
+		return sn_errf(e, SN_EINPUT, "a profile needs at least one call, got %d", iters);
+	const cl_plan *p = c->p;
+	double *sec = calloc(p->nsteps ? p->nsteps : 1, sizeof *sec);
+	rt_cpu_prof *pr = calloc(p->nsteps ? p->nsteps : 1, sizeof *pr);
+	if (!sec || !pr) {
+		free(sec);
+		free(pr);
+		return sn_errf(e, SN_EINTERNAL, "out of memory");
+	}
+	int rc = SN_OK;
+	cpu_pool_hot(c->pool, true);
+	/* one call untimed (caches, the pool's threads awake), then iters */
+	for (int it = 0; it <= iters && !rc; it++) {
+		if (it == 1)
+			memset(sec, 0, p->nsteps * sizeof *sec);
+		rc = run_plan(c, inputs, outputs, false, sec, e);
+	}
+	cpu_pool_hot(c->pool, false);
+	size_t k = 0;
+	for (uint32_t i = 0; !rc && i < p->nsteps; i++) {
+		const cl_step *s = &p->steps[i];
+		if (s->kind == CL_SKIP)
+			continue; /* a view: no work */
+		pr[k] = (rt_cpu_prof){.name = step_name(p, s), .op = s->op, .ms = sec[i] * 1e3 / iters, .step = i};
+		step_cost(p, s, &pr[k].bytes, &pr[k].flops);
+		k++;
+	}
+	free(sec);
+	if (rc) {
+		free(pr);
+		return rc;
+	}
+	*prof = pr;
+	*n = k;
+	return SN_OK;
 }

@@ -51,5 +51,27 @@ int rt_cpu_host_check(const char *objects_host, sn_err *e);
  * written), outputs[i] receive output i's bytes. poison: intermediates
  * filled with NaN first (tests). */
 int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e);
+/* While a trace records (sn_trace_on), rt_cpu_run records each step that
+ * computes as a span "op name" (name: rt_cpu_prof's) on the calling
+ * thread's track, with the step's index and kind as arguments. */
+
+/* One step of a profile (rt_cpu_profile), as sinter_profile_entry has it. */
+typedef struct rt_cpu_prof {
+	const char *name; /* what runs it: its LLVM function ("k12"), or "sgemm", "conv", "attention",
+			   * "pool", "gather", "ref interpreter"; owned by the plan or static */
+	const char *op;   /* the IR op of its core or root (owned by the plan) */
+	double ms;        /* per call */
+	double bytes;     /* each buffer it names, once */
+	double flops;     /* products, convolutions and attention; else 0 */
+	uint32_t step;    /* its index in the plan */
+} rt_cpu_prof;
+/* A per-step profile: the plan run once untimed, then iters times with
+ * each step timed where it runs (the steps of a cpu plan run one after
+ * another, each whole before the next starts: timed in place, a step is
+ * timed alone). *prof (free it) gets one entry per step that computes
+ * (views are left out), in plan order, times averaged over the calls; *n
+ * their count. inputs and outputs as for rt_cpu_run. */
+int rt_cpu_profile(rt_cpu *c, const void *const *inputs, void *const *outputs, int iters, rt_cpu_prof **prof,
+		   size_t *n, sn_err *e);
 
 #endif

@@ -156,6 +156,27 @@ p = run("run", "tiny.sir", "--device", "ref", "--inputs", "wrong.npz", "--shape"
 ok("no tensor for input %x" in p.stderr and "a f32[2], b i64[1]" in p.stderr, "missing input names the file's: %r" % p.stderr)
 run("run", "tiny.sir", "--device", "ref", "--inputs", "x.npy", "-o", "nodir/o.npz", code=1)
 
+# ---- the cpu device (issue 31, item 10): bench --profile, cache explain,
+# a trace's spans per step (the values of tiny worked out above) ----
+cpu = subprocess.run([sinter, "run", "tiny.sir", "--device", "cpu", "--inputs", "in.safetensors", "--cache-dir", "cc"],
+                     capture_output=True, text=True)
+if cpu.returncode:
+    print("observe: the cpu device's part skipped: %s" % cpu.stderr.strip())
+else:
+    p = run("bench", "tiny.sir", "--device", "cpu", "--shape", "N=2", "--iters", "3", "--warmup", "1", "--profile")
+    prof = p.stdout[p.stdout.find("profile:"):].splitlines()
+    ok(prof and prof[0].startswith("profile: 2 steps, ") and "each step timed where it runs" in prof[0],
+       "bench --device cpu --profile: %r" % p.stdout)
+    rows = [r.split() for r in prof[2:]]
+    # y = relu(x @ w.T + b) * 2: the product with its relu (sgemm), then the mul (a generated kernel)
+    ok(sorted((r[0][0] == "k", r[1]) for r in rows) == [(False, "linear"), (True, "mul")] and
+       [r[0] for r in rows if r[1] == "linear"] == ["sgemm"], "cpu profile rows %r" % rows)
+    p = run("--trace", "tc.json", "run", "tiny.sir", "--device", "cpu", "--inputs", "in.safetensors", "--cache-dir", "cc")
+    steps = [e["name"] for e in json.load(open("tc.json"))["traceEvents"] if e.get("cat") == "cpu step"]
+    ok(sorted(steps) == ["linear sgemm", "mul k0"], "cpu trace spans %r" % steps)
+    p = run("cache", "explain", "tiny.sir", "--device", "cpu", "--inputs", "in.safetensors", "--cache-dir", "cc")
+    ok(p.stdout.startswith("cache cc\nplan: hit cc/plans/"), "cache explain --device cpu: %r" % p.stdout)
+
 shutil.rmtree(tmp)
 print("observe: %s" % ("all checks passed" if not fails else "%d failures" % fails))
 sys.exit(1 if fails else 0)

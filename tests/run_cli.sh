@@ -350,7 +350,10 @@ PY
 		{ echo "FAIL: bench --json with a quote in the file name:"; sed 's/^/    /' out.txt; fails=$((fails + 1)); }
 	expect 2 "--iters and --duration exclude each other" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --iters 3 --duration 1
 	expect 2 "--duration wants seconds > 0" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --duration 0
-	expect 2 "a per-step profile is not built for the cpu device" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --profile
+	# the per-step profile on cpu (issue 31, item 10): the product and the mul
+	expect 0 "" -- "$sinter" bench tiny.sir --device cpu --shape N=2 --iters 3 --profile
+	expect_out "^profile: 2 steps, .* \(each step timed where it runs, mean of 20 calls\)"
+	expect_out "^  sgemm +linear "
 fi
 # issue 31, item 16: cache clear deletes all it can, names each entry it
 # cannot (here a directory where an entry should be), and exits non-zero

@@ -144,7 +144,12 @@ int main(void)
 		double ms[3];
 		CHECK(sinter_compiled_bench(c, 1, 3, ms, &err) == SINTER_OK);
 		CHECK(ms[0] >= 0 && ms[2] >= 0);
+		/* the profile (test_cpu_observe.c checks its entries): nowhere to put it is a usage error */
 		CHECK(sinter_compiled_profile(c, 1, NULL, NULL, &err) == SINTER_E_USAGE);
+		sinter_profile_entry *prof = NULL;
+		size_t nprof = 0;
+		CHECK(sinter_compiled_profile(c, 1, &prof, &nprof, &err) == SINTER_OK && nprof >= 4);
+		sinter_free(prof);
 		sinter_tensors_free(got, 3);
 		sinter_compiled_free(c);
 	}
