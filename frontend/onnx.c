@@ -858,7 +858,9 @@ static int check_ops(ox_ctx *c)
 			sn_buf_printf(&m, "node #%zu)", b[k].index);
 	}
 	int rc = m.oom ? oom(c->e)
-		       : sn_errf(c->e, SN_EINPUT, "%s: unsupported op%s: %s", c->name, nb == 1 ? "" : "s", m.s);
+		       : sn_errf(c->e, SN_EINPUT,
+				 "%s: unsupported op%s: %s; docs/ONNX.md lists the supported ops",
+				 c->name, nb == 1 ? "" : "s", m.s);
 	sn_buf_free(&m);
 	free(b);
 	return rc;

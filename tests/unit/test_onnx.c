@@ -747,7 +747,8 @@ static void test_errors(void)
 	w_value(&g, 11, "x", W_FLOAT, L("2"));
 	pbw m = w_model(&g, 17);
 	expect(&m, "m.onnx: unsupported ops: Hardmax (2 nodes, first 'hm1'), Compress (1 node, first node #3), "
-		   "com.microsoft.FusedMatMul (1 node, first 'fm')", SN_EINPUT);
+		   "com.microsoft.FusedMatMul (1 node, first 'fm'); docs/ONNX.md lists the supported ops",
+	       SN_EINPUT);
 
 	g = (pbw){0};
 	w_node(&g, "Relu", "r", L("x"), L("y"), NULL);
