@@ -434,8 +434,10 @@ static int tr_conv(ox_ctx *c, const onnx_node *nd)
 	if (x == IR_NONE || w == IR_NONE || c->e->code)
 		return c->e->code;
 	int nsp = ox_node(c, x)->shape.rank - 2;
+	if (nsp == 3)
+		return ox_tr_conv3d(c, nd);
 	if ((nsp != 1 && nsp != 2) || ox_node(c, w)->shape.rank != nsp + 2)
-		return ox_fail(c, nd, "only 1-d and 2-d convolutions (input and weight of rank 3 or 4) are supported");
+		return ox_fail(c, nd, "only 1-d, 2-d and 3-d convolutions (input and weight of rank 3 to 5) are supported");
 	if (nsp == 1 && ((x = lift(c, nd, x, true)) == IR_NONE || (w = lift(c, nd, w, true)) == IR_NONE))
 		return c->e->code;
 	const ir_shape *xs = &ox_node(c, x)->shape, *ws = &ox_node(c, w)->shape;
@@ -664,7 +666,9 @@ static const ox_op ops[] = {
 	{"GlobalMaxPool", tr_global_pool, 1, 1},
 	{"Greater", tr_binary, 2, 2},
 	{"GreaterOrEqual", tr_logic, 2, 2},
+	{"GridSample", ox_tr_grid_sample, 2, 2},
 	{"GroupNormalization", ox_tr_group_norm, 3, 3},
+	{"GRU", ox_tr_gru, 3, 6},
 	{"HardSigmoid", tr_hard_sigmoid, 1, 1},
 	{"HardSwish", tr_unary, 1, 1},
 	{"Identity", ox_tr_identity, 1, 1},
@@ -676,6 +680,7 @@ static const ox_op ops[] = {
 	{"Less", tr_binary, 2, 2},
 	{"LessOrEqual", tr_logic, 2, 2},
 	{"Log", tr_unary, 1, 1},
+	{"LSTM", ox_tr_lstm, 3, 8},
 	{"LogSoftmax", tr_softmax, 1, 1},
 	{"MatMul", tr_matmul, 2, 2},
 	{"Max", tr_variadic, 1, V},

@@ -14,7 +14,13 @@ if(SINTER_PYTHON)
   # apart from a sinter one (issue 26, item 5).
   add_test(NAME onnx.first_diff
     COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/onnx/test_first_diff.py $<TARGET_FILE:sinter_cli>)
-  set_tests_properties(onnx.node_tests onnx.crosscheck_ort onnx.first_diff PROPERTIES LABELS onnx TIMEOUT 900)
+  # LSTM, GRU, GridSample and 3-d Conv, built at import from the IR's ops,
+  # against onnxruntime on ref and cpu (tests/onnx/rnn/, issue 31 item 9);
+  # with the refusals' and the unsupported-op message.
+  add_test(NAME onnx.rnn
+    COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/onnx/rnn/check.py $<TARGET_FILE:sinter_cli>
+      --devices ref$<$<BOOL:${SINTER_LLVM_LIBRARY}>:,cpu>)
+  set_tests_properties(onnx.node_tests onnx.crosscheck_ort onnx.first_diff onnx.rnn PROPERTIES LABELS onnx TIMEOUT 900)
 endif()
 # Small real exports (scripts/coverage.py --save-small on the GPU machine),
 # registered once tests/onnx/models/ holds one.

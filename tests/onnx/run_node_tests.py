@@ -63,8 +63,9 @@ SUPPORTED = {
     "ConvTranspose", "Cos", "CumSum", "Div", "Dropout", "Einsum", "Elu", "Equal", "Erf",
     "Exp", "Expand", "Flatten", "Floor", "Gather", "GatherElements", "GatherND", "Gelu",
     "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
-    "GroupNormalization", "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization",
-    "IsInf", "IsNaN", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log",
+    "GridSample", "GroupNormalization", "GRU", "HardSigmoid", "HardSwish", "Identity",
+    "InstanceNormalization",
+    "IsInf", "IsNaN", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LSTM",
     "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mish", "Mod", "Mul", "Neg",
     "NonZero", "Not", "OneHot", "Or", "PRelu", "Pad", "Pow", "Range", "Reciprocal",
     "ReduceL1", "ReduceL2", "ReduceLogSum",
@@ -121,6 +122,14 @@ _SKIPS = {
         "test_resize_tf_crop_and_resize_axes_3_2", "test_resize_tf_crop_and_resize_extrapolation_value"),
     "NonZero of a graph input: its output shape depends on the values (known inputs fold)": (
         "test_nonzero_example",),
+    "GridSample cubic (bicubic): only linear (bilinear) and nearest are built": (
+        "test_gridsample_bicubic", "test_gridsample_bicubic_align_corners_0_additional_1",
+        "test_gridsample_bicubic_align_corners_1_additional_1"),
+    "volumetric (5-d) GridSample: only 4-d inputs are built": (
+        "test_gridsample_volumetric_bilinear_align_corners_0",
+        "test_gridsample_volumetric_bilinear_align_corners_1",
+        "test_gridsample_volumetric_nearest_align_corners_0",
+        "test_gridsample_volumetric_nearest_align_corners_1"),
     "Pow of an integer base: sinter's pow is float only": (
         "test_pow_types_int32_float32", "test_pow_types_int32_int32",
         "test_pow_types_int64_float32", "test_pow_types_int64_int64"),
