@@ -18,8 +18,13 @@
  * f32 under TF32, fp8 e4m3 on sm_89+; one stride per operand): products
  * that carry a fusion epilogue (st->epi: what cuBLASLt cannot express, such
  * as the erf GELU), fp8 products (the SIMT kernel stays for sm_80 and
- * e5m2), and any product rendered with a config (the autotuner's). */
+ * e5m2), and any product rendered with a config (the autotuner's).
+ *
+ * Before both, products of 1 to 16 rows large enough to be bandwidth-bound
+ * (k * n >= 2^20: a decode step's) take the skinny-product family
+ * (cg_gemv.c) with their epilogue, as does a config of its variant. */
 #include "codegen/cg_gemm_tc.h"
+#include "codegen/cg_gemv.h"
 #include "codegen/cg_render.h"
 
 #include <stdio.h>
@@ -202,6 +207,17 @@ static int render_tc(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *sp, con
 	return cg_gemm_tc_render(g, r, sp, tg ? tg : &t0, want, st, e);
 }
 
+/* Whether the skinny-product family (cg_gemv.c) renders this product:
+ * asked for by its variant, or by default where it fits and the product
+ * is large enough to be bandwidth-bound (1 <= m <= 16, k * n >= 2^20). */
+static bool use_gemv(const cg_gemv_spec *sp, const cg_config *want)
+{
+	char why[160];
+	if (want)
+		return want->variant == CG_GEMV_VARIANT;
+	return cg_gemv_fits(sp, true, why, sizeof why);
+}
+
 static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st,
 			 sn_err *e)
 {
@@ -214,6 +230,9 @@ static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, const
 	for (int i = 0; i < x->shape.rank - 1; i++)
 		m *= x->shape.d[i];
 	cg_gemm_tc_spec sp = {.t = n->dtype, .batch = 1, .m = m, .n = nn, .k = k, .trans_b = true, .bias = n->nin > 2};
+	cg_gemv_spec gv = {.t = n->dtype, .m = m, .n = nn, .k = k, .trans_b = true, .bias = n->nin > 2};
+	if (use_gemv(&gv, want))
+		return cg_gemv_render(g, r, &gv, tg, want, st, e);
 	if (use_tc(&sp, tg, st, want))
 		return render_tc(g, r, &sp, tg, want, st, e);
 	if (want || st->epi)
@@ -262,6 +281,9 @@ static int render_matmul(const ir_graph *g, ir_ref r, const cg_target *tg, const
 			sp.batch = 1;
 			sp.sa = 0;
 		}
+		cg_gemv_spec gv = {.t = n->dtype, .m = sp.m, .n = nn, .k = k};
+		if (sp.batch == 1 && use_gemv(&gv, want))
+			return cg_gemv_render(g, r, &gv, tg, want, st, e);
 		if (use_tc(&sp, tg, st, want))
 			return render_tc(g, r, &sp, tg, want, st, e);
 	}

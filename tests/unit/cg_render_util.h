@@ -112,9 +112,10 @@ static inline void *compile_worker(void *arg)
 		if (i < 0)
 			return NULL;
 		job *j = &jobs[i];
-		/* a kernel rendered with wgmma (for sm_90) exists on sm_90 only,
-		 * one with fp8 mma.sync (the GEMM template) on sm_89+ */
-		bool hopper = strstr(j->src, "wgmma.") != NULL || strstr(j->src, ".e4m3.e4m3.") != NULL;
+		/* a kernel rendered with wgmma or clusters (for sm_90) exists on
+		 * sm_90 only, one with fp8 mma.sync (the GEMM template) on sm_89+ */
+		bool hopper = strstr(j->src, "wgmma.") != NULL || strstr(j->src, ".e4m3.e4m3.") != NULL ||
+			      strstr(j->src, "__cluster_dims__") != NULL;
 		j->ok = (hopper || nvrtc_build(j->src, j->label, 80)) && nvrtc_build(j->src, j->label, 90);
 	}
 }

@@ -32,10 +32,11 @@ static sinter_model *load(const char *path, int64_t n)
 	return m;
 }
 
-/* mlp with random weights, lowered with its weight image. */
+/* mlp with random weights, lowered with its weight image; 17 rows, so
+ * that its products are cuBLASLt's (16 or fewer take cg_gemv.c). */
 static cg_plan *lower_mlp(sinter_model **mout)
 {
-	sinter_model *m = load(SINTER_SOURCE_DIR "/samples/mlp.sir", 3);
+	sinter_model *m = load(SINTER_SOURCE_DIR "/samples/mlp.sir", 17);
 	sinter_error err;
 	CHECK(m && !sinter_model_init_random(m, 1, &err) && !api_materialize(m, &err));
 	ir_tensor *vals = NULL;
@@ -68,7 +69,7 @@ static void test_structure(void)
 		return;
 	CHECK(p->sm == 90 && p->ninputs == 1 && p->noutputs == 1);
 	CHECK_STR(p->inputs[0].name, "x");
-	CHECK(p->inputs[0].rank == 2 && p->inputs[0].shape[0] == 3 && p->inputs[0].shape[1] == 4096);
+	CHECK(p->inputs[0].rank == 2 && p->inputs[0].shape[0] == 17 && p->inputs[0].shape[1] == 4096);
 	CHECK(p->bufs[p->inputs[0].buf].where == CG_IN_INPUT);
 	for (uint32_t b = 0; b < p->nbufs; b++) {
 		const cg_buf *x = &p->bufs[b];
