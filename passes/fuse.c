@@ -768,6 +768,18 @@ static void grow(part *s, uint32_t gid)
 			continue;
 		if (gr->kind == FU_CONV && (!is_elementwise(qn) || !same_shape(&qn->shape, &root->shape)))
 			continue;
+		if (gr->kind == FU_CONV) {
+			/* the core reads its operands from buffers: one of them,
+			 * read also by the epilogue, stays stored (a member joins
+			 * only when all its consumers are in the group, so an
+			 * ancestor of the core is first one of its operands) */
+			const ir_node *c = &g->nodes[gr->core];
+			bool operand = false;
+			for (uint32_t k = 0; k < c->nin; k++)
+				operand |= c->in[k] == q;
+			if (operand)
+				continue;
+		}
 		if (!take_loads(s, q, gid))
 			continue;
 		join(s, q, gid);

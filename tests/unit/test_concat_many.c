@@ -187,7 +187,7 @@ static void onnx_case(const char *dir)
 	pbw at = {0};
 	w_attr_i(&at, "axis", 1);
 	w_node(&g, "Concat", "cat", ins, L("y"), &at);
-	char tot[16];
+	char tot[24];
 	snprintf(tot, sizeof tot, "%lld", (long long)total);
 	w_value(&g, 12, "y", W_FLOAT, L("2", tot, "3"));
 	pbw mb = w_model(&g, 17);

@@ -160,6 +160,15 @@ static void rules(void)
 		   "sinter 1\nfunc @main(%x: f32[1,4,8,8], %w: f32[4,4,3,3], %r: f32[1,4,8,8]) -> (f32[1,4,8,8]) {\n"
 		   "  %c = conv2d(%x, %w) pad=[1,1,1,1]\n  %a = add(%c, %r)\n  %y = relu(%a)\n  return %y\n}\n",
 		   "group 0 conv %y: %c(conv2d) %a(add) %y(relu)\n");
+	/* EfficientNetV2's residual blocks: the conv's own input, a silu
+	 * of the same shape that the epilogue's residual add also reads,
+	 * stays stored (a member cannot be the core's operand: the kernel
+	 * reads its operands from buffers) */
+	groups_are("conv operand read by its epilogue",
+		   "sinter 1\nfunc @main(%x: f32[1,4,8,8], %w: f32[4,4,3,3]) -> (f32[1,4,8,8]) {\n"
+		   "  %s = sigmoid(%x)\n  %u = mul(%x, %s)\n  %c = conv2d(%u, %w) pad=[1,1,1,1]\n"
+		   "  %a = add(%c, %u)\n  return %a\n}\n",
+		   "group 0 pointwise %u: %s(sigmoid) %u(mul)\ngroup 1 conv %a: %c(conv2d) %a(add)\n");
 	/* reshape of a stored value stays a view (no step) */
 	groups_are("view",
 		   "sinter 1\nfunc @main(%x: f32[4,8], %w: f32[8,16]) -> (f32[64]) {\n"
