@@ -589,6 +589,24 @@ def run_cli(args, rec, mode, imp, npz, ref, work, log_f):
     return res
 
 
+def run_profile(args, imp, npz, log_f):
+    """`sinter bench --profile` in reduce-overhead mode: the per-kernel
+    table (each kernel timed alone), kept as its lines."""
+    argv = [args["sinter"], "bench", imp["sir"], "--weights", imp["weights"], "--inputs", npz,
+            "--precision", args["dtype"], "--mode", "reduce-overhead", "--iters", "10", "--warmup", "3", "--profile"]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=args["sinter_timeout"])
+    except subprocess.TimeoutExpired:
+        return {"error": "sinter bench --profile timed out after %d s" % args["sinter_timeout"]}
+    log_f.write("$ %s\n%s%s\n" % (" ".join(argv), p.stdout, p.stderr))
+    log_f.flush()
+    if p.returncode != 0:
+        return {"error": "sinter bench --profile exit %d" % p.returncode}
+    lines = p.stdout.splitlines()
+    at = next((i for i, ln in enumerate(lines) if ln.startswith("profile:")), None)
+    return {"lines": lines[at:at + 40] if at is not None else lines[-40:]}
+
+
 def run_py(args, spec, mode, onnx_path, inputs, ref, work, path_kind):
     """The Python package: sinter.compile's steps after its export (load the
     cached export, compile, the same CompiledModule), or sinter.compile
@@ -779,6 +797,9 @@ def worker(spec_path):
             rec["sinter"]["cli:" + mode] = r
             save()
             log("   sinter cli %-12s %s" % (mode, brief(r)))
+        if args.get("profile") and not failed(imp):
+            rec["sinter"]["profile"] = run_profile(args, imp, npz, log_f)
+            save()
     if args["py_path"] != "off":
         for mode in args["py_modes"]:
             r = _stage(rec, save, "py:" + mode,
@@ -867,6 +888,7 @@ def run_one(args, spec, timeout, logs, gpu=None):
              "work": work, "result": os.path.join(work, "result.json"), "logs": logs, "iters": args.iters,
              "warmup": args.warmup, "torch_modes": args.torch_modes, "sinter_modes": args.sinter_modes,
              "py_modes": args.py_modes, "py_path": args.py_path, "no_sinter": args.no_sinter,
+             "profile": args.profile,
              "tune_budget": args.tune_budget, "sinter_timeout": args.sinter_timeout}
     sp = os.path.join(work, "spec.json")
     with open(sp, "w") as f:
@@ -999,6 +1021,9 @@ def parse_args(argv):
                          "itself (export again, in its compile time), or off")
     ap.add_argument("--py-modes", default="reduce-overhead", help="comma list of modes for the Python path")
     ap.add_argument("--no-sinter", action="store_true", help="PyTorch side only (checks the builders)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also run `sinter bench --profile` (reduce-overhead) and keep its per-kernel table "
+                         "in the record (sinter.profile.lines) and the model's log")
     ap.add_argument("--iters", type=int, default=30, help="timed calls (default 30)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
     ap.add_argument("--dry-run", action="store_true", help="list the models (no torch needed)")
