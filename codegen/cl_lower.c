@@ -131,7 +131,7 @@ static bool gather_ok(const ir_graph *g, const fu_plan *fp, const ir_node *n)
 	return fp->stored[n->in[1]] || (ix->op == IR_OP_iota && ix->shape.rank == 1);
 }
 
-/* A reduction a row group may take (FU_CAN_ROWS; cl_emit.c's
+/* A reduction a row group may take (FU_CAN_ROWS; cl_rows.c's
  * emit_row_group): sum, mean, max or min of f32 or bf16 with its dims
  * kept (the partition checks the axes are trailing). */
 static bool rows_ok(const ir_graph *g, const ir_node *n)
