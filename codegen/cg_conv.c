@@ -34,7 +34,14 @@
  *    --precision tf32 (m16n8k8 on operands rounded to TF32), channels per
  *    group a multiple of 8 (4 for f32); cp.async stages, ldmatrix, tiles
  *    and warps from cg_config (tile_m/n/k, warps, stages), default by shape;
- *  5 depthwise (cg_conv_tc.c): one input channel per group, floats;
+ * 10 depthwise, tiled (cg_conv_dw.c): one input channel per group and a
+ *    channel multiplier of 1, floats, filters up to 31x31: a block's
+ *    output tile x channel slice (NHWC, 16-byte vectors) or planes (NCHW)
+ *    computed from its input tile (with the halo) and filter slice staged
+ *    once in shared memory, several outputs along W per thread; tiles by a
+ *    rule from the shape (cg_conv_dw_plan);
+ *  5 depthwise, simple (cg_conv_dw.c): one input channel per group (any
+ *    multiplier), floats, a thread per output pixel and channel vector;
  *  6 few input channels (cg_conv_stem.c; fewer than 8, so not variant 4):
  *    NHWC, one group, f16/bf16 or f32 under tf32, K as (filter row, KW x C)
  *    with a filter row's KW*C elements contiguous in the input row; the
@@ -450,10 +457,11 @@ static void emit_direct(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi)
 }
 
 /* variants (cg_config.variant) */
-enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_STEM, V_WG, V_WGP, V_WGC, V_COUNT };
+enum { V_DEFAULT, V_DIRECT, V_SIMT, V_MMA, V_TC, V_DW, V_STEM, V_WG, V_WGP, V_WGC, V_DWT, V_COUNT };
 static const char *const vnames[V_COUNT] = {"default", "direct", "SIMT", "mma.sync (register double buffer)",
 					    "tensor-core pipeline", "depthwise", "few input channels (stem)", "wgmma",
-					    "wgmma with a producer warpgroup", "wgmma split-K over a cluster"};
+					    "wgmma with a producer warpgroup", "wgmma split-K over a cluster",
+					    "depthwise, tiled in shared memory"};
 
 /* Why variant v cannot compute cv on tg, or NULL when it can. */
 static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
@@ -481,6 +489,7 @@ static const char *cannot(int v, const cg_conv *cv, const cg_target *tg)
 	case V_WG: return cg_conv_wg_cannot(cv, tg);
 	case V_WGP: return cg_conv_wg_ws_cannot(cv, tg);
 	case V_WGC: return cg_conv_wg_cannot(cv, tg);
+	case V_DWT: return cg_conv_dw_cannot(cv);
 	default: return "there is no such variant";
 	}
 }
@@ -531,9 +540,11 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	if (epi && !isf)
 		return sn_errf(e, SN_EINTERNAL, "conv2d: an epilogue on an integer conv");
 	/* the default: the pipelined tensor-core kernel wherever it applies,
-	 * depthwise for one channel per group, then the older kernels */
+	 * depthwise for one channel per group (tiled where it applies), then
+	 * the older kernels */
 	int kind = !cannot(V_WG, &cv, tg)		  ? V_WG
 		 : !cannot(V_TC, &cv, tg)		  ? V_TC
+		 : !cannot(V_DWT, &cv, tg)		  ? V_DWT
 		 : !cannot(V_DW, &cv, tg)		  ? V_DW
 		 : !isf || cv.og < 16			  ? V_DIRECT
 		 : cv.c < 8 && !cannot(V_STEM, &cv, tg) ? V_STEM
@@ -650,6 +661,9 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		int v16 = (int)(16 / ir_dtype_size(cv.t));
 		dwv = cv.og == 1 && cv.c % v16 == 0 ? v16 : 1;
 	}
+	cg_conv_dw dwp = {0};
+	if (kind == V_DWT && !cg_conv_dw_plan(&cv, &dwp))
+		return sn_errf(e, SN_EINTERNAL, "conv2d: the tiled depthwise kernel does not fit");
 	int64_t mt = (cv.m + tm - 1) / tm, nt = (cv.og + tn - 1) / tn;
 	bool tiled = kind == V_SIMT || kind == V_MMA || kind == V_TC || wgk;
 	if (tiled && (mt * (kind == V_WGC ? 8 : 1) > 0x7fffffff || nt > 65535 || cv.groups > 65535))
@@ -669,6 +683,18 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 	case V_DW:
 		snprintf(cfg, sizeof cfg, "depthwise: a thread per output pixel and %d channel%s, fp32 accumulation", dwv,
 			 dwv > 1 ? "s" : "");
+		break;
+	case V_DWT:
+		if (cv.nhwc)
+			snprintf(cfg, sizeof cfg,
+				 "depthwise, tiled: %dx%d outputs x %d channels a block (%u threads of %d outputs x %d "
+				 "channels), input tile and filter in shared memory, fp32 accumulation",
+				 dwp.th, dwp.rw * dwp.ncx, dwp.nv * dwp.vec, dwp.threads, dwp.rw, dwp.vec);
+		else
+			snprintf(cfg, sizeof cfg,
+				 "depthwise, tiled: %dx%d outputs x %d planes a block (%u threads of %d outputs), input "
+				 "tile and filter in shared memory, fp32 accumulation",
+				 dwp.th, dwp.rw * dwp.ncx, dwp.pb, dwp.threads, dwp.rw);
 		break;
 	case V_TC:
 		snprintf(cfg, sizeof cfg,
@@ -733,6 +759,14 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		cg_conv_emit_stem(&b, &cv, epi, tg, !half);
 		k->block[0] = threads;
 		k->cfg = (cg_config){.variant = V_STEM, .block = (int32_t)threads};
+	} else if (kind == V_DWT) {
+		cg_conv_emit_dw(&b, &cv, epi, &dwp);
+		k->grid[0] = dwp.grid[0];
+		k->grid[1] = dwp.grid[1];
+		k->grid[2] = 1;
+		k->block[0] = dwp.threads;
+		k->smem = dwp.smem;
+		k->cfg = (cg_config){.variant = V_DWT, .block = (int32_t)dwp.threads};
 	} else if (kind == V_DIRECT || kind == V_DW) {
 		int64_t work = kind == V_DW && cv.nhwc ? cv.m * (cv.o / dwv) : cv.m * cv.o;
 		if (kind == V_DIRECT)

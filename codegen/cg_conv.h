@@ -1,7 +1,7 @@
 /* cg_conv.h: inside codegen, shared by the conv2d renderers (cg_conv.c, the
  * dispatcher and the fallback kernels; cg_conv_tc.c, the pipelined
- * tensor-core kernel and the depthwise kernel; cg_conv_stem.c, the
- * tensor-core kernel for few input channels). */
+ * tensor-core kernel; cg_conv_dw.c, the depthwise kernels; cg_conv_stem.c,
+ * the tensor-core kernel for few input channels). */
 #ifndef SINTER_CG_CONV_H
 #define SINTER_CG_CONV_H
 
@@ -98,9 +98,26 @@ cg_conv_wg cg_conv_wg_ws_default(const cg_conv *cv);
  * a conv whose default config d (variant 7 or 8) fills under half the
  * SMs: true and *out when a split config is estimated faster than d. */
 bool cg_conv_wg_split_default(const cg_conv *cv, bool tf32, const cg_conv_wg *d, cg_conv_wg *out);
-/* Depthwise (one input channel per group): threads over output pixels x
- * channel vectors; vec channels per thread (NHWC), 1 for NCHW. */
+/* cg_conv_dw.c: the depthwise kernels (one input channel per group).
+ * Variant 5: threads over output pixels x channel vectors; vec channels
+ * per thread (NHWC), 1 for NCHW. */
 void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec);
+/* Variant 10, tiled in shared memory (channel multiplier 1): a block's
+ * tile of th output rows x rw x ncx columns x (NHWC) nv vectors of vec
+ * channels or (NCHW) pb planes; ih x iw input pixels with the halo, rs
+ * vectors (floats) per shared row; active computing threads; the launch:
+ * grid (x, y), threads, dynamic shared memory. */
+typedef struct cg_conv_dw {
+	int vec, nv, rw, ncx, th, pb, ih, iw, rs;
+	int64_t tiles_h, tiles_w;
+	unsigned active, threads, smem, grid[2]; /* threads: active ones rounded up to warps */
+} cg_conv_dw;
+/* Why variant 10 cannot compute cv, or NULL. */
+const char *cg_conv_dw_cannot(const cg_conv *cv);
+/* The tiles by a rule from the shape; false when they do not fit (48 KB
+ * of shared memory, 1024 threads, one launch). */
+bool cg_conv_dw_plan(const cg_conv *cv, cg_conv_dw *p);
+void cg_conv_emit_dw(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_dw *p);
 
 /* cg_conv_stem.c: the tensor-core kernel for few input channels. Why it
  * cannot compute cv on tg, or NULL; its launch (grid, threads, dynamic

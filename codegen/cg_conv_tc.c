@@ -1,6 +1,5 @@
 /* cg_conv_tc.c: the pipelined tensor-core implicit-GEMM conv2d (NHWC,
- * bf16/f16 with fp32 accumulation, or f32 operands rounded to TF32), and
- * the depthwise kernel.
+ * bf16/f16 with fp32 accumulation, or f32 operands rounded to TF32).
  *
  * Tensor-core kernel. Each block computes a tm x tn tile of Y for one group
  * (the GEMM of cg_conv.c: M output pixels, N = the group's output channels,
@@ -18,12 +17,7 @@
  * shapes are the same, so one address scheme serves both: a k-step is 32
  * bytes of a row. The epilogue adds the bias and stores (or applies the
  * fusion epilogue) straight from the accumulators, two channels at a time
- * where the output allows.
- *
- * Depthwise kernel (one input channel per group): a thread computes `vec`
- * consecutive output channels of one output pixel (NHWC; 16-byte input
- * loads when the channel multiplier is 1), fp32 accumulation over the
- * window with the taps unrolled. */
+ * where the output allows. (The depthwise kernels are in cg_conv_dw.c.) */
 #include "codegen/cg_conv.h"
 
 #include <stdio.h>
@@ -400,56 +394,4 @@ void cg_conv_emit_tc(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 			 "#undef LOAD\n#undef FRAG\n",
 		      kb, kpg, kpg, kb, fm, fn);
 	emit_tc_store(b, cv, epi, c, fm, fn, nt);
-}
-
-void cg_conv_emit_depthwise(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, int vec)
-{
-	const char *tn = ir_dtype_name(cv->t), *ct = cg_ctype(cv->t);
-	bool vload = cv->nhwc && cv->og == 1 && vec > 1;
-	sn_buf_printf(b, "#define VC %d\n", vec);
-	cg_conv_head(b, cv, epi, 256);
-	/* thread i: output pixel m, channels o .. o + VC - 1 (NHWC), or one
-	 * output element (NCHW, VC = 1) */
-	if (cv->nhwc)
-		sn_buf_puts(b, "\tfor (ix i = (ix)blockIdx.x * 256 + threadIdx.x; i < (ix)MM * (CO / VC); i += (ix)gridDim.x * 256) {\n"
-			       "\t\tint o = (int)(i % (CO / VC)) * VC;\n\t\tix m = i / (CO / VC);\n");
-	else
-		sn_buf_puts(b, "\tfor (ix i = (ix)blockIdx.x * 256 + threadIdx.x; i < (ix)MM * CO; i += (ix)gridDim.x * 256) {\n"
-			       "\t\tix q = i % ((ix)HO * WO), nn = i / ((ix)HO * WO * CO);\n"
-			       "\t\tint o = (int)(i / ((ix)HO * WO) % CO);\n\t\tix m = nn * HO * WO + q;\n");
-	sn_buf_puts(b, "\t\tix n = m / (HO * WO);\n"
-		       "\t\tint p = (int)(m % (HO * WO)), hi0 = p / WO * SH - PT, wi0 = p % WO * SW - PL;\n"
-		       "\t\tfloat acc[VC];\n"
-		       "#pragma unroll\n\t\tfor (int v = 0; v < VC; v++)\n\t\t\tacc[v] = 0.0f;\n"
-		       "#pragma unroll\n\t\tfor (int r = 0; r < KH; r++) {\n"
-		       "\t\t\tint h = hi0 + r * DH;\n"
-		       "\t\t\tif ((unsigned)h >= (unsigned)CH)\n\t\t\t\tcontinue;\n"
-		       "#pragma unroll\n\t\t\tfor (int s = 0; s < KW; s++) {\n"
-		       "\t\t\t\tint w = wi0 + s * DW;\n"
-		       "\t\t\t\tif ((unsigned)w >= (unsigned)CW)\n\t\t\t\t\tcontinue;\n");
-	if (cv->nhwc)
-		sn_buf_puts(b, "\t\t\t\tix xo = ((n * CH + h) * CW + w) * CC;\n");
-	else
-		sn_buf_puts(b, "\t\t\t\tix xo = ((n * CC + o / OG) * CH + h) * CW + w;\n");
-	if (vload) {
-		sn_buf_printf(b, "\t\t\t\tuint4 raw = *(const uint4 *)(x + xo + o);\n"
-				 "\t\t\t\tconst %s *xv = (const %s *)&raw;\n"
-				 "#pragma unroll\n\t\t\t\tfor (int v = 0; v < VC; v++)\n"
-				 "\t\t\t\t\tacc[v] = fmaf(ld_%s(xv, v), ld_%s(wt, ((ix)(o + v) * KH + r) * KW + s), acc[v]);\n",
-			      ct, ct, tn, tn);
-	} else if (cv->nhwc) {
-		sn_buf_printf(b, "#pragma unroll\n\t\t\t\tfor (int v = 0; v < VC; v++)\n"
-				 "\t\t\t\t\tacc[v] = fmaf(ld_%s(x, xo + (o + v) / OG), ld_%s(wt, ((ix)(o + v) * KH + r) * KW + s), acc[v]);\n",
-			      tn, tn);
-	} else {
-		sn_buf_printf(b, "\t\t\t\tacc[0] = fmaf(ld_%s(x, xo), ld_%s(wt, ((ix)o * KH + r) * KW + s), acc[0]);\n", tn, tn);
-	}
-	sn_buf_puts(b, "\t\t\t}\n\t\t}\n"
-		       "#pragma unroll\n\t\tfor (int v = 0; v < VC; v++) {\n");
-	if (cv->bias)
-		sn_buf_printf(b, "\t\t\tfloat val = acc[v] + ld_%s(bias, o + v);\n", tn);
-	else
-		sn_buf_puts(b, "\t\t\tfloat val = acc[v];\n");
-	cg_conv_store(b, cv, epi, "\t\t\t", cv->nhwc ? "m * CO + o + v" : "i", "val");
-	sn_buf_puts(b, "\t\t}\n\t}\n}\n");
 }

@@ -52,6 +52,15 @@ if(CUDAToolkit_FOUND)
   # 77: "skipped: no NVRTC" (tests/gpu/gpu_check.h GPU_SKIP), a skip for ctest
   set_tests_properties(codegen.nvrtc.conv_wg.sm_90 PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 endif()
+# The tiled depthwise conv (cg_conv_dw.c, variant 10) over the GPU test's
+# shapes, dtypes, layouts and epilogues (its compile-only mode), for sm_80
+# and sm_90.
+if(CUDAToolkit_FOUND)
+  foreach(sm 80 90)
+    add_test(NAME codegen.nvrtc.conv_dw.sm_${sm} COMMAND gpu_test_cuda_conv_dw compile ${sm})
+    set_tests_properties(codegen.nvrtc.conv_dw.sm_${sm} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
 # Fused kernels of seeded random graphs (tests/gpu/test_cuda_fuse.c in its
 # compile-only mode): lowered and compiled with NVRTC, no GPU needed; the
 # GPU machine runs the same graphs against the reference interpreter.

@@ -395,14 +395,30 @@ static void test_conv(void)
 	if (render(cg_render_conv, r, &st, "conv f32 no tf32"))
 		CHECK(!strstr(st.k.src, "mma.sync"));
 	step_free(&st);
-	/* depthwise: NHWC with 16-byte loads of 8 channels; multiplier 2 and
-	 * NCHW a channel per thread */
+	/* depthwise: by default the tiled kernel (variant 10; cg_conv_dw.c):
+	 * 16 channels of bf16 are 2 vectors of 8, one slice; 10 x 10 outputs
+	 * in one tile of 10 rows x 8 x 2 = 16 columns (5 rows would make more
+	 * blocks, but of under a warp): 2 x 10 x 2 = 40 threads (64 launched),
+	 * 12 x 18 input pixels in shared rows of 18 x 2 + 1 vectors, then 9
+	 * taps x 16 floats */
 	r = conv_node(&cases[5], IR_BF16, IR_NHWC);
 	if (render(cg_render_conv, r, &st, "conv depthwise")) {
-		CHECK(strstr(st.k.src, "depthwise") && strstr(st.k.src, "#define VC 8") && st.k.cfg.variant == 5);
-		CHECK(st.k.grid[0] == (100 * 2 + 255) / 256); /* 100 pixels x 16 / 8 */
+		CHECK(strstr(st.k.src, "depthwise, tiled") && strstr(st.k.src, "#define VEC 8") &&
+		      strstr(st.k.src, "#define NV 2") && strstr(st.k.src, "#define RS 37") && st.k.cfg.variant == 10);
+		CHECK(st.k.grid[0] == 1 && st.k.grid[1] == 1 && st.k.block[0] == 64 && strstr(st.k.src, "#define NA 40") &&
+		      strstr(st.k.src, "#define RW 8") && st.k.smem == 12 * 37 * 16 + 9 * 16 * 4);
 	}
 	step_free(&st);
+	/* the simple kernel (variant 5) when asked: 16-byte loads of 8
+	 * channels */
+	{
+		cg_config want = {.variant = 5};
+		if (render_with(cg_render_conv, r, &h90, &want, NULL, &st, "conv depthwise variant 5")) {
+			CHECK(strstr(st.k.src, "#define VC 8") && st.k.cfg.variant == 5);
+			CHECK(st.k.grid[0] == (100 * 2 + 255) / 256); /* 100 pixels x 16 / 8 */
+		}
+		step_free(&st);
+	}
 	cspec dm2 = {2, 24, 10, 10, 48, 3, 2, 1, 1, 24, false};
 	for (int l = 0; l < 2; l++) {
 		r = conv_node(&dm2, IR_F32, l ? IR_NHWC : IR_NCHW);
@@ -488,7 +504,8 @@ static void test_conv(void)
 	} ep[] = {
 		{2, IR_BF16, IR_NHWC, 4, true}, {7, IR_F16, IR_NHWC, 4, false}, {2, IR_F32, IR_NHWC, 4, true},
 		{2, IR_BF16, IR_NCHW, 3, false}, {4, IR_F32, IR_NCHW, 2, false}, {6, IR_BF16, IR_NHWC, 1, false},
-		{5, IR_BF16, IR_NHWC, 5, false}, {5, IR_F32, IR_NCHW, 5, false},
+		{5, IR_BF16, IR_NHWC, 5, false}, {5, IR_F32, IR_NCHW, 5, false}, {5, IR_BF16, IR_NHWC, 10, false},
+		{5, IR_F16, IR_NCHW, 10, false},
 	};
 	for (size_t i = 0; i < SN_COUNT(ep); i++) {
 		fresh();
