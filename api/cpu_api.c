@@ -5,6 +5,7 @@
  * LLJIT) -> runs. The entry points of sinter_compiled dispatch here on the
  * handle's device (api/model.h, api_device). */
 #include "api/model.h"
+#include "api/state.h"
 #include "api/observe.h"
 #include "api/plan_cache.h"
 
@@ -50,7 +51,7 @@ static sinter_status cpu_load_package(const char *path, const sinter_compile_opt
 
 const char *sinter_compiled_device(const sinter_compiled *c)
 {
-	return c && api_device_of(c) == API_DEV_CPU ? "cpu" : "cuda";
+	return !c ? "cuda" : api_device_of(c) == API_DEV_CPU ? "cpu" : api_device_of(c) == API_DEV_REF ? "ref" : "cuda";
 }
 
 bool api_package_route(const char *path, const sinter_compile_options *o, sinter_compiled **out,
@@ -102,6 +103,11 @@ sinter_status api_cpu_compile_package(const sinter_model *m, const sinter_compil
 bool api_cpu_built(void)
 {
 	return false;
+}
+
+api_state *api_cpu_state(sinter_compiled *c)
+{
+	return NULL;
 }
 
 bool sinter_cpu_available(char *why, size_t cap)
@@ -160,6 +166,7 @@ typedef struct api_cpu {
 	/* the last run's inputs (copies) and output buffers, for bench */
 	void **last_in;
 	void **out_buf;
+	api_state st; /* the model's states, kept across runs (state.h) */
 	/* held by a run or a bench: runs on one handle from several threads
 	 * take turns (the plan's arena, last_in and out_buf are the
 	 * handle's), so each gets its own right outputs (sinter.h, Threads) */
@@ -169,6 +176,11 @@ typedef struct api_cpu {
 bool api_cpu_built(void)
 {
 	return true;
+}
+
+api_state *api_cpu_state(sinter_compiled *cc)
+{
+	return &((api_cpu *)cc)->st;
 }
 
 bool sinter_cpu_available(char *why, size_t cap)
@@ -190,6 +202,7 @@ void api_cpu_free(sinter_compiled *cc)
 		free(c->out_buf[i]);
 	free(c->last_in);
 	free(c->out_buf);
+	api_state_free(&c->st);
 	rt_cpu_free(c->rt);
 	sinter_model_free(c->desc);
 	pthread_mutex_destroy(&c->run_lock);
@@ -442,6 +455,12 @@ static api_cpu *cpu_new(const ir_graph *g, const cl_plan *p, const sinter_compil
 	}
 	c->device = API_DEV_CPU;
 	c->poison = o && o->poison;
+	if (api_state_init(&c->st, g, NULL)) { /* out of memory: the graph is shaped */
+		sinter_model_free(c->desc);
+		pthread_mutex_destroy(&c->run_lock);
+		free(c);
+		return NULL;
+	}
 	s->steps = p->nkernel + p->ngemm + p->nconv + p->nattn + p->npool + p->ngather + p->nref;
 	s->kernels = s->unique_kernels = p->nfns;
 	s->ref_steps = p->nref;
@@ -695,12 +714,12 @@ static sinter_status cpu_load_package(const char *path, const sinter_compile_opt
 
 size_t api_cpu_num_inputs(const sinter_compiled *cc)
 {
-	return ((const api_cpu *)cc)->desc->g->ninputs;
+	return sinter_model_num_inputs(((const api_cpu *)cc)->desc);
 }
 
 size_t api_cpu_num_outputs(const sinter_compiled *cc)
 {
-	return ((const api_cpu *)cc)->desc->g->noutputs;
+	return sinter_model_num_outputs(((const api_cpu *)cc)->desc);
 }
 
 sinter_status api_cpu_input(const sinter_compiled *cc, size_t i, sinter_tensor *d)
@@ -750,6 +769,7 @@ static sinter_status cpu_run(api_cpu *c, const sinter_tensor *inputs, size_t nin
 	}
 	if ((st = api_bind_inputs(g, inputs, ninputs, vals, err)))
 		goto done;
+	api_state_bind(&c->st, g, vals);
 	for (uint32_t i = 0; i < nin; i++) {
 		const ir_node *in = &g->nodes[g->inputs[i]];
 		ins[i] = vals[g->inputs[i]].data;
@@ -777,6 +797,7 @@ static sinter_status cpu_run(api_cpu *c, const sinter_tensor *inputs, size_t nin
 		goto done;
 	}
 	sn_stage("run (cpu)", t0, "%u steps", rt_cpu_plan(c->rt)->nsteps);
+	api_state_take(&c->st, g, outs); /* the new values become the state */
 	*outputs = api_wrap_outputs(c->desc->g, outs);
 	if (!*outputs)
 		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");

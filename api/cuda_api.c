@@ -6,6 +6,7 @@
  * slots and their loading, packages; the stages are cuda_compile.c,
  * cuda_cache.c and cuda_run.c (cuda_compiled.h). */
 #include "api/cuda_compiled.h"
+#include "api/state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,8 @@ static void slot_clear(sinter_compiled *c, slot *s)
 
 void sinter_compiled_free(sinter_compiled *c)
 {
-	if (c && api_device_of(c) == API_DEV_CPU) {
-		api_cpu_free(c);
+	if (c && api_device_of(c) != API_DEV_CUDA) { /* cpu or ref */
+		api_host_free(c);
 		return;
 	}
 	if (!c)

@@ -3,6 +3,7 @@
  * plan, max-autotune, NVRTC through the kernel cache, the plan cache
  * looked up first and stored after (cuda_cache.c). */
 #include "api/cuda_compiled.h"
+#include "api/state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,11 +278,16 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 {
 	if (o && o->device && !strcmp(o->device, "cpu"))
 		return api_cpu_compile(m, o, out, stats, err);
+	if (o && o->device && !strcmp(o->device, "ref"))
+		return api_ref_compile(m, o, out, stats, err);
 	if (o && o->device && strcmp(o->device, "cuda")) {
 		*out = NULL;
-		return api_failf(err, SINTER_E_USAGE, "unknown device '%s' (cuda or cpu)", o->device);
+		return api_failf(err, SINTER_E_USAGE, "unknown device '%s' (cuda, cpu or ref)", o->device);
 	}
 	*out = NULL;
+	if (m->g->nstates)
+		return api_failf(err, SINTER_E_USAGE, "the model has %u states: state on cuda is not built yet (ref and "
+				 "cpu keep state; docs/DESIGN.md, State)", m->g->nstates);
 	sinter_compile_stats s = {0};
 	resolved r;
 	sinter_status st = api_cuda_resolve(o, &r, err);

@@ -2,6 +2,7 @@
  * outputs, the plan slot for the inputs' shapes (compiled on first use),
  * runs on host or device memory, benchmarking and profiling. */
 #include "api/cuda_compiled.h"
+#include "api/state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,15 +12,15 @@
 
 size_t sinter_compiled_num_inputs(const sinter_compiled *c)
 {
-	if (api_device_of(c) == API_DEV_CPU)
-		return api_cpu_num_inputs(c);
+	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
+		return api_host_num_inputs(c);
 	return c->desc ? c->desc->g->ninputs : c->last ? c->last->plan->ninputs : 0;
 }
 
 size_t sinter_compiled_num_outputs(const sinter_compiled *c)
 {
-	if (api_device_of(c) == API_DEV_CPU)
-		return api_cpu_num_outputs(c);
+	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
+		return api_host_num_outputs(c);
 	return c->desc ? c->desc->g->noutputs : c->last ? c->last->plan->noutputs : 0;
 }
 
@@ -38,8 +39,8 @@ static void describe_io(const cg_io *io, sinter_tensor *d)
 
 sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *d)
 {
-	if (api_device_of(c) == API_DEV_CPU)
-		return api_cpu_input(c, i, d);
+	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
+		return api_host_input(c, i, d);
 	if (c->desc)
 		return sinter_model_input(c->desc, i, d);
 	if (!c->last || i >= c->last->plan->ninputs)
@@ -135,8 +136,8 @@ static sinter_status slot_for(sinter_compiled *c, const sinter_tensor *ins, size
 sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
 				  sinter_tensor **outputs, sinter_error *err)
 {
-	if (api_device_of(c) == API_DEV_CPU)
-		return api_cpu_run(c, inputs, ninputs, outputs, err);
+	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
+		return api_host_run(c, inputs, ninputs, outputs, err);
 	*outputs = NULL;
 	slot *sl;
 	sinter_status st = slot_for(c, inputs, ninputs, &sl, err);
@@ -211,8 +212,8 @@ done:
 
 sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *d)
 {
-	if (api_device_of(c) == API_DEV_CPU)
-		return api_cpu_output(c, i, d);
+	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
+		return api_host_output(c, i, d);
 	if (c->desc)
 		return sinter_model_output(c->desc, i, d);
 	if (!c->last || i >= c->last->plan->noutputs)
@@ -240,8 +241,9 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 					 const sinter_tensor *outputs, size_t noutputs, void *stream,
 					 sinter_error *err)
 {
-	if (api_device_of(c) == API_DEV_CPU)
-		return api_failf(err, SINTER_E_USAGE, "run_device runs on CUDA memory: this model is compiled for cpu");
+	if (api_device_of(c) != API_DEV_CUDA)
+		return api_failf(err, SINTER_E_USAGE, "run_device runs on CUDA memory: this model is compiled for %s",
+				 sinter_compiled_device(c));
 	slot *sl;
 	sinter_status st = slot_for(c, inputs, ninputs, &sl, err);
 	if (st)
@@ -278,8 +280,8 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
 				    sinter_error *err)
 {
-	if (api_device_of(c) == API_DEV_CPU)
-		return api_cpu_bench(c, warmup, iters, ms, err);
+	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
+		return api_host_bench(c, warmup, iters, ms, err);
 	if (!c->last)
 		return api_failf(err, SINTER_E_USAGE, "run the model once before timing it");
 	sn_err e = {0};
@@ -292,6 +294,8 @@ sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_prof
 	if (api_device_of(c) == API_DEV_CPU)
 		return api_cpu_profile(c, iters, entries, n, err);
 	_Static_assert(sizeof(sinter_profile_entry) == sizeof(rt_prof), "one layout");
+	if (api_device_of(c) == API_DEV_REF)
+		return api_failf(err, SINTER_E_USAGE, "profile on ref: the reference interpreter is not timed");
 	if (!c->last)
 		return api_failf(err, SINTER_E_USAGE, "run the model once before profiling it");
 	sn_err e = {0};

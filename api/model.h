@@ -63,7 +63,7 @@ sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs);
 /* Every compiled handle (struct sinter_compiled in cuda_api.c, api_cpu in
  * cpu_api.c) starts with its device, so the public entry points dispatch
  * on it. */
-typedef enum api_device { API_DEV_CUDA, API_DEV_CPU } api_device;
+typedef enum api_device { API_DEV_CUDA, API_DEV_CPU, API_DEV_REF } api_device;
 static inline api_device api_device_of(const sinter_compiled *c)
 {
 	return *(const api_device *)(const void *)c;

@@ -2,6 +2,7 @@
  * runtime; it owns no algorithm. */
 #include "api/model.h"
 #include "api/observe.h"
+#include "api/state.h"
 #include "codegen/cg.h"
 #include "ir/log.h"
 
@@ -500,8 +501,9 @@ size_t sinter_model_num_symbols(const sinter_model *m)
 {
 	return unbound_symbol(m->g) ? m->g->nsyms : 0;
 }
-size_t sinter_model_num_inputs(const sinter_model *m) { return m->g->ninputs; }
-size_t sinter_model_num_outputs(const sinter_model *m) { return m->g->noutputs; }
+/* the inputs and outputs a caller sees: the states are kept out (state.h) */
+size_t sinter_model_num_inputs(const sinter_model *m) { return api_user_inputs(m->g); }
+size_t sinter_model_num_outputs(const sinter_model *m) { return api_user_outputs(m->g); }
 
 const char *sinter_model_symbol(const sinter_model *m, size_t i)
 {
@@ -522,7 +524,7 @@ static void describe(const ir_node *n, sinter_tensor *d)
 
 sinter_status sinter_model_input(const sinter_model *m, size_t i, sinter_tensor *d)
 {
-	if (i >= m->g->ninputs)
+	if (i >= api_user_inputs(m->g))
 		return api_failf(NULL, SINTER_E_USAGE, "no input %zu", i);
 	describe(&m->g->nodes[m->g->inputs[i]], d);
 	return SINTER_OK;
@@ -530,7 +532,7 @@ sinter_status sinter_model_input(const sinter_model *m, size_t i, sinter_tensor 
 
 sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor *d)
 {
-	if (i >= m->g->noutputs)
+	if (i >= api_user_outputs(m->g))
 		return api_failf(NULL, SINTER_E_USAGE, "no output %zu", i);
 	const ir_graph *g = m->g;
 	describe(&g->nodes[g->outputs[i]], d);
@@ -861,10 +863,11 @@ sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 	sinter_status st = api_need_shaped(m, err);
 	if (st != SINTER_OK)
 		return st;
-	sinter_tensor *ts = calloc(g->ninputs ? g->ninputs : 1, sizeof *ts);
+	uint32_t nin = api_user_inputs(g); /* states start zeroed, not random */
+	sinter_tensor *ts = calloc(nin ? nin : 1, sizeof *ts);
 	if (!ts)
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
-	for (uint32_t i = 0; i < g->ninputs; i++) {
+	for (uint32_t i = 0; i < nin; i++) {
 		const ir_node *in = &g->nodes[g->inputs[i]];
 		if (set_tensor(&ts[i], in->name, in->dtype, &in->shape) != SN_OK) {
 			sinter_tensors_free(ts, i + 1);
@@ -874,7 +877,7 @@ sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 		ir_init_tensor(&t, in->name ? in->name : "", seed, ir_init_index_limit(g, g->inputs[i]));
 	}
 	*inputs = ts;
-	*n = g->ninputs;
+	*n = nin;
 	return SINTER_OK;
 }
 
@@ -1036,6 +1039,12 @@ static sinter_status check_ref_memory(const ir_graph *g, sinter_error *err)
 sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
 			     sinter_tensor **outputs, sinter_error *err)
 {
+	return api_run_ref(m, inputs, ninputs, NULL, outputs, err);
+}
+
+sinter_status api_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs, api_state *state,
+			  sinter_tensor **outputs, sinter_error *err)
+{
 	const ir_graph *g = m->g;
 	*outputs = NULL;
 	sinter_status st = api_need_shaped(m, err);
@@ -1056,9 +1065,16 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 		api_vals_free(g, m->ws, vals);
 		return st;
 	}
+	api_state once = {0}; /* no state given: zeroed for this run */
+	if (!state && (st = api_state_init(&once, g, err))) {
+		api_vals_free(g, m->ws, vals);
+		return st;
+	}
+	api_state_bind(state ? state : &once, g, vals);
 	ir_tensor *outs = calloc(g->noutputs ? g->noutputs : 1, sizeof *outs);
 	if (!outs) {
 		api_vals_free(g, m->ws, vals);
+		api_state_free(&once);
 		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
 	sn_err e = {0};
@@ -1067,10 +1083,13 @@ sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_
 	if (rc == SN_OK)
 		sn_stage("run (ref)", t0, "%u nodes", g->nnodes);
 	api_vals_free(g, m->ws, vals);
+	api_state_free(&once);
 	if (rc != SN_OK) {
 		free(outs);
 		return api_fail(err, &e);
 	}
+	if (state) /* the new values become the state (api_wrap_outputs frees them otherwise) */
+		api_state_take(state, g, outs);
 	*outputs = api_wrap_outputs(g, outs);
 	free(outs);
 	return *outputs ? SINTER_OK : api_failf(err, SINTER_E_INTERNAL, "out of memory");
@@ -1126,14 +1145,19 @@ void api_vals_free(const ir_graph *g, const ir_wstore *ws, ir_tensor *vals)
 
 sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs)
 {
-	sinter_tensor *res = calloc(g->noutputs ? g->noutputs : 1, sizeof *res);
+	uint32_t nres = api_user_outputs(g);
+	for (uint32_t i = nres; i < g->noutputs; i++) { /* the states' new values, not taken */
+		free(outs[i].data);
+		outs[i].data = NULL;
+	}
+	sinter_tensor *res = calloc(nres ? nres : 1, sizeof *res);
 	if (!res) {
-		for (uint32_t i = 0; i < g->noutputs; i++)
+		for (uint32_t i = 0; i < nres; i++)
 			free(outs[i].data);
 		return NULL;
 	}
 	bool oom = false;
-	for (uint32_t i = 0; i < g->noutputs; i++) {
+	for (uint32_t i = 0; i < nres; i++) {
 		const ir_node *o = &g->nodes[g->outputs[i]];
 		char name[32];
 		snprintf(name, sizeof name, "output%u", i);
@@ -1146,7 +1170,7 @@ sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs)
 		res[i].nbytes = outs[i].nbytes;
 	}
 	if (oom) {
-		sinter_tensors_free(res, g->noutputs);
+		sinter_tensors_free(res, nres);
 		return NULL;
 	}
 	return res;
@@ -1155,7 +1179,7 @@ sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs)
 sinter_status api_bind_inputs(const ir_graph *g, const sinter_tensor *inputs, size_t ninputs,
 			      ir_tensor *vals, sinter_error *err)
 {
-	for (uint32_t i = 0; i < g->ninputs; i++) {
+	for (uint32_t i = 0; i < api_user_inputs(g); i++) { /* states: api_state_bind */
 		const ir_node *in = &g->nodes[g->inputs[i]];
 		const sinter_tensor *t = find_input(inputs, ninputs, in->name, i);
 		char want[160], have[160];
@@ -1407,11 +1431,11 @@ sinter_status sinter_load_package(const char *path, const sinter_compile_options
 	return no_cuda(err);
 }
 
-size_t sinter_compiled_num_inputs(const sinter_compiled *c) { return api_cpu_num_inputs(c); }
-size_t sinter_compiled_num_outputs(const sinter_compiled *c) { return api_cpu_num_outputs(c); }
+size_t sinter_compiled_num_inputs(const sinter_compiled *c) { return api_host_num_inputs(c); }
+size_t sinter_compiled_num_outputs(const sinter_compiled *c) { return api_host_num_outputs(c); }
 sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *desc)
 {
-	return api_cpu_input(c, i, desc);
+	return api_host_input(c, i, desc);
 }
 
 sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
@@ -1419,6 +1443,8 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 {
 	if (o && o->device && !strcmp(o->device, "cpu"))
 		return api_cpu_compile(m, o, out, stats, err);
+	if (o && o->device && !strcmp(o->device, "ref"))
+		return api_ref_compile(m, o, out, stats, err);
 	*out = NULL;
 	return no_cuda(err);
 }
@@ -1426,24 +1452,24 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 void sinter_compiled_free(sinter_compiled *c)
 {
 	if (c)
-		api_cpu_free(c);
+		api_host_free(c);
 }
 
 sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
 				  sinter_tensor **outputs, sinter_error *err)
 {
-	return api_cpu_run(c, inputs, ninputs, outputs, err);
+	return api_host_run(c, inputs, ninputs, outputs, err);
 }
 
 sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
 				    sinter_error *err)
 {
-	return api_cpu_bench(c, warmup, iters, ms, err);
+	return api_host_bench(c, warmup, iters, ms, err);
 }
 
 sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc)
 {
-	return api_cpu_output(c, i, desc);
+	return api_host_output(c, i, desc);
 }
 
 sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
@@ -1456,6 +1482,8 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
 				      size_t *n, sinter_error *err)
 {
+	if (api_device_of(c) == API_DEV_REF)
+		return api_failf(err, SINTER_E_USAGE, "profile on ref: the reference interpreter is not timed");
 	return api_cpu_profile(c, iters, entries, n, err);
 }
 

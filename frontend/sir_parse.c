@@ -35,6 +35,8 @@ typedef struct parser {
 	ir_dtype *rtypes; /* declared result types (heap) */
 	ir_shape *rshapes;
 	uint32_t nres;
+	ir_ref *upd; /* state k's new value (update statements), IR_NONE until given (heap) */
+	sir_tok *updtok; /* where state k was declared */
 } parser;
 
 #define TOK (&P->L.tok)
@@ -362,7 +364,7 @@ static int parse_attrs(parser *P, ir_op op, const sir_tok *optok, ir_attrs *a, u
 	int rc;
 	const ir_op_info *oi = &ir_ops[op];
 	*seen = 0;
-	while (TOK->kind == SIR_IDENT && !sir_tok_is(TOK, "return")) {
+	while (TOK->kind == SIR_IDENT && !sir_tok_is(TOK, "return") && !sir_tok_is(TOK, "update")) {
 		int id = ir_attr_parse(TOK->s, TOK->n);
 		if (id < 0)
 			return sir_diag_at(&P->L, TOK, "unknown attribute '%.*s'", (int)TOK->n, TOK->s);
@@ -705,7 +707,57 @@ static int parse_return(parser *P)
 	if (n != P->nres)
 		return sir_diag_at(&P->L, &rtok, "return: %u value%s but the function declares %u result%s",
 				   n, n == 1 ? "" : "s", P->nres, P->nres == 1 ? "" : "s");
+	/* the states' new values follow the results (ir.h, nstates) */
+	for (uint32_t k = 0; k < P->g->nstates; k++) {
+		if (P->upd[k] == IR_NONE)
+			return sir_diag_at(&P->L, &P->updtok[k], "state %%%.*s is never updated (write 'update %%%.*s = "
+				"%%VALUE' before return)", (int)P->updtok[k].n, P->updtok[k].s, (int)P->updtok[k].n,
+				P->updtok[k].s);
+		if (ir_add_output(P->g, P->upd[k]) != SN_OK)
+			return oom(P);
+	}
 	return expect(P, SIR_RBRACE, "'}' after return");
+}
+
+/* 'update' %state '=' %value: the state's value for the next run */
+static int parse_update(parser *P)
+{
+	int rc;
+	if ((rc = next(P)))
+		return rc;
+	if (TOK->kind != SIR_LOCAL)
+		return expected(P, "the state to update");
+	sir_tok stok = *TOK;
+	ir_ref sr = lookup(P, TOK->s, TOK->n);
+	if (sr == IR_NONE)
+		return sir_diag_at(&P->L, TOK, "undefined value %%%.*s", (int)TOK->n, TOK->s);
+	uint32_t first = P->g->ninputs - P->g->nstates, k = 0;
+	while (k < P->g->nstates && P->g->inputs[first + k] != sr)
+		k++;
+	if (k == P->g->nstates)
+		return sir_diag_at(&P->L, TOK, "update: %%%.*s is not a state (declare it in the signature as "
+			"'state %%%.*s: TYPE')", (int)TOK->n, TOK->s, (int)TOK->n, TOK->s);
+	if (P->upd[k] != IR_NONE)
+		return sir_diag_at(&P->L, TOK, "update: state %%%.*s is updated twice", (int)TOK->n, TOK->s);
+	if ((rc = next(P)) || (rc = expect(P, SIR_EQ, "'=' after the state")))
+		return rc;
+	if (TOK->kind != SIR_LOCAL)
+		return expected(P, "the state's new value");
+	ir_ref v = lookup(P, TOK->s, TOK->n);
+	if (v == IR_NONE)
+		return sir_diag_at(&P->L, TOK, "undefined value %%%.*s", (int)TOK->n, TOK->s);
+	if (v == sr)
+		return sir_diag_at(&P->L, TOK, "update: state %%%.*s is updated with itself", (int)TOK->n, TOK->s);
+	const ir_node *sn = &P->g->nodes[sr], *vn = &P->g->nodes[v];
+	if (sn->dtype != vn->dtype || !ir_shape_eq(&sn->shape, &vn->shape)) {
+		char got[160], want[160];
+		ir_type_str(P->g, vn->dtype, &vn->shape, got, sizeof got);
+		ir_type_str(P->g, sn->dtype, &sn->shape, want, sizeof want);
+		return sir_diag_at(&P->L, TOK, "update: %%%.*s is %s but state %%%.*s is %s", (int)TOK->n, TOK->s,
+				   got, (int)stok.n, stok.s, want);
+	}
+	P->upd[k] = v;
+	return next(P);
 }
 
 /* func @name '(' [%in ':' type {',' ...}] ')' '->' ('(' type {',' type} ')' | type) '{' body '}' */
@@ -726,8 +778,15 @@ static int parse_func(parser *P)
 	while (TOK->kind != SIR_RPAREN) {
 		if (P->g->ninputs && (rc = expect(P, SIR_COMMA, "',' or ')'")))
 			return rc;
+		bool state = sir_tok_is(TOK, "state");
+		if (state && (rc = next(P)))
+			return rc;
 		if (TOK->kind != SIR_LOCAL)
-			return expected(P, "an input such as %x: f32[N,3]");
+			return expected(P, state ? "the state's name, as in state %cache: f32[1,64]"
+						 : "an input such as %x: f32[N,3]");
+		if (!state && P->g->nstates)
+			return sir_diag_at(&P->L, TOK, "input %%%.*s follows a state (states come last)", (int)TOK->n,
+					   TOK->s);
 		sir_tok ntok = *TOK;
 		if ((rc = check_new_name(P, TOK)) || (rc = next(P)) ||
 		    (rc = expect(P, SIR_COLON, "':' after the input's name")))
@@ -747,6 +806,20 @@ static int parse_func(parser *P)
 			return rc;
 		if ((rc = name_node(P, r, &ntok, &ntok)))
 			return rc;
+		if (state) {
+			uint32_t k = P->g->nstates;
+			ir_ref *u = realloc(P->upd, (k + 1) * sizeof *u);
+			if (u)
+				P->upd = u;
+			sir_tok *ut = realloc(P->updtok, (k + 1) * sizeof *ut);
+			if (ut)
+				P->updtok = ut;
+			if (!u || !ut)
+				return oom(P);
+			P->upd[k] = IR_NONE;
+			P->updtok[k] = ntok;
+			P->g->nstates++;
+		}
 	}
 	if ((rc = next(P)) || (rc = expect(P, SIR_ARROW, "'->' and the result types")))
 		return rc;
@@ -777,6 +850,11 @@ static int parse_func(parser *P)
 	for (;;) {
 		if (sir_tok_is(TOK, "return"))
 			return parse_return(P);
+		if (sir_tok_is(TOK, "update")) {
+			if ((rc = parse_update(P)))
+				return rc;
+			continue;
+		}
 		if (TOK->kind == SIR_RBRACE)
 			return sir_diag_at(&P->L, TOK, "function @%.*s has no return", (int)ftok.n, ftok.s);
 		if (TOK->kind == SIR_EOF)
@@ -877,6 +955,8 @@ done:
 	free(P->bytes);
 	free(P->rtypes);
 	free(P->rshapes);
+	free(P->upd);
+	free(P->updtok);
 	return rc;
 }
 

@@ -212,7 +212,9 @@ sinter_status sinter_random_tensors(const sinter_tensor *descs, size_t n, uint64
 /* Runs the model on the reference interpreter (plain C, fp64
  * accumulation): the oracle for every backend. inputs are matched to the
  * graph's inputs by name (or by position when unnamed); weights must be
- * loaded. *outputs (n = num_outputs) is freed with sinter_tensors_free. */
+ * loaded. *outputs (n = num_outputs) is freed with sinter_tensors_free.
+ * A model with state runs once from zeroed state (to keep state across
+ * runs, compile it with device "ref"). */
 sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
 			     sinter_tensor **outputs, sinter_error *err);
 
@@ -256,7 +258,9 @@ typedef struct sinter_compile_options {
 				* $SINTER_CACHE_REMOTE when set; "": none */
 	int tune_progress;     /* on stderr: SINTER_TUNE_AUTO (0: a bar on a terminal, else one
 				* summary line), _BAR, _SUMMARY, _JSON (a JSON object per line), _QUIET */
-	const char *device;    /* "cuda" (NULL) or "cpu": fused groups JIT-compiled with LLVM for
+	const char *device;    /* "cuda" (NULL), "ref" (the reference interpreter on the model as
+				* written, no passes; the model must outlive the handle) or
+				* "cpu": fused groups JIT-compiled with LLVM for
 				* the host CPU, products and convolutions through OpenBLAS, other
 				* steps on the reference interpreter (docs/DESIGN.md, The cpu device).
 				* cpu takes fp32, modes default and reduce-overhead (the same there),
@@ -326,7 +330,7 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
  * matter). Free with sinter_compiled_free. */
 sinter_status sinter_load_package(const char *path, const sinter_compile_options *o,
 				  sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err);
-/* The device a compiled model (or package) runs on: "cuda" or "cpu". */
+/* The device a compiled model (or package) runs on: "cuda", "cpu" or "ref". */
 const char *sinter_compiled_device(const sinter_compiled *c);
 /* Inputs and outputs of a compiled model (or package), as for a model's. */
 size_t sinter_compiled_num_inputs(const sinter_compiled *c);
@@ -337,6 +341,21 @@ void sinter_compiled_free(sinter_compiled *c);
  * freed with sinter_tensors_free. */
 sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
 				  sinter_tensor **outputs, sinter_error *err);
+/* State (docs/DESIGN.md, State): a model's states (.sir `state %x: TYPE`
+ * inputs with their `update`, or ONNX inputs named by --state OUT=IN) are
+ * neither inputs nor outputs of a compiled model: it keeps one buffer per
+ * state, zeroed when compiled, that each run reads and updates in place,
+ * so runs accumulate (a KV cache grows) until reset. The ref and cpu
+ * devices keep state; cuda refuses a model with state for now. Not to be
+ * called while a run of c is in progress on another thread.
+ * state_read: a copy of every state (named, shaped), freed with
+ * sinter_tensors_free. state_write: each tensor given replaces the state
+ * of its name (dtype and shape must be the state's); the others stay.
+ * state_reset: every state zeroed. */
+sinter_status sinter_compiled_state_read(sinter_compiled *c, sinter_tensor **states, size_t *n, sinter_error *err);
+sinter_status sinter_compiled_state_write(sinter_compiled *c, const sinter_tensor *states, size_t n,
+					  sinter_error *err);
+sinter_status sinter_compiled_state_reset(sinter_compiled *c, sinter_error *err);
 /* Output i of a compiled model: its name, dtype and shape (a symbolic dim
  * of a lazily compiled model is -1). */
 sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc);

@@ -461,6 +461,7 @@ ir_graph *ir_graph_clone(const ir_graph *src, sn_err *e)
 	if (!g->func || (src->weights && !g->weights) || (src->path && !g->path))
 		goto oom;
 	g->nsyms = src->nsyms;
+	g->nstates = src->nstates;
 	for (uint32_t i = 0; i < src->nsyms; i++)
 		if (!(g->syms[i] = sn_strdup(g->arena, src->syms[i])))
 			goto oom;

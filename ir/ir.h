@@ -192,6 +192,13 @@ typedef struct ir_graph {
 	const char *path;    /* source file, or NULL */
 	const char *syms[IR_MAX_SYMS];
 	uint32_t nsyms;
+	/* State (docs/IR.md, State): values kept across runs and updated in
+	 * place. The last nstates inputs are the states, in declaration order,
+	 * and the last nstates outputs their new values, in the same order:
+	 * state k is input ninputs - nstates + k, its update output
+	 * noutputs - nstates + k. Every pass keeps inputs and outputs in order,
+	 * so the count is all a graph carries. */
+	uint32_t nstates;
 } ir_graph;
 
 /* Created by ir_graph_new, freed by ir_graph_free. NULL on OOM. */

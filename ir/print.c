@@ -318,15 +318,18 @@ void ir_print(const ir_graph *g, sn_buf *b)
 		sn_buf_puts(b, "\n");
 	}
 	sn_buf_printf(b, "\nfunc @%s(", g->func && *g->func ? g->func : "main");
+	uint32_t nres = g->noutputs - g->nstates; /* the results; then the states' updates */
 	for (uint32_t k = 0; k < g->ninputs; k++) {
 		const ir_node *n = &g->nodes[g->inputs[k]];
 		sn_buf_puts(b, k ? ", " : "");
+		if (k >= g->ninputs - g->nstates)
+			sn_buf_puts(b, "state ");
 		put_name(b, nm.of[g->inputs[k]]);
 		sn_buf_puts(b, ": ");
 		put_type(b, g, n->dtype, &n->shape);
 	}
 	sn_buf_puts(b, ") -> (");
-	for (uint32_t k = 0; k < g->noutputs; k++) {
+	for (uint32_t k = 0; k < nres; k++) {
 		const ir_node *n = &g->nodes[g->outputs[k]];
 		if (k)
 			sn_buf_puts(b, ", ");
@@ -336,8 +339,15 @@ void ir_print(const ir_graph *g, sn_buf *b)
 	for (uint32_t i = 0; i < g->nnodes; i++)
 		if (g->nodes[i].op != IR_OP_input)
 			put_node(b, g, &nm, i);
+	for (uint32_t k = 0; k < g->nstates; k++) {
+		sn_buf_puts(b, "  update ");
+		put_name(b, nm.of[g->inputs[g->ninputs - g->nstates + k]]);
+		sn_buf_puts(b, " = ");
+		put_name(b, nm.of[g->outputs[nres + k]]);
+		sn_buf_puts(b, "\n");
+	}
 	sn_buf_puts(b, "  return");
-	for (uint32_t k = 0; k < g->noutputs; k++) {
+	for (uint32_t k = 0; k < nres; k++) {
 		sn_buf_puts(b, k ? ", " : " ");
 		put_name(b, nm.of[g->outputs[k]]);
 	}

@@ -250,5 +250,19 @@ int ir_verify(const ir_graph *g, sn_err *e)
 		if (g->outputs[k] >= g->nnodes)
 			return sn_errf(e, SN_EINPUT, "output %u refers to node %u, but the graph has %u nodes",
 				       k, g->outputs[k], g->nnodes);
+	if (g->nstates > g->ninputs || g->nstates > g->noutputs)
+		return sn_errf(e, SN_EINPUT, "the graph has %u states but %u inputs and %u outputs (each state is an "
+			       "input and an output)",
+			       g->nstates, g->ninputs, g->noutputs);
+	for (uint32_t k = 0; k < g->nstates; k++) {
+		const ir_node *s = &g->nodes[g->inputs[g->ninputs - g->nstates + k]];
+		const ir_node *u = &g->nodes[g->outputs[g->noutputs - g->nstates + k]];
+		if (s->dtype != u->dtype || !ir_shape_eq(&s->shape, &u->shape)) {
+			char a[160], b[160];
+			ir_type_str(g, s->dtype, &s->shape, a, sizeof a);
+			ir_type_str(g, u->dtype, &u->shape, b, sizeof b);
+			return sn_errf(e, SN_EINPUT, "state %%%s is %s but its update is %s", s->name ? s->name : "?", a, b);
+		}
+	}
 	return check_names(g, e);
 }

@@ -34,6 +34,7 @@ int rw_begin(rw *r, const ir_graph *src, sn_err *e)
 		if (!(d->syms[k] = sn_strdup(d->arena, src->syms[k])))
 			goto oom;
 	d->nsyms = src->nsyms;
+	d->nstates = src->nstates; /* inputs and outputs keep their order */
 	return SN_OK;
 oom:
 	rw_abort(r);
