@@ -74,7 +74,14 @@
 	{.variant = 2, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 8, .split_k = 4},                         \
 	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4, .split_k = 2}
 
-const cg_config at_space[] = {AT_SPACE_ELEM, AT_SPACE_CONV_MMA, AT_SPACE_CONV_WGMMA, AT_SPACE_ATTENTION, AT_SPACE_GEMM};
+/* The skinny products (cg_gemv.c, variant 16; its default is a rule):
+ * columns per block, warps and units in flight, split-K by its rule. */
+#define AT_SPACE_GEMV                                                                                              \
+	{.variant = 16, .tile_n = 16, .warps = 4, .stages = 4}, {.variant = 16, .tile_n = 8, .warps = 8, .stages = 2}, \
+	{.variant = 16, .tile_n = 32, .warps = 4, .stages = 2}, {.variant = 16, .tile_n = 16, .warps = 8, .stages = 8}
+
+const cg_config at_space[] = {AT_SPACE_ELEM,	  AT_SPACE_CONV_MMA, AT_SPACE_CONV_WGMMA,
+			      AT_SPACE_ATTENTION, AT_SPACE_GEMM,     AT_SPACE_GEMV};
 const size_t at_space_n = SN_COUNT(at_space);
 
 /* The GEMM template's configs asked of every product cuBLASLt runs (its
