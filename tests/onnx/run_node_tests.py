@@ -125,11 +125,6 @@ _SKIPS = {
     "GridSample cubic (bicubic): only linear (bilinear) and nearest are built": (
         "test_gridsample_bicubic", "test_gridsample_bicubic_align_corners_0_additional_1",
         "test_gridsample_bicubic_align_corners_1_additional_1"),
-    "volumetric (5-d) GridSample: only 4-d inputs are built": (
-        "test_gridsample_volumetric_bilinear_align_corners_0",
-        "test_gridsample_volumetric_bilinear_align_corners_1",
-        "test_gridsample_volumetric_nearest_align_corners_0",
-        "test_gridsample_volumetric_nearest_align_corners_1"),
     "Pow of an integer base: sinter's pow is float only": (
         "test_pow_types_int32_float32", "test_pow_types_int32_int32",
         "test_pow_types_int64_float32", "test_pow_types_int64_int64"),

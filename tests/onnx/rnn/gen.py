@@ -105,6 +105,21 @@ def grid_sample(opset):
                  opset)
 
 
+def grid_sample_3d():
+    """Opset 20's volumetric form (X [N, C, D, H, W], grid [..., 3]): linear
+    and nearest x every padding_mode x align_corners."""
+    N, C, D, H, W, Do, Ho, Wo = 2, 2, 3, 4, 5, 2, 3, 4
+    nodes, outs = [], []
+    for mode in ("linear", "nearest"):
+        for pad in ("zeros", "border", "reflection"):
+            for ac in (0, 1):
+                o = f"{mode}_{pad}_{ac}"
+                nodes.append(helper.make_node("GridSample", ["X", "grid"], [o], name="gs_" + o, mode=mode,
+                                              padding_mode=pad, align_corners=ac))
+                outs.append(vi(o, [N, C, Do, Ho, Wo]))
+    return model("grid_sample3d", nodes, [vi("X", [N, C, D, H, W]), vi("grid", [N, Do, Ho, Wo, 3])], outs, {}, 20)
+
+
 def conv3d(rng):
     """a: stride, asymmetric pads, dilation along depth, groups, bias;
     b: 3x3x3 SAME_UPPER, no bias; c: 1x1x1 (a pointwise conv)."""
@@ -125,7 +140,8 @@ def all_models():
     rng = np.random.default_rng(31)
     return {"lstm_bidir": lstm_bidir(rng), "lstm_reverse_layout1": lstm_reverse_layout1(rng),
             "gru_lbr0": gru(rng, 0), "gru_lbr1": gru(rng, 1), "gru_reverse_lens": gru_reverse_lens(rng),
-            "grid_sample16": grid_sample(16), "grid_sample20": grid_sample(20), "conv3d": conv3d(rng)}
+            "grid_sample16": grid_sample(16), "grid_sample20": grid_sample(20),
+            "grid_sample3d": grid_sample_3d(), "conv3d": conv3d(rng)}
 
 
 def main():
