@@ -17,7 +17,9 @@
  * / time, median of 20) as a percentage: the issue's target is >= 90 %.
  * The percentage is printed, not checked (timing on a shared machine).
  *
- * Usage: gpu_test_cuda_gemv [numerics|bandwidth] (default both). */
+ * Usage: gpu_test_cuda_gemv [numerics|bandwidth|sweep] (default: numerics
+ * and bandwidth; sweep: bandwidth, then bf16 linears over a grid of configs,
+ * each case's best beside its default). */
 #include "gpu_check.h"
 
 #include "codegen/cg.h"
@@ -261,8 +263,19 @@ static void randomize(ir_dtype t, void *p, size_t count)
 
 /* linear(x [m, k], w [n, k], b [n]) alone: its kernel timed; *gbs the
  * weight's bytes / median time. */
-static int bandwidth_of(rt_cuda *dv, rt_nvrtc *nv, ir_dtype t, int64_t m, int64_t k, int64_t n, CUdeviceptr flush,
-			size_t nflush, double *us, double *gbs, char *kname, size_t kcap, sn_err *e)
+static bool sweep_pick(void *ctx, const uint8_t spec[16], const cg_config *def, cg_config *want)
+{
+	(void)spec;
+	(void)def;
+	*want = *(const cg_config *)ctx;
+	return true;
+}
+
+/* cfg: the config asked of the kernel (NULL: its default); *taken: whether
+ * the kernel took it. */
+static int bandwidth_of(rt_cuda *dv, rt_nvrtc *nv, ir_dtype t, int64_t m, int64_t k, int64_t n, const cg_config *cfg,
+			bool *taken, CUdeviceptr flush, size_t nflush, double *us, double *gbs, char *kname, size_t kcap,
+			sn_err *e)
 {
 	ir_graph *g = ir_graph_new();
 	ir_ref x = gpu_in(g, "x", t, SHAPE(m, k)), w = gpu_in(g, "w", t, SHAPE(n, k)), b = gpu_in(g, "b", t, SHAPE(n));
@@ -270,7 +283,7 @@ static int bandwidth_of(rt_cuda *dv, rt_nvrtc *nv, ir_dtype t, int64_t m, int64_
 	if (!gpu_built(g, r, "bandwidth graph"))
 		return sn_errf(e, SN_EINTERNAL, "bandwidth graph: not built");
 	ir_add_output(g, r);
-	cg_target tg = {.sm = dv->sm};
+	cg_target tg = {.sm = dv->sm, .pick = cfg ? sweep_pick : NULL, .pick_ctx = (void *)cfg};
 	cg_plan *p = NULL;
 	rt_job job = {0};
 	rt_kfn *kf = NULL;
@@ -282,6 +295,10 @@ static int bandwidth_of(rt_cuda *dv, rt_nvrtc *nv, ir_dtype t, int64_t m, int64_
 	const cg_kern *kn = rc ? NULL : &p->kerns[p->steps[0].kern];
 	if (kn)
 		snprintf(kname, kcap, "%s", kn->name);
+	if (kn && taken)
+		*taken = !cfg || (kn->cfg.variant == cfg->variant && kn->cfg.tile_n == cfg->tile_n &&
+				  kn->cfg.warps == cfg->warps && kn->cfg.stages == cfg->stages &&
+				  (!cfg->split_k || kn->cfg.split_k == cfg->split_k));
 	if (!rc) {
 		job = (rt_job){.name = kn->name, .src = kn->src};
 		rc = rt_compile_all(nv, &job, 1, dv->sm, NULL, 0, NULL, NULL, NULL, NULL, e);
@@ -318,6 +335,53 @@ static int bandwidth_of(rt_cuda *dv, rt_nvrtc *nv, ir_dtype t, int64_t m, int64_
 	cg_plan_free(p);
 	ir_graph_free(g);
 	return rc;
+}
+
+/* `sweep`: bf16 linears (m 1, 4, 16 x the three large shapes) over a grid
+ * of configs, each case's best printed beside its default: data for the
+ * default rule (cg_gemv.c, config_of). */
+static bool sweep;
+
+static void sweep_configs(rt_cuda *dv, rt_nvrtc *nv, CUdeviceptr flush, size_t nflush, double copy_gbs)
+{
+	static const int sms[] = {1, 4, 16};
+	static const int tns[] = {8, 16, 32};
+	static const int ws[][2] = {{4, 2}, {4, 4}, {8, 4}}; /* warps, stages */
+	static const int sks[] = {0, 1, 8};                  /* 0: the rule's split */
+	printf("sweep (bf16 linear; %% of the copy bandwidth):\n");
+	for (size_t si = 1; si < SN_COUNT(shapes); si++)
+		for (size_t mi = 0; mi < SN_COUNT(sms); mi++) {
+			int64_t k = shapes[si][0], n = shapes[si][1];
+			double us = 0, gbs = 0, best = 0;
+			char kname[64], bs[96] = "";
+			sn_err e = {0};
+			if (bandwidth_of(dv, nv, IR_BF16, sms[mi], k, n, NULL, NULL, flush, nflush, &us, &gbs, kname, sizeof kname,
+					 &e)) {
+				printf("  m=%d k=%lld n=%lld FAIL: %s\n", sms[mi], (long long)k, (long long)n, e.msg);
+				failures++;
+				continue;
+			}
+			double def = gbs;
+			for (size_t a = 0; a < SN_COUNT(tns); a++)
+				for (size_t b = 0; b < SN_COUNT(ws); b++)
+					for (size_t c = 0; c < SN_COUNT(sks); c++) {
+						if (sks[c] > 1 && dv->sm < 90)
+							continue;
+						cg_config cf = {.variant = CG_GEMV_VARIANT, .tile_n = tns[a], .warps = ws[b][0],
+								.stages = ws[b][1], .split_k = sks[c]};
+						bool taken = false;
+						sn_err e2 = {0};
+						if (bandwidth_of(dv, nv, IR_BF16, sms[mi], k, n, &cf, &taken, flush, nflush, &us, &gbs,
+								 kname, sizeof kname, &e2) || !taken)
+							continue; /* a config this product does not take */
+						if (gbs > best) {
+							best = gbs;
+							cg_config_str(&cf, bs, sizeof bs);
+						}
+					}
+			printf("  m=%2d k=%5lld n=%6lld default %5.1f %%  best %5.1f %% [%s]\n", sms[mi], (long long)k,
+			       (long long)n, 100 * def / copy_gbs, 100 * best / copy_gbs, bs);
+		}
 }
 
 static void bandwidth(void)
@@ -367,8 +431,8 @@ static void bandwidth(void)
 				double us = 0, gbs = 0;
 				char kname[64] = "";
 				sn_err e2 = {0};
-				if (bandwidth_of(dv, nv, dts[d], ms[mi], k, n, flush, nflush, &us, &gbs, kname, sizeof kname,
-						 &e2)) {
+				if (bandwidth_of(dv, nv, dts[d], ms[mi], k, n, NULL, NULL, flush, nflush, &us, &gbs, kname,
+						 sizeof kname, &e2)) {
 					printf("%-6s %3d %6lld %7lld FAIL: %s\n", ir_dtype_name(dts[d]), ms[mi], (long long)k,
 					       (long long)n, e2.msg);
 					failures++;
@@ -382,6 +446,8 @@ static void bandwidth(void)
 				       gbs, pct, kname);
 			}
 	printf("bf16: the lowest is %.1f %% of the copy bandwidth (target >= 90 %%)\n", worst);
+	if (sweep)
+		sweep_configs(dv, nv, flush, nflush, copy_gbs);
 	rt_dev_free(dv, flush);
 	rt_nvrtc_close(nv);
 }
@@ -389,10 +455,13 @@ static void bandwidth(void)
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
-	if (strcmp(what, "all") && strcmp(what, "numerics") && strcmp(what, "bandwidth")) {
-		fprintf(stderr, "usage: %s [numerics|bandwidth]\n", argv[0]);
+	if (strcmp(what, "all") && strcmp(what, "numerics") && strcmp(what, "bandwidth") && strcmp(what, "sweep")) {
+		fprintf(stderr, "usage: %s [numerics|bandwidth|sweep]\n", argv[0]);
 		return 2;
 	}
+	sweep = !strcmp(what, "sweep");
+	if (sweep)
+		what = "bandwidth";
 	if (!gpu_available())
 		return gpu_done();
 	if (strcmp(what, "bandwidth"))
