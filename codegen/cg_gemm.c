@@ -209,7 +209,8 @@ static int render_tc(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *sp, con
 
 /* Whether the skinny-product family (cg_gemv.c) renders this product:
  * asked for by its variant, or by default where it fits and the product
- * is large enough to be bandwidth-bound (1 <= m <= 16, k * n >= 2^20). */
+ * is large enough to be bandwidth-bound (1 <= m <= 16, k * n >= 2^20,
+ * n >= 128). */
 static bool use_gemv(const cg_gemv_spec *sp, const cg_config *want)
 {
 	char why[160];

@@ -61,6 +61,8 @@ bool cg_gemv_fits(const cg_gemv_spec *s, bool big, char *why, size_t cap)
 		no = "m > 8 with B k x n in f16/bf16";
 	else if (big && s->k * s->n < ((int64_t)1 << 20))
 		no = "too small to be bandwidth-bound (k * n < 2^20)";
+	else if (big && s->n < 128)
+		no = "too few columns to spread over the device (n < 128)";
 	if (no)
 		snprintf(why, cap, "%s", no);
 	return !no;

@@ -32,7 +32,8 @@ typedef struct cg_gemv_spec {
 
 /* Whether the family computes s (a config may still be refused); why not
  * in why. big: also whether the lowering should choose it by default (the
- * product is large enough to be bandwidth-bound: k * n >= 2^20). */
+ * product is large enough to be bandwidth-bound, k * n >= 2^20, with
+ * columns enough to spread over the device, n >= 128). */
 bool cg_gemv_fits(const cg_gemv_spec *s, bool big, char *why, size_t cap);
 
 /* Renders node r (matmul or linear: A in[0], B in[1], the bias in[2] when

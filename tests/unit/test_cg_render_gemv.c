@@ -74,7 +74,7 @@ static void test_choice(void)
 	step_free(&st);
 
 	/* not taken: tiny, m = 17, rows not 16-byte multiples, m > 8 with B
-	 * k x n in bf16, batched B, integers */
+	 * k x n in bf16, batched B, one column, integers */
 	render_with(cg_render_gemm, linear(IR_BF16, 1, 256, 256, true), &t90, NULL, NULL, &st, "tiny");
 	CHECK(st.kind == CG_STEP_GEMM);
 	render_with(cg_render_gemm, linear(IR_BF16, 17, 2048, 2048, true), &t90, NULL, NULL, &st, "m17");
@@ -85,6 +85,9 @@ static void test_choice(void)
 	CHECK(st.kind == CG_STEP_GEMM);
 	ir_ref bb[2] = {in(IR_BF16, SHAPE(4, 1, 2048)), in(IR_BF16, SHAPE(4, 2048, 2048))};
 	render_with(cg_render_gemm, op(IR_OP_matmul, bb, 2, NULL), &t90, NULL, NULL, &st, "batched b");
+	CHECK(st.kind == CG_STEP_GEMM);
+	/* a long dot product: 2^20 weights in one column are no gemv's */
+	render_with(cg_render_gemm, linear(IR_BF16, 1, 1 << 20, 1, false), &t90, NULL, NULL, &st, "one column");
 	CHECK(st.kind == CG_STEP_GEMM);
 	render_with(cg_render_gemm, matmul(IR_I32, 1, 2048, 2048), &t90, NULL, NULL, &st, "i32");
 	CHECK(!is_gemv(&st));
