@@ -100,16 +100,19 @@ static int add_shapes(const char *cmd, cli_opts *o, const char *arg)
 /* The commands that take an option, as bits. */
 enum {
 	K_CHECK = 1, K_PRINT = 2, K_HASH = 4, K_RUN = 8, K_COMPILE = 16, K_BENCH = 32, K_IMPORT = 64, K_EXPLAIN = 128,
-	K_ALL = 255,
+	K_GENERATE = 256, K_ALL = 511,
 	K_RUNLIKE = K_RUN | K_BENCH | K_EXPLAIN, /* run's model, weights and inputs options */
+	K_GENLIKE = K_RUNLIKE | K_GENERATE,      /* ... but --inputs, -o and the bench options */
 	K_PASSES = K_PRINT | K_COMPILE | K_RUNLIKE,
 };
-static const char *const cmd_names[] = {"check", "print", "hash", "run", "compile", "bench", "import", "cache explain"};
+static const char *const cmd_names[] = {"check", "print", "hash", "run", "compile", "bench", "import", "cache explain",
+					"generate"};
 
 typedef enum {
 	O_HELP, O_SHAPE, O_DEVICE, O_THREADS, O_INPUTS, O_INIT, O_WEIGHTS, O_CACHE_DIR, O_TUNE_BUDGET,
 	O_TUNE_PROGRESS, O_CACHE_REMOTE, O_WARM_CHILD, O_OUT, O_SEED, O_MODE, O_PASSES, O_PRECISION, O_DOT,
 	O_DUMP_DIR, O_TARGET, O_WEIGHTS_PREFIX, O_GROUPS, O_NO_FUSION, O_NO_CACHE, O_PROFILE, O_JSON, O_ITERS, O_WARMUP, O_DURATION,
+	O_PROMPT_IDS, O_MAX_NEW, O_TEMPERATURE, O_TOP_K,
 } opt_id;
 
 /* Every option of the commands that take a model, one row each: its name,
@@ -124,33 +127,37 @@ static const struct {
 	{"--help", O_HELP, false, false, K_ALL},
 	{"-h", O_HELP, false, true, K_ALL},
 	{"--shape", O_SHAPE, true, false, K_ALL},
-	{"--device", O_DEVICE, true, false, K_RUNLIKE | K_PRINT | K_COMPILE},
-	{"--threads", O_THREADS, true, false, K_RUNLIKE},
+	{"--device", O_DEVICE, true, false, K_GENLIKE | K_PRINT | K_COMPILE},
+	{"--threads", O_THREADS, true, false, K_GENLIKE},
 	{"--inputs", O_INPUTS, true, false, K_RUNLIKE},
-	{"--init", O_INIT, true, false, K_RUNLIKE | K_COMPILE},
-	{"--weights", O_WEIGHTS, true, false, K_RUNLIKE | K_COMPILE},
-	{"--weights-prefix", O_WEIGHTS_PREFIX, true, false, K_RUNLIKE | K_COMPILE},
-	{"--seed", O_SEED, true, false, K_RUNLIKE | K_COMPILE},
-	{"--cache-dir", O_CACHE_DIR, true, false, K_RUN | K_EXPLAIN | K_COMPILE}, /* bench: caches of its own */
+	{"--init", O_INIT, true, false, K_GENLIKE | K_COMPILE},
+	{"--weights", O_WEIGHTS, true, false, K_GENLIKE | K_COMPILE},
+	{"--weights-prefix", O_WEIGHTS_PREFIX, true, false, K_GENLIKE | K_COMPILE},
+	{"--seed", O_SEED, true, false, K_GENLIKE | K_COMPILE},
+	{"--cache-dir", O_CACHE_DIR, true, false, K_RUN | K_EXPLAIN | K_COMPILE | K_GENERATE}, /* bench: caches of its own */
 	{"--tune-budget", O_TUNE_BUDGET, true, false, K_RUNLIKE},
 	{"--tune-progress", O_TUNE_PROGRESS, true, false, K_RUNLIKE},
 	{"--cache-remote", O_CACHE_REMOTE, true, false, K_RUNLIKE},
 	{"--warm-start-child", O_WARM_CHILD, true, true, K_RUNLIKE},
 	{"-o", O_OUT, true, false, K_RUNLIKE | K_COMPILE | K_IMPORT},
-	{"--mode", O_MODE, true, false, K_PASSES},
-	{"--passes", O_PASSES, true, false, K_PASSES},
-	{"--precision", O_PRECISION, true, false, K_PASSES},
-	{"--no-fusion", O_NO_FUSION, false, false, K_PASSES},
+	{"--mode", O_MODE, true, false, K_PASSES | K_GENERATE},
+	{"--passes", O_PASSES, true, false, K_PASSES | K_GENERATE},
+	{"--precision", O_PRECISION, true, false, K_PASSES | K_GENERATE},
+	{"--no-fusion", O_NO_FUSION, false, false, K_PASSES | K_GENERATE},
 	{"--dot", O_DOT, false, false, K_PRINT},
 	{"--groups", O_GROUPS, false, false, K_PRINT},
 	{"--dump-dir", O_DUMP_DIR, true, false, K_PRINT | K_COMPILE},
 	{"--target", O_TARGET, true, false, K_COMPILE},
 	{"--no-cache", O_NO_CACHE, false, false, K_COMPILE},
-	{"--json", O_JSON, false, false, K_CHECK | K_COMPILE | K_RUNLIKE},
+	{"--json", O_JSON, false, false, K_CHECK | K_COMPILE | K_GENLIKE},
 	{"--profile", O_PROFILE, false, false, K_BENCH},
 	{"--iters", O_ITERS, true, false, K_BENCH},
 	{"--warmup", O_WARMUP, true, false, K_BENCH},
 	{"--duration", O_DURATION, true, false, K_BENCH},
+	{"--prompt-ids", O_PROMPT_IDS, true, false, K_GENERATE},
+	{"--max-new", O_MAX_NEW, true, false, K_GENERATE},
+	{"--temperature", O_TEMPERATURE, true, false, K_GENERATE},
+	{"--top-k", O_TOP_K, true, false, K_GENERATE},
 };
 
 size_t cli_edit_distance(const char *a, const char *b)
@@ -396,6 +403,25 @@ int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o)
 			o->duration = d;
 			break;
 		}
+		case O_PROMPT_IDS: o->prompt_ids = val; break;
+		case O_MAX_NEW:
+			if (cli_parse_int(val, &v) || v < 1 || v > 1000000)
+				return cli_usage_error(cmd, "--max-new wants a count >= 1, got '%s'", val);
+			o->max_new = (int)v;
+			break;
+		case O_TEMPERATURE: {
+			char *end;
+			double t = strtod(val, &end);
+			if (!*val || *end || !(t >= 0) || t > 1e6)
+				return cli_usage_error(cmd, "--temperature wants a number >= 0 (0: greedy), got '%s'", val);
+			o->temperature = t;
+			break;
+		}
+		case O_TOP_K:
+			if (cli_parse_int(val, &v) || v < 0 || v > 100000000)
+				return cli_usage_error(cmd, "--top-k wants a count >= 0 (0: every token), got '%s'", val);
+			o->top_k = (int)v;
+			break;
 		}
 	}
 	if (iters_set && o->duration > 0)

@@ -3,7 +3,8 @@
  * part of the library. One file per concept: args.c (the command line,
  * errors), help.c (--help texts), json.c (output summaries, JSON), model.c
  * (a model loaded and made ready), inspect.c (check, print, hash), run.c,
- * compile.c (compile, import), bench.c, cache.c and cache_records.c. */
+ * compile.c (compile, import), bench.c, cache.c, cache_records.c and
+ * generate.c. */
 #ifndef SINTER_CLI_H
 #define SINTER_CLI_H
 
@@ -41,6 +42,11 @@ typedef struct cli_opts {
 	int threads;     /* --threads (cpu) */
 	double duration; /* bench --duration S: timed calls for S seconds instead of --iters */
 	bool own_weights; /* set by cli_prepare: bench runs the model's own weights */
+	/* generate */
+	const char *prompt_ids; /* --prompt-ids 1,2,3 */
+	int max_new;            /* --max-new (0: 16) */
+	double temperature;     /* --temperature (0: greedy) */
+	int top_k;              /* --top-k (0: every token) */
 } cli_opts;
 
 /* A model ready to run: loaded (symbols bound from --inputs if needed),
@@ -120,5 +126,7 @@ int cli_cmd_import(cli_opts *o);
 int cli_cmd_bench(cli_opts *o);
 int cli_cmd_cache(int argc, char **argv);
 int cli_cache_records(int argc, char **argv); /* cache_records.c: export, import, merge */
+int cli_cmd_generate(cli_opts *o);           /* generate.c */
+extern const char cli_generate_help[];       /* generate.c */
 
 #endif

@@ -11,6 +11,7 @@ const char cli_main_help[] =
 	"  run   FILE.sir     run the model and summarize its outputs\n"
 	"  compile FILE.sir   generate and compile the model's kernels\n"
 	"  bench FILE.sir     compile times, warm start, memory, latency and throughput\n"
+	"  generate FILE.sir  a decoder LLM's tokens: prefill, then decode on its KV cache\n"
 	"  cache stats|clear|export|import|merge|explain  inspect, empty or share the caches\n"
 	"  import FILE.onnx -o FILE.sir   ONNX to sinter IR plus its weights\n"
 	"\n"

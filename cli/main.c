@@ -78,6 +78,7 @@ static const struct {
 	{"run", cli_run_help, cli_cmd_run, true, true},
 	{"compile", cli_compile_help, cli_cmd_compile, false, true},
 	{"bench", cli_bench_help, cli_cmd_bench, true, true},
+	{"generate", cli_generate_help, cli_cmd_generate, false, true},
 	{"import", cli_import_help, cli_cmd_import, false, false},
 };
 

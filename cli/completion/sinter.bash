@@ -4,7 +4,7 @@
 # CMD), so they are never out of date; values, models and files from here.
 _sinter() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="check print hash run compile bench cache import help"
+	local cmds="check print hash run compile bench generate cache import help"
 	local i cmd="" sub=""
 	# the command: the first word that is not a global option (-v, --trace F)
 	for ((i = 1; i < COMP_CWORD; i++)); do

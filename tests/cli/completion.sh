@@ -54,7 +54,7 @@ want "net.onnx pkg.sinterpkg sub/ tiny.sir" sinter run ""
 want "" sinter run --shape ""
 
 # every option in a command's --help is one it takes, and the reverse
-for c in check print hash run compile bench import; do
+for c in check print hash run compile bench generate import; do
 	"$sinter" --list-options "$c" | tr -d '=' | sort -u >listed.txt
 	"$sinter" "$c" --help | grep -oE -- '(^|[ ([,])--?[a-z]([a-z-]*[a-z])?' | sed -E 's/^[ ([,]//' | sort -u >helped.txt
 	extra=$(comm -13 listed.txt helped.txt | tr '\n' ' ')
