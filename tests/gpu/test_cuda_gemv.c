@@ -2,7 +2,7 @@
  *
  * Numerics: decode-shaped products, m in {1, 2, 4, 8, 16} x (k, n) in
  * {(2048, 2048), (2048, 8192), (8192, 2048), (2048, 128256)}, bf16, f16 and
- * f32, lowered as a user's graph is (fusion on) and run against the
+ * f32 (the last shape at m 1 and 16 only in f16 and f32), lowered as a user's graph is (fusion on) and run against the
  * reference interpreter (fp64) on fresh random inputs, the arena poisoned
  * (gpu_check.c): linear with its bias (B n x k), and on the smaller shapes
  * epilogues (silu, a residual add, a cast to f32), matmul with B k x n, and
@@ -142,7 +142,10 @@ static void numerics(void)
 	for (size_t d = 0; d < SN_COUNT(dts); d++) {
 		for (size_t si = 0; si < SN_COUNT(shapes); si++)
 			for (size_t mi = 0; mi < SN_COUNT(ms); mi++)
-				product(dts[d], true, ms[mi], shapes[si][0], shapes[si][1], E_BIAS, NULL);
+				/* the lm_head (the reference's minutes) at every m in bf16,
+				 * at 1 and 16 rows in f16 and f32 */
+				if (si != 3 || dts[d] == IR_BF16 || mi == 0 || mi == SN_COUNT(ms) - 1)
+					product(dts[d], true, ms[mi], shapes[si][0], shapes[si][1], E_BIAS, NULL);
 		/* epilogues and B k x n on the first shapes */
 		for (size_t mi = 0; mi < SN_COUNT(ms); mi++) {
 			product(dts[d], true, ms[mi], 2048, 2048, E_SILU, NULL);
