@@ -521,6 +521,11 @@ again:;
 		cl_plan_free(p);
 		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}
+	if ((st = api_defaults_copy(c->desc, m, err))) { /* the inputs' defaults, for runs that leave them out */
+		cl_plan_free(p);
+		api_cpu_free((sinter_compiled *)c);
+		return st;
+	}
 	rt_cpu_stats rs;
 	t0 = sn_now();
 	if (rt_cpu_load(p, dir, o ? o->threads : 0, o && o->warn ? o->warn : api_warn_stderr, o ? o->warn_ctx : NULL, &rs,
@@ -767,7 +772,7 @@ static sinter_status cpu_run(api_cpu *c, const sinter_tensor *inputs, size_t nin
 		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
 		goto done;
 	}
-	if ((st = api_bind_inputs(g, inputs, ninputs, vals, err)))
+	if ((st = api_bind_with_defaults(c->desc, g, inputs, ninputs, vals, err)))
 		goto done;
 	api_state_bind(&c->st, g, vals);
 	for (uint32_t i = 0; i < nin; i++) {

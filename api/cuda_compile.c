@@ -303,7 +303,7 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 	/* the user's view of inputs and outputs: a copy of the model's graph */
 	sn_err e = {0};
 	c->desc = calloc(1, sizeof *c->desc);
-	if (!c->desc || !(c->desc->g = ir_graph_clone(m->g, &e))) {
+	if (!c->desc || !(c->desc->g = ir_graph_clone(m->g, &e)) || api_defaults_copy(c->desc, m, NULL)) {
 		sinter_compiled_free(c);
 		return e.code ? api_fail(err, &e) : api_failf(err, SINTER_E_INTERNAL, "out of memory");
 	}

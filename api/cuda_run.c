@@ -139,8 +139,19 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
 	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
 		return api_host_run(c, inputs, ninputs, outputs, err);
 	*outputs = NULL;
+	/* the defaults of the inputs not given (an ONNX input's initializer) */
+	sinter_tensor *all = NULL;
+	size_t nall = ninputs;
+	sinter_status st = c->desc ? api_with_defaults(c->desc, c->desc->g, inputs, ninputs, &all, &nall, err) : SINTER_OK;
+	if (st)
+		return st;
+	if (all) {
+		st = sinter_compiled_run(c, all, nall, outputs, err);
+		free(all);
+		return st;
+	}
 	slot *sl;
-	sinter_status st = slot_for(c, inputs, ninputs, &sl, err);
+	st = slot_for(c, inputs, ninputs, &sl, err);
 	if (st)
 		return st;
 	const cg_plan *p = sl->plan;

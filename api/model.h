@@ -32,6 +32,12 @@ struct sinter_model {
 	pthread_mutex_t lock; /* guards the first use's materialization (threads sharing m) */
 	char **srcs;       /* the other files it was read from (ONNX external data), real paths */
 	size_t nsrcs;
+	/* inputs with a default: ONNX graph inputs that have an initializer
+	 * (IR version >= 4), named as the inputs, their values the
+	 * initializers'; a run that gives none of such an input takes its
+	 * default (docs/ONNX.md). Owned. */
+	sinter_tensor *defaults;
+	size_t ndefaults;
 };
 
 /* The file among m's own (source, weights, external data) that path
@@ -51,6 +57,16 @@ sinter_status api_need_shaped(const sinter_model *m, sinter_error *err);
  * checking dtype and shape; SINTER_E_INPUT otherwise. */
 sinter_status api_bind_inputs(const ir_graph *g, const sinter_tensor *inputs, size_t n,
 			      ir_tensor *vals, sinter_error *err);
+/* inputs, and m's default of each input of g they give no tensor for
+ * (m->defaults), into *all (free the array, not the tensors: they are the
+ * caller's and m's); *all NULL when there is none to add (m NULL: none). */
+sinter_status api_with_defaults(const sinter_model *m, const ir_graph *g, const sinter_tensor *inputs, size_t n,
+				sinter_tensor **all, size_t *nall, sinter_error *err);
+/* api_bind_inputs over inputs and m's defaults. */
+sinter_status api_bind_with_defaults(const sinter_model *m, const ir_graph *g, const sinter_tensor *inputs, size_t n,
+				     ir_tensor *vals, sinter_error *err);
+/* Copies src's defaults into dst (a compiled handle's description). */
+sinter_status api_defaults_copy(sinter_model *dst, const sinter_model *src, sinter_error *err);
 /* A g->nnodes array with every param's value (from ws, converted to the
  * param's dtype where they differ); free with api_vals_free. */
 sinter_status api_param_vals(const ir_graph *g, const ir_wstore *ws, ir_tensor **vals,

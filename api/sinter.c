@@ -167,6 +167,31 @@ static sir_bind *binds_of(const sinter_options *opt)
 	return b;
 }
 
+static int set_tensor(sinter_tensor *t, const char *name, ir_dtype dt, const ir_shape *s);
+
+/* The import put each default (an input's initializer) in the weights
+ * under the input's name: m->defaults gets them (the weights may be
+ * replaced later). On failure m is freed. */
+static sinter_status onnx_defaults(sinter_model *m, sinter_error *err)
+{
+	const ir_graph *g = m->g;
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const ir_node *in = &g->nodes[g->inputs[i]];
+		const ir_tensor *t = in->name ? ir_ws_get(m->ws, in->name) : NULL;
+		if (!t || t->dtype != in->dtype || !ir_shape_eq(&t->shape, &in->shape))
+			continue;
+		sinter_tensor *d = realloc(m->defaults, (m->ndefaults + 1) * sizeof *d);
+		if (d)
+			m->defaults = d;
+		if (!d || set_tensor(&d[m->ndefaults++], in->name, in->dtype, &in->shape) != SN_OK) {
+			sinter_model_free(m);
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		}
+		memcpy(d[m->ndefaults - 1].data, t->data, t->nbytes < d[m->ndefaults - 1].nbytes ? t->nbytes : d[m->ndefaults - 1].nbytes);
+	}
+	return SINTER_OK;
+}
+
 sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 				sinter_model **out, sinter_error *err)
 {
@@ -207,7 +232,7 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 	(*out)->onnx = true;
 	(*out)->wsrc = API_W_ONNX;
 	(*out)->materialized = true;
-	return SINTER_OK;
+	return onnx_defaults(*out, err);
 }
 
 sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sinter_error *err)
@@ -369,6 +394,7 @@ void sinter_model_free(sinter_model *m)
 	if (!m)
 		return;
 	ir_ws_free(m->ws);
+	sinter_tensors_free(m->defaults, m->ndefaults);
 	free(m->dir);
 	free(m->path);
 	drop_files(m);
@@ -854,6 +880,25 @@ static int set_tensor(sinter_tensor *t, const char *name, ir_dtype dt, const ir_
 	return t->name && t->data ? SN_OK : SN_EINTERNAL;
 }
 
+/* ts[0..n) without the inputs that have a default (they take it): the
+ * count kept, in order. */
+static size_t drop_defaulted(const sinter_model *m, sinter_tensor *ts, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool dflt = false;
+		for (size_t j = 0; j < m->ndefaults && !dflt; j++)
+			dflt = !strcmp(m->defaults[j].name, ts[i].name);
+		if (dflt) {
+			free((char *)ts[i].name);
+			free(ts[i].data);
+		} else {
+			ts[k++] = ts[i];
+		}
+	}
+	return k;
+}
+
 sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 				   sinter_tensor **inputs, size_t *n, sinter_error *err)
 {
@@ -877,7 +922,7 @@ sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 		ir_init_tensor(&t, in->name ? in->name : "", seed, ir_init_index_limit(g, g->inputs[i]));
 	}
 	*inputs = ts;
-	*n = nin;
+	*n = drop_defaulted(m, ts, nin);
 	return SINTER_OK;
 }
 
@@ -950,6 +995,59 @@ static const sinter_tensor *find_input(const sinter_tensor *ts, size_t n, const 
 	if (pos < n && (!ts[pos].name || !ts[pos].name[0]))
 		return &ts[pos];
 	return NULL;
+}
+
+sinter_status api_with_defaults(const sinter_model *m, const ir_graph *g, const sinter_tensor *inputs, size_t n,
+				sinter_tensor **all, size_t *nall, sinter_error *err)
+{
+	*all = NULL;
+	*nall = n;
+	for (size_t k = 0; m && k < m->ndefaults; k++) {
+		const sinter_tensor *d = &m->defaults[k];
+		uint32_t pos = 0;
+		while (pos < g->ninputs && (!g->nodes[g->inputs[pos]].name || strcmp(g->nodes[g->inputs[pos]].name, d->name)))
+			pos++;
+		if (pos == g->ninputs || find_input(inputs, n, d->name, pos))
+			continue; /* not an input of g, or given */
+		if (!*all) {
+			if (!(*all = malloc((n + m->ndefaults) * sizeof **all)))
+				return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+			if (n)
+				memcpy(*all, inputs, n * sizeof **all);
+		}
+		(*all)[(*nall)++] = *d;
+	}
+	return SINTER_OK;
+}
+
+sinter_status api_bind_with_defaults(const sinter_model *m, const ir_graph *g, const sinter_tensor *inputs, size_t n,
+				     ir_tensor *vals, sinter_error *err)
+{
+	sinter_tensor *all;
+	size_t nall;
+	sinter_status st = api_with_defaults(m, g, inputs, n, &all, &nall, err);
+	if (!st)
+		st = api_bind_inputs(g, all ? all : inputs, nall, vals, err);
+	free(all);
+	return st;
+}
+
+sinter_status api_defaults_copy(sinter_model *dst, const sinter_model *src, sinter_error *err)
+{
+	if (!src->ndefaults)
+		return SINTER_OK;
+	if (!(dst->defaults = calloc(src->ndefaults, sizeof *dst->defaults)))
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	for (size_t k = 0; k < src->ndefaults; k++) {
+		const sinter_tensor *s = &src->defaults[k];
+		ir_shape sh = {.rank = s->rank};
+		memcpy(sh.d, s->shape, sizeof sh.d);
+		dst->ndefaults = k + 1;
+		if (set_tensor(&dst->defaults[k], s->name, (ir_dtype)s->dtype, &sh) != SN_OK)
+			return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+		memcpy(dst->defaults[k].data, s->data, s->nbytes);
+	}
+	return SINTER_OK;
 }
 
 /* "a f32[2,3], b i64[4]" (the tensors given), or "none", into out. */
@@ -1060,7 +1158,7 @@ sinter_status api_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t n
 	st = api_param_vals(g, m->ws, &vals, err);
 	if (st != SINTER_OK)
 		return st;
-	st = api_bind_inputs(g, inputs, ninputs, vals, err);
+	st = api_bind_with_defaults(m, g, inputs, ninputs, vals, err);
 	if (st != SINTER_OK) {
 		api_vals_free(g, m->ws, vals);
 		return st;

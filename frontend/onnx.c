@@ -3,6 +3,7 @@
 #include "onnx_impl.h"
 
 #include "ir/file.h"
+#include "ir/log.h"
 #include "ir/ref/ref.h"
 
 #include <errno.h>
@@ -644,12 +645,32 @@ int ox_out(ox_ctx *c, const onnx_node *nd, size_t k, ir_ref r)
 	return name_node(c, r, name);
 }
 
+/* r is a graph input with a default (an initializer) whose value an op
+ * needs now: the import fails and starts again with it pinned (an
+ * initializer, as before IR version 4). */
+static bool pin(ox_ctx *c, ir_ref r)
+{
+	const ir_node *n = &c->w->nodes[r];
+	if (n->op != IR_OP_input || !n->name)
+		return false;
+	for (size_t k = 0; k < c->og->ninputs; k++) {
+		ox_slot *sl = slot_find(c, c->og->inputs[k].name);
+		if (sl && sl->ref == r && sl->init) {
+			c->pin = sl->name;
+			return true;
+		}
+	}
+	return false;
+}
+
 int ox_ints(ox_ctx *c, const onnx_node *nd, size_t i, const char *what, bool syms, ir_ints *out)
 {
 	ir_ref r = ox_need(c, nd, i);
 	if (r == IR_NONE)
 		return c->e->code;
 	const ir_tensor *t = ox_known(c, r);
+	if (!t && pin(c, r))
+		return ox_fail(c, nd, "%s (input %zu): graph input '%s' has an initializer: pinned", what, i, c->pin);
 	if (!t)
 		return ox_fail(c, nd, "%s (input %zu) must be known at import time; it depends on a graph input", what, i);
 	if (t->dtype != IR_I64 && t->dtype != IR_I32)
@@ -681,6 +702,8 @@ int ox_num(ox_ctx *c, const onnx_node *nd, size_t i, const char *what, double *o
 	if (r == IR_NONE)
 		return c->e->code;
 	const ir_tensor *t = ox_known(c, r);
+	if (!t && pin(c, r))
+		return ox_fail(c, nd, "%s (input %zu): graph input '%s' has an initializer: pinned", what, i, c->pin);
 	if (!t)
 		return ox_fail(c, nd, "%s (input %zu) must be known at import time; it depends on a graph input", what, i);
 	if (t->nbytes != ir_dtype_size(t->dtype))
@@ -772,14 +795,63 @@ static int input_dim(ox_ctx *c, const onnx_value_info *vi, const onnx_dim *d, in
 	return SN_OK;
 }
 
+static bool pinned(const ox_ctx *c, const char *name)
+{
+	for (size_t i = 0; i < c->npinned; i++)
+		if (!strcmp(c->pinned[i], name))
+			return true;
+	return false;
+}
+
+/* Graph input vi with initializer sl->init, from IR version 4: an input
+ * of the initializer's dtype and shape (the initializer is its default:
+ * finish stores it in the weights under the input's name). */
+static int add_default_input(ox_ctx *c, const onnx_value_info *vi, ox_slot *sl)
+{
+	const onnx_tensor *tp = sl->init;
+	ir_dtype t;
+	if (map_dtype(tp->data_type, &t))
+		return ox_fail(c, NULL, "graph input '%s': its initializer's data type %s (%d) is not supported", vi->name,
+			       ox_onnx_type_name(tp->data_type), (int)tp->data_type);
+	if (vi->has_type && vi->elem_type != tp->data_type)
+		return ox_fail(c, NULL, "graph input '%s' is %s and its initializer %s", vi->name,
+			       ox_onnx_type_name(vi->elem_type), ox_onnx_type_name(tp->data_type));
+	if (tp->ndims > IR_MAX_RANK)
+		return ox_fail(c, NULL, "graph input '%s' has rank %zu, above %d", vi->name, (size_t)tp->ndims, IR_MAX_RANK);
+	ir_shape s = {(int32_t)tp->ndims, {0}};
+	for (size_t k = 0; k < tp->ndims; k++)
+		s.d[k] = tp->dims[k];
+	if (vi->has_shape) {
+		bool same = vi->rank == tp->ndims;
+		for (size_t k = 0; same && k < vi->rank; k++)
+			same = !vi->dims[k].has_value || vi->dims[k].value == tp->dims[k];
+		if (!same)
+			return ox_fail(c, NULL, "graph input '%s': its declared shape is not its initializer's", vi->name);
+	}
+	sn_err le = {0};
+	ir_ref r = ir_add_input(c->w, "x", t, &s, &le);
+	if (r == IR_NONE)
+		return sn_errf(c->e, le.code, "%s: graph input '%s': %s", c->name, vi->name, le.msg);
+	if (sync(c) || name_node_exact(c, r, vi->name))
+		return c->e->code;
+	sl->ref = r;
+	sl->named = true;
+	return SN_OK;
+}
+
 static int add_inputs(ox_ctx *c)
 {
 	const onnx_graph *og = c->og;
 	for (size_t i = 0; i < og->ninputs; i++) {
 		const onnx_value_info *vi = &og->inputs[i];
 		ox_slot *sl = slot_find(c, vi->name);
+		if (sl && sl->init && sl->ref == IR_NONE && c->overridable && !pinned(c, vi->name)) {
+			if (add_default_input(c, vi, sl))
+				return c->e->code;
+			continue;
+		}
 		if (sl && sl->init)
-			continue; /* an initializer listed as an input (IR version < 4): a weight */
+			continue; /* before IR version 4 every initializer is listed as an input: a weight (or one pinned) */
 		if (!vi->name[0])
 			return ox_fail(c, NULL, "graph input %zu has no name", i);
 		if (sl)
@@ -903,6 +975,23 @@ static int finish(ox_ctx *c, const ir_ref *outs, size_t nouts, ir_wstore *ws, ir
 		if (map[w->inputs[i]] == IR_NONE)
 			goto fail;
 	}
+	/* an input's default (its initializer) in the weights under its name */
+	for (size_t i = 0; i < c->og->ninputs; i++) {
+		ox_slot *sl = slot_find(c, c->og->inputs[i].name);
+		if (!sl || !sl->init || sl->ref == IR_NONE || w->nodes[sl->ref].op != IR_OP_input)
+			continue;
+		char what[600];
+		snprintf(what, sizeof what, "initializer '%s' (the default of graph input '%s')", sl->name, sl->name);
+		ir_tensor t;
+		if ((rc = ox_tensor(c, sl->init, what, &t)))
+			goto done;
+		if (ir_ws_put(ws, w->nodes[sl->ref].name, t, &le) != SN_OK) {
+			free(t.data);
+			goto fail;
+		}
+		sn_log(SN_LOG_INFO, "%s: graph input '%s' has an initializer: an input with it as its default (a run may "
+				    "give another value)", c->name, sl->name);
+	}
 	for (uint32_t i = 0; i < w->nnodes; i++) {
 		const ir_node *n = &w->nodes[i];
 		if (!live[i] || n->op == IR_OP_input)
@@ -1023,6 +1112,7 @@ static int translate(ox_ctx *c, const onnx_model *m, ir_wstore *ws, ir_graph **o
 			       (long long)c->opset);
 	if (og->nsparse_init)
 		return ox_fail(c, NULL, "sparse initializers are not supported");
+	c->overridable = m->ir_version >= 4;
 	if (check_ops(c))
 		return c->e->code;
 	for (size_t i = 0; i < og->ninit; i++) {
@@ -1089,11 +1179,17 @@ static int translate(ox_ctx *c, const onnx_model *m, ir_wstore *ws, ir_graph **o
 	return rc;
 }
 
-static int load(const void *buf, size_t len, const char *name, const char *dir, const sir_bind *binds,
-		size_t nbinds, ir_graph **out, ir_wstore *ws, char ***files, size_t *nfiles, sn_err *e)
+/* One import with the inputs pinned so far; *pin (free it) names one more
+ * to pin when that is why it failed. */
+static int load_once(const void *buf, size_t len, const char *name, const char *dir, const sir_bind *binds,
+		     size_t nbinds, ir_graph **out, ir_wstore *ws, char ***files, size_t *nfiles, char **pinned,
+		     size_t npinned, char **pin, sn_err *e)
 {
 	*out = NULL;
+	*pin = NULL;
 	ox_ctx c = {0};
+	c.pinned = pinned;
+	c.npinned = npinned;
 	c.keep_files = files != NULL;
 	c.name = name ? name : "<input>";
 	c.dir = dir;
@@ -1109,6 +1205,8 @@ static int load(const void *buf, size_t len, const char *name, const char *dir, 
 		rc = oom(e);
 	else if ((rc = onnx_pb_decode(buf, len, c.name, a, &m, e)) == SN_OK)
 		rc = translate(&c, m, ws, out);
+	if (rc != SN_OK && c.pin && !(*pin = strdup(c.pin)))
+		rc = oom(e);
 	for (size_t i = 0; rc == SN_OK && i < nbinds; i++)
 		if (!c.bind_used[i])
 			rc = sn_errf(e, SN_EUSAGE, "symbol %s is bound but %s has no symbol %s",
@@ -1137,6 +1235,37 @@ static int load(const void *buf, size_t len, const char *name, const char *dir, 
 	} else {
 		onnx_files_free(c.files, c.nfiles);
 	}
+	return rc;
+}
+
+/* load_once until no input is left to pin (each pinned at most once). */
+static int load(const void *buf, size_t len, const char *name, const char *dir, const sir_bind *binds,
+		size_t nbinds, ir_graph **out, ir_wstore *ws, char ***files, size_t *nfiles, sn_err *e)
+{
+	char **pinned = NULL;
+	size_t npinned = 0;
+	int rc;
+	for (;;) {
+		char *pin = NULL;
+		rc = load_once(buf, len, name, dir, binds, nbinds, out, ws, files, nfiles, pinned, npinned, &pin, e);
+		if (rc == SN_OK || !pin)
+			break;
+		char **more = realloc(pinned, (npinned + 1) * sizeof *more);
+		if (!more) {
+			free(pin);
+			rc = oom(e);
+			break;
+		}
+		pinned = more;
+		pinned[npinned++] = pin;
+		*e = (sn_err){0};
+		sn_log(SN_LOG_INFO, "%s: graph input '%s' has an initializer and sets a value the import needs (a shape, "
+				    "an axis): it is that initializer, not an input",
+		       name ? name : "<input>", pin);
+	}
+	for (size_t i = 0; i < npinned; i++)
+		free(pinned[i]);
+	free(pinned);
 	return rc;
 }
 

@@ -44,6 +44,14 @@ typedef struct ox_ctx {
 	size_t nfiles;
 	bool keep_files;
 	sn_err *e;
+	/* Graph inputs with an initializer (docs/ONNX.md): from IR version 4
+	 * an input whose default is the initializer (ONNX, onnxruntime: a feed
+	 * overrides it). One whose value an op needs at import (a Reshape's
+	 * shape) is pinned: the import starts again with it an initializer. */
+	bool overridable;      /* IR version >= 4 */
+	char **pinned;         /* the pinned inputs' names (the caller's) */
+	size_t npinned;
+	const char *pin;       /* set, with a failure, when one more must be pinned */
 } ox_ctx;
 
 /* A translator: reads nd's inputs and attributes, adds nodes, binds every

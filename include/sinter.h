@@ -200,8 +200,10 @@ sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_er
 
 /* ---- running ---- */
 /* Random inputs for the model (floats N(0, 1); indices of a gather in
- * range; other integers in [0, 10)). The model must be fully shaped.
- * The caller frees them with sinter_tensors_free. */
+ * range; other integers in [0, 10)), none for an input with a default
+ * (an ONNX graph input that has an initializer: a run that gives no
+ * tensor for it takes the initializer, docs/ONNX.md). The model must be
+ * fully shaped. The caller frees them with sinter_tensors_free. */
 sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 				   sinter_tensor **inputs, size_t *n, sinter_error *err);
 /* Random tensors shaped as the descriptions descs[0..n) (floats N(0, 1),
