@@ -45,8 +45,10 @@ int ox_tr_conv_transpose(ox_ctx *c, const onnx_node *nd)
 	if (x == IR_NONE || w == IR_NONE || c->e->code)
 		return c->e->code;
 	int nsp = shape_of(c, x).rank - 2;
+	if (nsp == 3)
+		return ox_tr_conv3d(c, nd); /* onnx_ops_conv3d.c */
 	if ((nsp != 1 && nsp != 2) || shape_of(c, w).rank != nsp + 2)
-		return ox_fail(c, nd, "only 1-d and 2-d transposed convolutions are supported");
+		return ox_fail(c, nd, "only 1-d, 2-d and 3-d transposed convolutions are supported");
 	ir_attrs ua;
 	ir_attrs_init(IR_OP_unsqueeze, &ua);
 	ua.axes = (ir_ints){1, {2}};

@@ -113,6 +113,59 @@ static ir_ref blend(ox_ctx *c, const onnx_node *nd, const grid *g, int k, ir_ref
 	return bin(c, nd, IR_OP_add, bin(c, nd, IR_OP_mul, d[k][1], v[0]), bin(c, nd, IR_OP_mul, d[k][0], v[1]));
 }
 
+/* Keys' cubic convolution weights (a = -0.75, onnxruntime's
+ * GsGetCubicCoeffs) of the taps at -1, 0, 1, 2 from the fraction t. */
+static void cubic_coeffs(ox_ctx *c, const onnx_node *nd, const grid *g, ir_ref t, ir_ref *w)
+{
+	const double A = -0.75;
+	ir_ref one = num(c, g, 1), two = num(c, g, 2);
+	/* the outer taps: ((A u - 5A) u + 8A) u - 4A at u = t + 1 and 2 - t */
+	ir_ref u[2] = {bin(c, nd, IR_OP_add, t, one), bin(c, nd, IR_OP_sub, two, t)};
+	for (int k = 0; k < 2; k++) {
+		ir_ref v = bin(c, nd, IR_OP_sub, bin(c, nd, IR_OP_mul, num(c, g, A), u[k]), num(c, g, 5 * A));
+		v = bin(c, nd, IR_OP_add, bin(c, nd, IR_OP_mul, v, u[k]), num(c, g, 8 * A));
+		w[k ? 3 : 0] = bin(c, nd, IR_OP_sub, bin(c, nd, IR_OP_mul, v, u[k]), num(c, g, 4 * A));
+	}
+	/* the inner ones: ((A + 2) v - (A + 3)) v v + 1 at v = t and 1 - t */
+	ir_ref v[2] = {t, bin(c, nd, IR_OP_sub, one, t)};
+	for (int k = 0; k < 2; k++) {
+		ir_ref q = bin(c, nd, IR_OP_sub, bin(c, nd, IR_OP_mul, num(c, g, A + 2), v[k]), num(c, g, A + 3));
+		q = bin(c, nd, IR_OP_mul, bin(c, nd, IR_OP_mul, q, v[k]), v[k]);
+		w[k ? 2 : 1] = bin(c, nd, IR_OP_add, q, one);
+	}
+}
+
+/* Bicubic (4-d): the 4 x 4 taps around floor(x), floor(y), each padded as
+ * onnxruntime's PixelAtGrid pads (zeros: masked; border: clamped;
+ * reflection: the index reflected), blended along x per row, then along y. */
+static ir_ref bicubic(ox_ctx *c, const onnx_node *nd, const grid *g, const ir_ref *co)
+{
+	ir_ref tap[2][4], w[2][4];
+	for (int k = 0; k < 2; k++) {
+		double L = (double)g->len[k];
+		ir_ref f = emit1(c, nd, IR_OP_floor, co[k], NULL);
+		ir_ref t = bin(c, nd, IR_OP_sub, co[k], f);
+		cubic_coeffs(c, nd, g, t, w[k]);
+		for (int j = 0; j < 4; j++) {
+			w[k][j] = wt(c, nd, w[k][j]);
+			tap[k][j] = j == 1 ? f : bin(c, nd, IR_OP_add, f, num(c, g, j - 1));
+			if (g->pad == PAD_REFLECTION)
+				tap[k][j] = reflect(c, nd, g, tap[k][j], g->align ? 0 : -0.5, g->align ? L - 1 : L - 0.5);
+		}
+	}
+	ir_ref y = IR_NONE;
+	for (int i = 0; i < 4; i++) {
+		ir_ref row = IR_NONE;
+		for (int j = 0; j < 4; j++) {
+			ir_ref p = bin(c, nd, IR_OP_mul, w[0][j], pixel(c, nd, g, (ir_ref[2]){tap[0][j], tap[1][i]}));
+			row = row == IR_NONE ? p : bin(c, nd, IR_OP_add, row, p);
+		}
+		ir_ref v = bin(c, nd, IR_OP_mul, w[1][i], row);
+		y = y == IR_NONE ? v : bin(c, nd, IR_OP_add, y, v);
+	}
+	return y;
+}
+
 int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 {
 	ir_ref x = ox_need(c, nd, 0), gr = ox_need(c, nd, 1);
@@ -123,13 +176,15 @@ int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 	if ((nsp != 2 && nsp != 3) || gs.rank != xs.rank || gs.d[nsp + 1] != nsp)
 		return ox_fail(c, nd, "expects X [N, C, H, W] and grid [N, H_out, W_out, 2], or X [N, C, D, H, W] "
 				      "and grid [N, D_out, H_out, W_out, 3]");
-	bool nearest = false;
+	bool nearest = false, cubic = false;
 	if (ox_as_is(nd, "mode", "linear", "nearest"))
 		nearest = true;
 	else if (ox_as_is(nd, "mode", "linear", "cubic") || ox_as_is(nd, "mode", "linear", "bicubic"))
-		return ox_fail(c, nd, "mode cubic (bicubic) is not supported; linear (bilinear) and nearest are");
+		cubic = true;
 	else if (!ox_as_is(nd, "mode", "linear", "linear") && !ox_as_is(nd, "mode", "linear", "bilinear"))
 		return ox_fail(c, nd, "mode must be linear (bilinear), nearest or cubic");
+	if (cubic && nsp == 3)
+		return ox_fail(c, nd, "mode cubic is defined for 4-d inputs only (onnxruntime refuses it for 5-d)");
 	grid g = {.t = dtype_of(c, x), .align = ox_ai(nd, "align_corners", 0) != 0, .nsp = nsp};
 	if (ox_as_is(nd, "padding_mode", "zeros", "zeros"))
 		g.pad = PAD_ZEROS;
@@ -197,7 +252,9 @@ int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 		if (nearest)
 			v = emit1(c, nd, IR_OP_round, v, NULL); /* nearbyint: ties to even */
 		double lo = g.align ? 0 : -0.5, hi = g.align ? L - 1 : L - 0.5;
-		if (g.pad == PAD_BORDER)
+		if (cubic)
+			; /* each tap is padded (PixelAtGrid), not the coordinate */
+		else if (g.pad == PAD_BORDER)
 			v = clamp(c, nd, v, 0, L - 1);
 		else if (g.pad == PAD_REFLECTION)
 			v = reflect(c, nd, &g, v, lo, hi);
@@ -207,6 +264,8 @@ int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 	}
 	if (nearest)
 		return bind(c, nd, pixel(c, nd, &g, co));
+	if (cubic)
+		return bind(c, nd, bicubic(c, nd, &g, co));
 	/* corners x1 = floor(x), x2 = x1 + 1; weights dx1 = x - x1, dx2 = x2 - x */
 	ir_ref corner[3][2], d[3][2], pick[3];
 	for (int k = 0; k < nsp; k++) {

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """check.py: the models of tests/onnx/rnn/ (gen.py writes them: LSTM, GRU,
-GridSample and 3-d Conv, which sinter builds at import from its IR's ops,
+GridSample, 3-d Conv and ConvTranspose, which sinter builds at import from its IR's ops,
 so every device runs them) run in onnxruntime (CPU) and in sinter on each
 device given (ref, cpu; cuda on a GPU machine) on random inputs (a batch-first LSTM or GRU, layout 1, through
 Transposes around the layout-0 op in onnxruntime, which refuses layout 1); every
 output must agree within a relative L2 error of 1e-5 (ref) or 1e-4 (other
 devices, fp32). Then the messages: an unsupported op names itself and its
-node and points to docs/ONNX.md; GridSample's cubic mode, an LSTM over a
+node and points to docs/ONNX.md; GridSample's cubic mode in 5-d, an LSTM over a
 symbolic sequence length and an unsupported activation are refused with a
 reason.
 
@@ -158,9 +158,10 @@ def check_messages(sinter, work):
         ("unsupported", mk([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], [vi("x", F, [2, 3])],
                            [vi("y", F, [2, 3])]),
          ["unsupported op", "Hardmax", "'hm'", "docs/ONNX.md"]),
-        ("grid_cubic", mk([helper.make_node("GridSample", ["x", "g"], ["y"], name="gs", mode="cubic")],
-                          [vi("x", F, [1, 1, 4, 4]), vi("g", F, [1, 2, 2, 2])], [vi("y", F, [1, 1, 2, 2])], 20),
-         ["'gs'", "cubic", "not supported"]),
+        ("grid_cubic_5d", mk([helper.make_node("GridSample", ["x", "g"], ["y"], name="gs", mode="cubic")],
+                             [vi("x", F, [1, 1, 2, 4, 4]), vi("g", F, [1, 2, 2, 2, 3])],
+                             [vi("y", F, [1, 1, 2, 2, 2])], 20),
+         ["'gs'", "cubic", "4-d inputs only"]),
         ("lstm_symbolic_t", mk([helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="l", hidden_size=2)],
                                [vi("x", F, ["T", 1, 3]), vi("w", F, [1, 8, 3]), vi("r", F, [1, 8, 2])],
                                [vi("y", F, ["T", 1, 1, 2])]),

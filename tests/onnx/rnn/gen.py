@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """gen.py: writes the small models of tests/onnx/rnn/ (LSTM, GRU,
-GridSample, 3-d Conv: ops sinter builds from its IR's ops at import), each
+GridSample, 3-d Conv and ConvTranspose: ops sinter builds from its IR's ops at import), each
 with its weights drawn at random (seed 31) as initializers. check.py runs
 them against onnxruntime. Run it again only to change the models:
 
@@ -105,6 +105,19 @@ def grid_sample(opset):
                  opset)
 
 
+def grid_sample_cubic():
+    """Opset 16's bicubic x every padding_mode x align_corners."""
+    N, C, H, W, Ho, Wo = 2, 3, 5, 7, 4, 6
+    nodes, outs = [], []
+    for pad in ("zeros", "border", "reflection"):
+        for ac in (0, 1):
+            o = f"bicubic_{pad}_{ac}"
+            nodes.append(helper.make_node("GridSample", ["X", "grid"], [o], name="gs_" + o, mode="bicubic",
+                                          padding_mode=pad, align_corners=ac))
+            outs.append(vi(o, [N, C, Ho, Wo]))
+    return model("grid_sample_cubic", nodes, [vi("X", [N, C, H, W]), vi("grid", [N, Ho, Wo, 2])], outs, {}, 16)
+
+
 def grid_sample_3d():
     """Opset 20's volumetric form (X [N, C, D, H, W], grid [..., 3]): linear
     and nearest x every padding_mode x align_corners."""
@@ -136,12 +149,28 @@ def conv3d(rng):
                  inits, 17)
 
 
+def conv_transpose3d(rng):
+    """a: strides, asymmetric pads, output_padding, dilation, groups, bias;
+    b: output_shape (pads from it)."""
+    N, C, D, H, W = 2, 4, 3, 4, 3
+    inits = {"Wa": rnd(rng, (4, 3, 2, 3, 2)), "Ba": rnd(rng, (6,)), "Wb": rnd(rng, (4, 2, 3, 3, 3), 0.3)}
+    nodes = [
+        helper.make_node("ConvTranspose", ["X", "Wa", "Ba"], ["a"], name="convt_a", group=2, strides=[2, 1, 2],
+                         pads=[1, 0, 0, 0, 1, 1], output_padding=[1, 0, 1], dilations=[1, 2, 1]),
+        helper.make_node("ConvTranspose", ["X", "Wb"], ["b"], name="convt_b", strides=[2, 2, 2],
+                         output_shape=[6, 8, 7]),
+    ]
+    return model("conv_transpose3d", nodes, [vi("X", [N, C, D, H, W])],
+                 [vi("a", [N, 6, 6, 7, 6]), vi("b", [N, 2, 6, 8, 7])], inits, 17)
+
+
 def all_models():
     rng = np.random.default_rng(31)
     return {"lstm_bidir": lstm_bidir(rng), "lstm_reverse_layout1": lstm_reverse_layout1(rng),
             "gru_lbr0": gru(rng, 0), "gru_lbr1": gru(rng, 1), "gru_reverse_lens": gru_reverse_lens(rng),
             "grid_sample16": grid_sample(16), "grid_sample20": grid_sample(20),
-            "grid_sample3d": grid_sample_3d(), "conv3d": conv3d(rng)}
+            "grid_sample3d": grid_sample_3d(), "grid_sample_cubic": grid_sample_cubic(), "conv3d": conv3d(rng),
+            "conv_transpose3d": conv_transpose3d(rng)}
 
 
 def main():
