@@ -105,7 +105,13 @@ void sinter_compiled_free(sinter_compiled *c)
 	for (uint32_t i = 0; i < c->nsyms; i++)
 		free(c->syms[i]);
 	sinter_model_free(c->desc);
+	api_state_free(&c->st);
 	free(c);
+}
+
+api_state *api_cuda_state(sinter_compiled *c)
+{
+	return &c->st;
 }
 
 char *api_cuda_strdup(const char *s, bool *oom)

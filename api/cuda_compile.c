@@ -285,9 +285,9 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 		return api_failf(err, SINTER_E_USAGE, "unknown device '%s' (cuda, cpu or ref)", o->device);
 	}
 	*out = NULL;
-	if (m->g->nstates)
-		return api_failf(err, SINTER_E_USAGE, "the model has %u states: state on cuda is not built yet (ref and "
-				 "cpu keep state; docs/DESIGN.md, State)", m->g->nstates);
+	if (m->g->nstates && sinter_model_num_symbols(m))
+		return api_failf(err, SINTER_E_USAGE, "the model has %u states and unbound symbols: state on cuda needs "
+				 "every symbol bound (--shape)", m->g->nstates);
 	sinter_compile_stats s = {0};
 	resolved r;
 	sinter_status st = api_cuda_resolve(o, &r, err);
@@ -346,6 +346,10 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 		return st;
 	}
 	c->last = sl;
+	if ((st = api_state_init(&c->st, m->g, err))) {
+		sinter_compiled_free(c);
+		return st;
+	}
 	if (stats)
 		*stats = s;
 	*out = c;
@@ -364,6 +368,9 @@ sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile
 		return st;
 	if (package && !m->weights)
 		return api_failf(err, SINTER_E_USAGE, "a package carries the weights: they are not loaded");
+	if (package && m->g->nstates)
+		return api_failf(err, SINTER_E_USAGE, "a CUDA package of a model with state is not built yet (the plan "
+				 "does not mark its states): compile it where it runs");
 	int sm = o && o->target_sm ? o->target_sm : 90;
 	cg_plan *p = NULL;
 	if (r.tune)

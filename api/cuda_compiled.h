@@ -8,6 +8,7 @@
 #define SINTER_API_CUDA_COMPILED_H
 
 #include "api/model.h"
+#include "api/state.h"
 #include "api/observe.h"
 #include "api/plan_cache.h"
 
@@ -61,6 +62,8 @@ struct sinter_compiled {
 	uint64_t tick;
 	slot *last;
 	wshare shares[16];
+	api_state st; /* the model's states, kept across runs (state.h): in host memory, copied in and
+		       * out by each run */
 };
 
 typedef struct resolved {

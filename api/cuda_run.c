@@ -72,7 +72,7 @@ static sinter_status slot_for(sinter_compiled *c, const sinter_tensor *ins, size
 	for (int k = 0; k < 16; k++)
 		vals[k] = -1;
 	const ir_graph *g = c->desc->g;
-	for (uint32_t i = 0; i < g->ninputs; i++) {
+	for (uint32_t i = 0; i < api_user_inputs(g); i++) { /* states have no symbols (compile refuses) */
 		const ir_node *in = &g->nodes[g->inputs[i]];
 		const sinter_tensor *t = NULL;
 		for (size_t k = 0; k < nin && !t; k++)
@@ -162,6 +162,8 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
 		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
 		goto done;
 	}
+	/* the states: the last inputs and outputs, copied in and out */
+	uint32_t nst = c->st.n, nres = p->noutputs - nst;
 	for (uint32_t i = 0; i < p->ninputs; i++) {
 		const cg_io *io = &p->inputs[i];
 		const sinter_tensor *t = match_input(io, i, inputs, ninputs);
@@ -208,6 +210,13 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
 		st = api_fail(err, &e);
 	else
 		sn_stage("run (cuda)", t0, "%u steps, inputs copied in and outputs out", p->nsteps);
+	for (uint32_t k = 0; !st && k < nst; k++) { /* the new values become the states */
+		free(c->st.t[k].data);
+		c->st.t[k].data = res[nres + k].data;
+		res[nres + k].data = NULL;
+		free((char *)res[nres + k].name);
+		res[nres + k].name = NULL;
+	}
 done:
 	if (st) {
 		sinter_tensors_free(res, p->noutputs);
@@ -255,6 +264,9 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 	if (api_device_of(c) != API_DEV_CUDA)
 		return api_failf(err, SINTER_E_USAGE, "run_device runs on CUDA memory: this model is compiled for %s",
 				 sinter_compiled_device(c));
+	if (c->st.n)
+		return api_failf(err, SINTER_E_USAGE, "run_device of a model with state is not built yet (sinter_compiled_run "
+				 "keeps its state)");
 	slot *sl;
 	sinter_status st = slot_for(c, inputs, ninputs, &sl, err);
 	if (st)

@@ -1577,6 +1577,11 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 	return no_cuda(err);
 }
 
+api_state *api_cuda_state(sinter_compiled *c)
+{
+	return NULL;
+}
+
 sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
 				      size_t *n, sinter_error *err)
 {

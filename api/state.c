@@ -182,10 +182,9 @@ static sinter_status state_of(sinter_compiled *c, api_state **out, pthread_mutex
 		*out = &ref_of(c)->st;
 		return SINTER_OK;
 	}
-	*out = api_device_of(c) == API_DEV_CPU ? api_cpu_state(c) : NULL;
+	*out = api_device_of(c) == API_DEV_CPU ? api_cpu_state(c) : api_cuda_state(c);
 	if (!*out)
-		return api_failf(err, SINTER_E_USAGE, "state on %s is not built (ref and cpu keep state)",
-				 sinter_compiled_device(c));
+		return api_failf(err, SINTER_E_USAGE, "state on %s is not built in this build", sinter_compiled_device(c));
 	return SINTER_OK;
 }
 

@@ -53,8 +53,9 @@ sinter_status api_host_run(sinter_compiled *c, const sinter_tensor *inputs, size
 			   sinter_error *err);
 sinter_status api_host_bench(sinter_compiled *c, int warmup, int iters, double *ms, sinter_error *err);
 
-/* The cpu handle's state (cpu_api.c); NULL in a build without the cpu
- * device. */
+/* The cpu handle's state (cpu_api.c), the cuda handle's (cuda_api.c);
+ * NULL in a build without the device. */
 api_state *api_cpu_state(sinter_compiled *c);
+api_state *api_cuda_state(sinter_compiled *c);
 
 #endif

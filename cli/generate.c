@@ -32,7 +32,7 @@ const char cli_generate_help[] =
 	"  --top-k K          sample among the K largest logits only (0: all)\n"
 	"  --seed S           the sampler's seed, and --init random's (default 0)\n"
 	"  --device D         ref, cpu or cuda (default: cpu when this build has it,\n"
-	"                     else ref; state on cuda is not built yet)\n"
+	"                     else ref; cuda copies the cache in and out each call)\n"
 	"  --threads N        cpu: worker threads (default: the cores)\n"
 	"  --weights FILE     read params from FILE (repeatable; a sharded\n"
 	"                     checkpoint's index names its shards); without it the\n"

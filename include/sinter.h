@@ -347,9 +347,10 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
  * inputs with their `update`, or ONNX inputs named by --state OUT=IN) are
  * neither inputs nor outputs of a compiled model: it keeps one buffer per
  * state, zeroed when compiled, that each run reads and updates in place,
- * so runs accumulate (a KV cache grows) until reset. The ref and cpu
- * devices keep state; cuda refuses a model with state for now. Not to be
- * called while a run of c is in progress on another thread.
+ * so runs accumulate (a KV cache grows) until reset. ref and cpu keep
+ * state in host memory; cuda too for now (copied in and out by each run,
+ * every symbol bound; no packages, no run_device). Not to be called while
+ * a run of c is in progress on another thread.
  * state_read: a copy of every state (named, shaped), freed with
  * sinter_tensors_free. state_write: each tensor given replaces the state
  * of its name (dtype and shape must be the state's); the others stay.
