@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from ._lib import (SinterError, FreedError, check, lib, Tensor, Error, Options, ShapeBinding, CompileOptions,
-                   CompileStats)
+                   CompileStats, ProfileEntry)
 
 __all__ = ["load", "load_package", "compile", "compile_model", "compile_package", "Model", "Compiled", "Outputs",
            "SinterError", "FreedError", "version", "default_device", "cuda_available", "cpu_available", "read_tensors",
@@ -520,6 +520,24 @@ class Compiled:
         with self._use(exclusive=True) as h:
             check(lib().sinter_compiled_bench(h, warmup, iters, ms, ctypes.byref(err)), err)
         return list(ms)
+
+    def profile(self, iters=20):
+        """Each step of the plan timed over `iters` calls with the last run's
+        inputs (cuda: launched alone, CUDA events; cpu: where it runs, the
+        steps running one after another): a list, in plan order, of dicts
+        with kernel, op, ms (per call), bytes and flops."""
+        if self._h is None:
+            raise SinterError(2, "profile needs a model compiled for cuda or cpu; this one runs on ref")
+        p = ctypes.POINTER(ProfileEntry)()
+        n = ctypes.c_size_t()
+        err = Error()
+        with self._use(exclusive=True) as h:
+            check(lib().sinter_compiled_profile(h, iters, ctypes.byref(p), ctypes.byref(n), ctypes.byref(err)), err)
+        try:
+            return [{"kernel": p[i].kernel.decode(), "op": p[i].op.decode(), "ms": p[i].ms, "bytes": p[i].bytes,
+                     "flops": p[i].flops} for i in range(n.value)]
+        finally:
+            lib().sinter_free(p)
 
 
 def _package_kind(path):

@@ -85,6 +85,11 @@ class CompileOptions(ctypes.Structure):
                 ("threads", ctypes.c_int), ("_reserve", ctypes.c_char * 1024)]
 
 
+class ProfileEntry(ctypes.Structure):
+    _fields_ = [("kernel", ctypes.c_char_p), ("op", ctypes.c_char_p), ("ms", ctypes.c_double),
+                ("bytes", ctypes.c_double), ("flops", ctypes.c_double)]
+
+
 class CompileStats(ctypes.Structure):
     _fields_ = [("passes_s", ctypes.c_double), ("codegen_s", ctypes.c_double), ("nvrtc_s", ctypes.c_double),
                 ("load_s", ctypes.c_double), ("upload_s", ctypes.c_double), ("plan_s", ctypes.c_double),
@@ -182,6 +187,8 @@ _PROTOS = {
                                               ctypes.c_size_t, ctypes.c_void_p, P(Error)]),
     "sinter_compiled_bench": (c_status, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, P(ctypes.c_double),
                                          P(Error)]),
+    "sinter_compiled_profile": (c_status, [ctypes.c_void_p, ctypes.c_int, P(P(ProfileEntry)), P(ctypes.c_size_t),
+                                           P(Error)]),
     "sinter_tensors_read": (c_status, [ctypes.c_char_p, P(P(Tensor)), P(ctypes.c_size_t), P(Error)]),
     "sinter_tensors_write": (c_status, [ctypes.c_char_p, P(Tensor), ctypes.c_size_t, P(Error)]),
     "sinter_tensors_free": (None, [P(Tensor), ctypes.c_size_t]),

@@ -112,8 +112,9 @@ for dev in ["ref"] + (["cpu"] if have_cpu else []):
     ok(np.allclose(c.run(x)[0], numpy_one(x), rtol=2e-5, atol=1e-5), "compiled for %s against NumPy" % dev)
     c.close()
     for name, fn in [("run", lambda: c.run(x)), ("inputs", lambda: c.inputs), ("outputs", lambda: c.outputs),
-                     ("bench", lambda: c.bench(1, 1)), ("run_device", lambda: c.run_device([], []))]:
-        if dev == "ref" and name in ("bench", "run_device"):
+                     ("bench", lambda: c.bench(1, 1)), ("profile", lambda: c.profile(1)),
+                     ("run_device", lambda: c.run_device([], []))]:
+        if dev == "ref" and name in ("bench", "profile", "run_device"):
             continue
         raises(sinter.FreedError, fn, "freed %s compiled model: %s" % (dev, name), "compiled model was freed")
     ok("freed" in repr(c), "freed compiled: %r" % c)
@@ -123,6 +124,10 @@ if have_cpu:
     c = sinter.compile_model(m2, device="cpu")
     m2.close()
     ok(np.allclose(c.run(x)[0], numpy_one(x), rtol=2e-5, atol=1e-5), "cpu compiled model after its model's close")
+    # the per-step profile (the C test, unit.cpu_observe, checks its values)
+    prof = c.profile(3)
+    ok(len(prof) >= 1 and all(set(e) == {"kernel", "op", "ms", "bytes", "flops"} and e["ms"] >= 0 and e["bytes"] > 0
+                              for e in prof), "cpu profile %r" % prof)
 m2 = sinter.load(one, shapes={"N": 3}, weights=os.path.join(tmp, "w.safetensors"))
 c = sinter.compile_model(m2, device="ref")
 m2.close()
