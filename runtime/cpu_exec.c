@@ -297,6 +297,11 @@ static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void
 		free(data);
 		if (ks.state == KC_CORRUPT && warn)
 			warn(wctx, ks.msg);
+		/* why, as the CUDA kernel cache's lookups say it */
+		sn_log(SN_LOG_INFO, "cpu: object cache miss (%s): LLVM -O3",
+		       ks.state == KC_CORRUPT ? "the entry was corrupt or refused: see the warning"
+		       : sub.code	      ? sub.msg
+					      : "no entry for this module's text, LLVM, target, CPU and features");
 	}
 	double t0 = sn_now();
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();

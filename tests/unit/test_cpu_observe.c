@@ -11,10 +11,10 @@
  * - the progress line of the LLVM compile (drawn at once here:
  *   sn_progress_set_after(0)) reaches stderr, and nothing does with the
  *   line off;
- * - the plan cache's miss says why at info level, and sinter_cache_explain
- *   with device "cpu" (no GPU needed) says miss with nothing to compare,
- *   then hit after a compile, then, for the model at another batch size,
- *   miss naming the shapes that differ.
+ * - the plan cache's miss and the object cache's say why at info level,
+ *   and sinter_cache_explain with device "cpu" (no GPU needed) says miss
+ *   with nothing to compare, then hit after a compile, then, for the
+ *   model at another batch size, miss naming the shapes that differ.
  * Skipped (saying so) without the cpu device. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "sinter.h"
@@ -235,6 +235,7 @@ int main(void)
 	sinter_log_set_handler(NULL, NULL);
 	CHECK(strstr(logged, "plan cache (cpu): miss (no entry for this model, shapes, mode, precision, fusion, host and "
 			     "weights"));
+	CHECK(strstr(logged, "cpu: object cache miss (no entry for this module's text, LLVM, target, CPU and features)"));
 	sinter_compiled_free(c);
 	text = explain(m, pdir);
 	CHECK(text && strstr(text, "plan: hit ") && strstr(text, "objects: 1 of the 1 compiled modules"));
