@@ -4,8 +4,7 @@
  * step then adds the recurrent matmul of the previous hidden state and
  * computes the gates with sigmoid/tanh/mul/add; the per-step hidden states
  * are concatenated into Y. The sequence length must therefore be known at
- * import time; the graph grows by about 12 (GRU) to 16 (LSTM) nodes per
- * step and direction. */
+ * import time; the graph grows by about 18 nodes per step and direction. */
 #include "onnx_build.h"
 
 #include <stdlib.h>
@@ -51,11 +50,12 @@ static ir_ref concat(ox_ctx *c, const onnx_node *nd, const ir_ref *in, uint32_t 
 	return ox_emit(c, nd, IR_OP_concat, in, n, &a);
 }
 
-static ir_ref matmul_t(ox_ctx *c, const onnx_node *nd, ir_ref x, ir_ref w)
+/* A 2-d w [out, in] as [in, out], made once per direction: a known
+ * weight transposed in every step would be folded into a param per step. */
+static ir_ref tr2(ox_ctx *c, const onnx_node *nd, ir_ref w)
 {
-	/* x @ w^T for a 2-d w [out, in] */
 	static const int perm[2] = {1, 0};
-	return emit2(c, nd, IR_OP_matmul, x, transpose(c, nd, w, perm, 2));
+	return transpose(c, nd, w, perm, 2);
 }
 
 /* ---- activations ---- */
@@ -252,7 +252,7 @@ static int rnn_read(ox_ctx *c, const onnx_node *nd, rnn *R, int nper, const rnn_
  * bias (a [G*H] vector or IR_NONE): [T, B, G*H]. */
 static ir_ref project(ox_ctx *c, const onnx_node *nd, const rnn *R, int d, ir_ref bias)
 {
-	ir_ref y = matmul_t(c, nd, R->x, pick(c, nd, R->w, d));
+	ir_ref y = emit2(c, nd, IR_OP_matmul, R->x, tr2(c, nd, pick(c, nd, R->w, d)));
 	return bias == IR_NONE ? y : emit2(c, nd, IR_OP_add, y, bias);
 }
 
@@ -367,7 +367,7 @@ int ox_tr_lstm(ox_ctx *c, const onnx_node *nd)
 				     slice1(c, nd, bd, 0, 4 * R.H, 8 * R.H));
 		}
 		ir_ref xp = project(c, nd, &R, d, bias);
-		ir_ref rd = pick(c, nd, R.r, d);
+		ir_ref rtr = tr2(c, nd, pick(c, nd, R.r, d)); /* [H, 4H] */
 		ir_ref pi = IR_NONE, po = IR_NONE, pf = IR_NONE;
 		if (R.p != IR_NONE) {
 			ir_ref pd = pick(c, nd, R.p, d);
@@ -381,7 +381,7 @@ int ox_tr_lstm(ox_ctx *c, const onnx_node *nd)
 		bool rev = R.reverse || d == 1;
 		for (int64_t s = 0; s < R.T && !c->e->code; s++) {
 			int64_t t = rev ? R.T - 1 - s : s;
-			ir_ref g = emit2(c, nd, IR_OP_add, step_of(c, nd, xp, t), matmul_t(c, nd, h, rd));
+			ir_ref g = emit2(c, nd, IR_OP_add, step_of(c, nd, xp, t), emit2(c, nd, IR_OP_matmul, h, rtr));
 			ir_ref gi = gate(c, nd, &R, g, 0), go = gate(c, nd, &R, g, 1), gf = gate(c, nd, &R, g, 2),
 			       gc = gate(c, nd, &R, g, 3);
 			if (pi != IR_NONE) {
@@ -445,7 +445,8 @@ int ox_tr_gru(ox_ctx *c, const onnx_node *nd)
 		}
 		ir_ref xp = project(c, nd, &R, d, bias);
 		ir_ref rd = pick(c, nd, R.r, d);
-		ir_ref rzr = slice1(c, nd, rd, 0, 0, 2 * H), rh = slice1(c, nd, rd, 0, 2 * H, 3 * H);
+		ir_ref rdt = tr2(c, nd, rd); /* [H, 3H]: z, r, h */
+		ir_ref rzr = slice1(c, nd, rdt, 1, 0, 2 * H), rh = slice1(c, nd, rdt, 1, 2 * H, 3 * H);
 		ir_ref h = R.h0 != IR_NONE ? pick(c, nd, R.h0, d) : zero_state(c, nd, &R);
 		const rnn_act *fa = R.act + 2 * d;
 		bool rev = R.reverse || d == 1;
@@ -454,7 +455,7 @@ int ox_tr_gru(ox_ctx *c, const onnx_node *nd)
 			ir_ref x = step_of(c, nd, xp, t);
 			ir_ref zr, hh;
 			if (lbr) {
-				ir_ref hr = matmul_t(c, nd, h, rd); /* [B, 3H] */
+				ir_ref hr = emit2(c, nd, IR_OP_matmul, h, rdt); /* [B, 3H] */
 				zr = emit2(c, nd, IR_OP_add, slice1(c, nd, x, 1, 0, 2 * H), slice1(c, nd, hr, 1, 0, 2 * H));
 				ir_ref lin = slice1(c, nd, hr, 1, 2 * H, 3 * H);
 				if (rbh != IR_NONE)
@@ -462,10 +463,10 @@ int ox_tr_gru(ox_ctx *c, const onnx_node *nd)
 				ir_ref rt = act(c, nd, &R, fa[0], gate(c, nd, &R, zr, 1));
 				hh = emit2(c, nd, IR_OP_add, gate(c, nd, &R, x, 2), emit2(c, nd, IR_OP_mul, rt, lin));
 			} else {
-				zr = emit2(c, nd, IR_OP_add, slice1(c, nd, x, 1, 0, 2 * H), matmul_t(c, nd, h, rzr));
+				zr = emit2(c, nd, IR_OP_add, slice1(c, nd, x, 1, 0, 2 * H), emit2(c, nd, IR_OP_matmul, h, rzr));
 				ir_ref rt = act(c, nd, &R, fa[0], gate(c, nd, &R, zr, 1));
 				hh = emit2(c, nd, IR_OP_add, gate(c, nd, &R, x, 2),
-					   matmul_t(c, nd, emit2(c, nd, IR_OP_mul, rt, h), rh));
+					   emit2(c, nd, IR_OP_matmul, emit2(c, nd, IR_OP_mul, rt, h), rh));
 			}
 			ir_ref zt = act(c, nd, &R, fa[0], gate(c, nd, &R, zr, 0));
 			hh = act(c, nd, &R, fa[1], hh);

@@ -8,7 +8,8 @@ output must agree within a relative L2 error of 1e-5 (ref) or 1e-4 (other
 devices, fp32). Then the messages: an unsupported op names itself and its
 node and points to docs/ONNX.md; GridSample's cubic mode in 5-d, an LSTM over a
 symbolic sequence length and an unsupported activation are refused with a
-reason.
+reason. And an imported LSTM or GRU holds its weights once (the weights file
+of `sinter import` is no larger than the initializers).
 
 usage: check.py SINTER [--devices ref,cpu] [--seed S] [--keep DIR]
 The seed is random unless given (or set in SINTER_SEED) and is printed.
@@ -30,7 +31,7 @@ from run_node_tests import first_line, read_st, rel_l2, run_cmd, write_st  # noq
 
 import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 SYM = {"N": 2}  # symbolic dims, as run
 
@@ -146,6 +147,29 @@ def refused(sinter, work, name, m, want):
     return None
 
 
+def check_weights(sinter, work):
+    """An imported LSTM or GRU keeps its weights once: the weights file of
+    `sinter import` is no larger than the model's initializers (a weight
+    transposed in every step was once folded into a param per step)."""
+    npass, fails = 0, []
+    for path in sorted(glob.glob(os.path.join(HERE, "*.onnx"))):
+        m = onnx.load(path)
+        if not any(n.op_type in ("LSTM", "GRU") for n in m.graph.node):
+            continue
+        name = os.path.basename(path)[:-5]
+        sir = os.path.join(work, name + ".sir")
+        rc, text = run_cmd([sinter, "import", path, "-o", sir], 120)
+        st = os.path.join(work, name + ".safetensors")
+        init = sum(numpy_helper.to_array(t).nbytes for t in m.graph.initializer)
+        got = os.path.getsize(st) if os.path.exists(st) else 0
+        if rc != 0 or got > init:
+            fails.append(f"{name}: import exit {rc}, weights {got} bytes for {init} bytes of initializers")
+        else:
+            npass += 1
+            print(f"ok   {name}: weights {got} bytes, initializers {init}")
+    return npass, fails
+
+
 def check_messages(sinter, work):
     F = TensorProto.FLOAT
 
@@ -196,13 +220,14 @@ def main():
     try:
         p1, f1 = check_models(a.sinter, [d for d in a.devices.split(",") if d], rng, work)
         p2, f2 = check_messages(a.sinter, work)
+        p3, f3 = check_weights(a.sinter, work)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    fails = f1 + f2
+    fails = f1 + f2 + f3
     for f in fails:
         print("FAIL " + f)
-    print(f"{p1 + p2} passed, {len(fails)} failed")
+    print(f"{p1 + p2 + p3} passed, {len(fails)} failed")
     return 1 if fails else 0
 
 
