@@ -555,7 +555,7 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		static const char *const other[] = {"block", "vec", "rows"};
 		const int32_t vals[] = {want->block, want->vec, want->rows};
 		for (size_t i = 0; i < SN_COUNT(other); i++)
-			if (vals[i])
+			if (vals[i] && !(i == 1 && want->variant == V_DWT)) /* vec: variant 10's vectors a block */
 				return sn_errf(e, SN_EUSAGE,
 					       "conv2d: %s is not a conv2d config field (variant, tile_m, tile_n, tile_k, warps, stages, split_k)",
 					       other[i]);
@@ -567,7 +567,10 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 			kind = want->variant;
 		}
 		bool tiles = want->tile_m || want->tile_n || want->tile_k || want->warps || want->stages || want->split_k;
-		if (tiles && kind != V_TC && kind != V_WG && kind != V_WGP && kind != V_WGC)
+		if (kind == V_DWT && (want->warps || want->stages || want->split_k))
+			return sn_errf(e, SN_EUSAGE, "conv2d: variant 10 (%s) takes tile_m, tile_n, tile_k and vec, not %s",
+				       vnames[V_DWT], want->warps ? "warps" : want->stages ? "stages" : "split_k");
+		if (tiles && kind != V_DWT && kind != V_TC && kind != V_WG && kind != V_WGP && kind != V_WGC)
 			return sn_errf(e, SN_EUSAGE,
 				       "conv2d: %s applies to variants %d (%s), %d (%s), %d (%s) and %d (%s) only, not to %s",
 				       want->tile_m ? "tile_m" : want->tile_n ? "tile_n" : want->tile_k ? "tile_k"
@@ -662,8 +665,13 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		dwv = cv.og == 1 && cv.c % v16 == 0 ? v16 : 1;
 	}
 	cg_conv_dw dwp = {0};
-	if (kind == V_DWT && !cg_conv_dw_plan(&cv, &dwp))
-		return sn_errf(e, SN_EINTERNAL, "conv2d: the tiled depthwise kernel does not fit");
+	if (kind == V_DWT && !cg_conv_dw_plan(&cv, want, &dwp))
+		return want && (want->tile_m || want->tile_n || want->tile_k || want->vec)
+			       ? sn_errf(e, SN_EUSAGE, "conv2d: variant 10 (%s): tile_m %d, tile_n %d, tile_k %d, vec %d do not "
+					 "fit (tile_k 1 to 8, vec dividing the channel vectors, 99 KB of shared memory, "
+					 "1024 threads)",
+					 vnames[V_DWT], (int)want->tile_m, (int)want->tile_n, (int)want->tile_k, (int)want->vec)
+			       : sn_errf(e, SN_EINTERNAL, "conv2d: the tiled depthwise kernel does not fit");
 	int64_t mt = (cv.m + tm - 1) / tm, nt = (cv.og + tn - 1) / tn;
 	bool tiled = kind == V_SIMT || kind == V_MMA || kind == V_TC || wgk;
 	if (tiled && (mt * (kind == V_WGC ? 8 : 1) > 0x7fffffff || nt > 65535 || cv.groups > 65535))
@@ -766,7 +774,8 @@ int cg_render_conv(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_co
 		k->grid[2] = 1;
 		k->block[0] = dwp.threads;
 		k->smem = dwp.smem;
-		k->cfg = (cg_config){.variant = V_DWT, .block = (int32_t)dwp.threads};
+		k->cfg = (cg_config){.variant = V_DWT, .block = (int32_t)dwp.threads, .tile_m = dwp.th,
+				     .tile_n = dwp.rw * dwp.ncx, .tile_k = dwp.rw, .vec = cv.nhwc ? dwp.nv : dwp.pb};
 	} else if (kind == V_DIRECT || kind == V_DW) {
 		int64_t work = kind == V_DW && cv.nhwc ? cv.m * (cv.o / dwv) : cv.m * cv.o;
 		if (kind == V_DIRECT)

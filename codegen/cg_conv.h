@@ -114,9 +114,12 @@ typedef struct cg_conv_dw {
 } cg_conv_dw;
 /* Why variant 10 cannot compute cv, or NULL. */
 const char *cg_conv_dw_cannot(const cg_conv *cv);
-/* The tiles by a rule from the shape; false when they do not fit (48 KB
- * of shared memory, 1024 threads, one launch). */
-bool cg_conv_dw_plan(const cg_conv *cv, cg_conv_dw *p);
+/* The tiles by a rule from the shape, with what want (NULL: nothing) asks
+ * for: tile_m rows, tile_n columns, tile_k outputs per thread along W (1
+ * to 8), vec channel vectors (NHWC, dividing theirs) or planes (NCHW) per
+ * block; false when they do not fit (48 KB of shared memory by the rule,
+ * 99 KB asked, 1024 threads, one launch). */
+bool cg_conv_dw_plan(const cg_conv *cv, const cg_config *want, cg_conv_dw *p);
 void cg_conv_emit_dw(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const cg_conv_dw *p);
 
 /* cg_conv_stem.c: the tensor-core kernel for few input channels. Why it

@@ -19,9 +19,12 @@
  * output row, then column group, and a shared row holds an odd number of
  * vectors (NHWC) or floats (NCHW), so that the reads of a quarter warp
  * (16-byte vectors) or a warp (floats) fall in distinct banks. The way out
- * adds the bias, and stores 16-byte vectors (NHWC without a fusion
- * epilogue) or applies the epilogue element by element. The tiles come
- * from the shape (cg_conv_dw_plan), the threads rounded up to whole warps
+ * adds the bias, and stores vectors (without a fusion epilogue: NHWC a
+ * thread's VEC channels, NCHW its RW outputs where W is a multiple of RW)
+ * or applies the epilogue element by element. The tiles come
+ * from the shape (cg_conv_dw_plan) or from the config (tile_m rows,
+ * tile_n columns, tile_k outputs per thread along W, vec channel vectors
+ * or planes per block; up to 99 KB of shared memory), the threads rounded up to whole warps
  * (the extra ones only load), launched asking for 2 resident blocks per SM
  * (a bound on the registers, under which ptxas stops spilling the few it
  * spilled on some shapes without one); where the filter is too wide for its
@@ -38,7 +41,7 @@
 
 /* the blocks a grid should hold at least: two waves of a 132-SM part
  * (H100 SXM, H200); fewer and the tiles shrink */
-enum { DW_MIN_BLOCKS = 264, DW_SMEM_MAX = 48 * 1024, DW_MAX_TAPS = 31 };
+enum { DW_MIN_BLOCKS = 264, DW_SMEM_MAX = 48 * 1024, DW_SMEM_ASKED = 99 * 1024, DW_MAX_TAPS = 31 };
 
 static int64_t cdiv(int64_t a, int64_t b)
 {
@@ -98,12 +101,47 @@ const char *cg_conv_dw_cannot(const cg_conv *cv)
 	    cv->sw > 64)
 		return "its window (with dilation and stride) is over 512 pixels wide";
 	cg_conv_dw p;
-	if (!cg_conv_dw_plan(cv, &p))
+	if (!cg_conv_dw_plan(cv, NULL, &p))
 		return "its tile does not fit in 48 KB of shared memory or one launch";
 	return NULL;
 }
 
-bool cg_conv_dw_plan(const cg_conv *cv, cg_conv_dw *p)
+/* The tiles asked for in want (tile_m rows, tile_n columns, tile_k
+ * outputs per thread along W, vec channel vectors or planes per block),
+ * the rest as the rule has them; false when they do not fit. */
+static bool asked(const cg_conv *cv, const cg_config *want, cg_conv_dw *p)
+{
+	if (want->tile_k) {
+		if (want->tile_k < 1 || want->tile_k > 8)
+			return false;
+		p->rw = (int)(cv->wo < want->tile_k ? cv->wo : want->tile_k);
+		int64_t ncx = cdiv(cv->wo, p->rw), mcx = (cv->nhwc ? 16 : 64) / p->rw;
+		p->ncx = (int)(ncx < mcx ? ncx : mcx < 1 ? 1 : mcx);
+	}
+	if (want->tile_n) {
+		if (want->tile_n < 1 || want->tile_n > 256)
+			return false;
+		int64_t tw = want->tile_n < cv->wo ? want->tile_n : cv->wo;
+		p->ncx = (int)cdiv(tw, p->rw);
+	}
+	if (want->tile_m) {
+		if (want->tile_m < 1 || want->tile_m > 256)
+			return false;
+		p->th = (int)(want->tile_m < cv->ho ? want->tile_m : cv->ho);
+	}
+	if (want->vec) {
+		if (want->vec < 1 || want->vec > 64 || (cv->nhwc && (cv->c / p->vec) % want->vec))
+			return false;
+		if (cv->nhwc)
+			p->nv = want->vec;
+		else
+			p->pb = want->vec;
+	}
+	dw_sizes(cv, p);
+	return p->smem <= DW_SMEM_ASKED && p->threads <= 1024;
+}
+
+bool cg_conv_dw_plan(const cg_conv *cv, const cg_config *want, cg_conv_dw *p)
 {
 	*p = (cg_conv_dw){0};
 	p->vec = 1;
@@ -173,10 +211,13 @@ bool cg_conv_dw_plan(const cg_conv *cv, cg_conv_dw *p)
 			*p = q;
 		}
 	}
+	bool any = want && (want->tile_m || want->tile_n || want->tile_k || want->vec);
+	if (any && !asked(cv, want, p))
+		return false;
 	int64_t blocks0 = cv->nhwc ? cv->n * p->tiles_h * p->tiles_w : cdiv(cv->n * cv->c, p->pb);
 	int64_t blocks1 = cv->nhwc ? cv->c / p->vec / p->nv : p->tiles_h * p->tiles_w;
-	return p->smem <= DW_SMEM_MAX && p->threads >= 1 && p->threads <= 1024 && blocks0 <= 0x7fffffff &&
-	       blocks1 <= 65535;
+	return p->smem <= (any ? DW_SMEM_ASKED : DW_SMEM_MAX) && p->threads >= 1 && p->threads <= 1024 &&
+	       blocks0 <= 0x7fffffff && blocks1 <= 65535;
 }
 
 /* unpk(raw, f): the VEC values of a vector as floats; pk(f): back. */
@@ -353,6 +394,41 @@ void cg_conv_emit_dw(sn_buf *b, const cg_conv *cv, const cg_epilogue *epi, const
 		       "\tif (ho >= HO || pl >= (ix)CN * CC)\n\t\treturn;\n");
 	if (cv->bias)
 		sn_buf_printf(b, "\tconst float bv = ld_%s(bias, (int)(pl %% CC));\n", tn);
+	/* the thread's RW outputs are contiguous: one to two vector stores
+	 * where W is a multiple of RW (so they are aligned and all inside) */
+	int es = (int)ir_dtype_size(cv->t), bytes = p->rw * es;
+	if (!epi && cv->wo % p->rw == 0 && bytes % 4 == 0 && bytes <= 32) {
+		const char *cvt = cv->t == IR_BF16 ? "cvt.rn.bf16.f32" : "cvt.rn.f16.f32";
+		sn_buf_puts(b, "\tif (wo0 + cx * RW >= WO)\n\t\treturn;\n");
+		if (cv->bias)
+			sn_buf_puts(b, "#pragma unroll\n\tfor (int k = 0; k < RW; k++)\n\t\tacc[k][0] += bv;\n");
+		if (es == 2)
+			sn_buf_puts(b, "\tunsigned short h0, h1;\n");
+		for (int i = 0; i < bytes / 4; i++) {
+			if (es == 4)
+				sn_buf_printf(b, "\tconst unsigned w%d = __float_as_uint(acc[%d][0]);\n", i, i);
+			else
+				sn_buf_printf(b, "\tasm(\"%s %%0, %%1;\" : \"=h\"(h0) : \"f\"(acc[%d][0]));\n"
+						 "\tasm(\"%s %%0, %%1;\" : \"=h\"(h1) : \"f\"(acc[%d][0]));\n"
+						 "\tconst unsigned w%d = (unsigned)h0 | (unsigned)h1 << 16;\n",
+					      cvt, 2 * i, cvt, 2 * i + 1, i);
+		}
+		sn_buf_puts(b, "\tconst ix o = (pl * HO + ho) * WO + wo0 + cx * RW;\n");
+		int cs = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : 4;
+		for (int off = 0; off < bytes; off += cs) {
+			int w = off / 4;
+			if (cs == 16)
+				sn_buf_printf(b, "\t{\n\t\tuint4 v_ = {w%d, w%d, w%d, w%d};\n\t\t*(uint4 *)(y + o + %d) = v_;\n\t}\n", w,
+					      w + 1, w + 2, w + 3, off / es);
+			else if (cs == 8)
+				sn_buf_printf(b, "\t{\n\t\tuint2 v_ = {w%d, w%d};\n\t\t*(uint2 *)(y + o + %d) = v_;\n\t}\n", w, w + 1,
+					      off / es);
+			else
+				sn_buf_printf(b, "\t*(unsigned *)(y + o + %d) = w%d;\n", off / es, w);
+		}
+		sn_buf_puts(b, "#undef WSM\n}\n");
+		return;
+	}
 	sn_buf_puts(b, "#pragma unroll\n\tfor (int k = 0; k < RW; k++) {\n"
 		       "\t\tconst int wo = wo0 + cx * RW + k;\n"
 		       "\t\tif (wo >= WO)\n\t\t\tbreak;\n");

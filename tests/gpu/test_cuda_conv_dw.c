@@ -15,13 +15,15 @@
  * the simple kernel (variant 5, the default before) and the tiled one,
  * beside a device-to-device copy of the same bytes measured the same way
  * in this process (the copy floor): "% of copy" is the issue-26 yardstick
- * (>= 70 %). The timing lines are reports, not checks.
+ * (>= 70 %); in bf16, other tiles of variant 10 too (sweep_*, checked on
+ * the odd cases), to choose the rule by. The timing lines are reports,
+ * not checks; SINTER_DW_NO_TIMING=1 skips them.
  * With the arguments "compile SM" it needs no GPU: every case is rendered
- * and half of them (the kernels do not depend on the target: alternate
- * cases for sm_90 and for sm_80, so that CI compiles each once) are
- * NVRTC-compiled for sm_SM in one batch (codegen.nvrtc.conv_dw.sm_80 and
- * .sm_90, strict: no spills); SINTER_DW_DUMP=dir writes their sources
- * there. */
+ * and a quarter of them (the kernels do not depend on the target: every
+ * fourth case for sm_90, the ones two after those for sm_80, to keep CI
+ * at about 20 s of NVRTC) are NVRTC-compiled for sm_SM in one batch
+ * (codegen.nvrtc.conv_dw.sm_80 and .sm_90, strict: no spills);
+ * SINTER_DW_DUMP=dir writes their sources there. */
 #include "gpu_conv.h"
 
 #include "runtime/cuda.h"
@@ -72,6 +74,19 @@ static int compile_failures;
 static unsigned compile_seq; /* compile mode: cases rendered so far */
 
 static const cg_config v10 = {.variant = 10}, v5 = {.variant = 5};
+/* other tiles of variant 10 (tile_m rows x tile_n columns, tile_k outputs
+ * a thread along W), checked on the odd cases and timed on the models'
+ * shapes beside the default's, for choosing the rule */
+static const cg_config sweep_nhwc[] = {
+	{.variant = 10, .tile_m = 4, .tile_n = 16, .tile_k = 8},  {.variant = 10, .tile_m = 8, .tile_n = 16, .tile_k = 8},
+	{.variant = 10, .tile_m = 16, .tile_n = 16, .tile_k = 8}, {.variant = 10, .tile_m = 8, .tile_n = 32, .tile_k = 8},
+	{.variant = 10, .tile_m = 8, .tile_n = 16, .tile_k = 4},  {.variant = 10, .tile_m = 2, .tile_n = 8, .tile_k = 8},
+};
+static const cg_config sweep_nchw[] = {
+	{.variant = 10, .tile_m = 4, .tile_n = 64, .tile_k = 8},  {.variant = 10, .tile_m = 16, .tile_n = 64, .tile_k = 8},
+	{.variant = 10, .tile_m = 32, .tile_n = 32, .tile_k = 8}, {.variant = 10, .tile_m = 8, .tile_n = 64, .tile_k = 4},
+	{.variant = 10, .tile_m = 8, .tile_n = 32, .tile_k = 4, .vec = 2},
+};
 
 static int render(const ir_graph *g, int sm, const cg_config *want, bool fuse, cg_step *st, sn_err *e)
 {
@@ -100,10 +115,13 @@ static int rerender(const ir_graph *g, cg_plan *p, sn_err *e)
 static void label_of(char *label, size_t n, const cspec *c, ir_dtype t, ir_layout lay, const cg_config *want,
 		     bool fuse)
 {
+	char cfg[96] = "default";
+	if (want)
+		cg_config_str(want, cfg, sizeof cfg);
 	snprintf(label, n, "dw%s %s %s n%lld c%lld %lldx%lld k%lldx%lld s%lldx%lld d%lld%s [%s]", fuse ? " fused" : "",
 		 ir_dtype_name(t), ir_layout_name(lay), (long long)c->n, (long long)c->c, (long long)c->h,
 		 (long long)c->w, (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
-		 (long long)c->dil, c->bias ? " bias" : "", want ? "variant 10" : "default");
+		 (long long)c->dil, c->bias ? " bias" : "", cfg);
 }
 
 /* Checks c against the reference (or, compile mode, renders it). */
@@ -124,8 +142,8 @@ static void conv(const cspec *c, ir_dtype t, ir_layout lay, const cg_config *wan
 		if (render(g, compile_sm, want, fuse, &st, &e)) {
 			printf("%-80s FAIL: %s\n", label, e.msg);
 			compile_failures++;
-		} else if (compile_seq++ % 2 != (compile_sm == 90 ? 0 : 1)) {
-			free(st.k.src); /* the other target's half (the source does not depend on it) */
+		} else if (compile_seq++ % 4 != (compile_sm == 90 ? 0 : 2)) {
+			free(st.k.src); /* another target's share, or none (the source does not depend on it) */
 		} else if (njobs < SN_COUNT(jobs)) {
 			char *name = malloc(sizeof st.k.name);
 			memcpy(name, st.k.name, sizeof st.k.name);
@@ -260,6 +278,17 @@ static void bandwidth(void)
 				       model_names[i], ir_dtype_name(dts[d]), l ? "nchw" : "nhwc", bytes / 1e6, t5, g5,
 				       100 * g5 / gc, t10, g10, 100 * g10 / gc, tc, gc);
 				fflush(stdout);
+				if (dts[d] != IR_BF16)
+					continue;
+				const cg_config *sw = l ? sweep_nchw : sweep_nhwc;
+				size_t ns = l ? SN_COUNT(sweep_nchw) : SN_COUNT(sweep_nhwc);
+				for (size_t k = 0; k < ns; k++) {
+					char cfg[96];
+					cg_config_str(&sw[k], cfg, sizeof cfg);
+					double tk = time_conv(c, dts[d], lay, &sw[k]);
+					printf("    %-48s %7.4f ms %6.0f GB/s %3.0f%%\n", cfg, tk, bytes / tk / 1e6,
+					       100 * (bytes / tk / 1e6) / gc);
+				}
 			}
 	printf("copy floor (1 GiB device to device): %.0f GB/s\n", big > 0 ? 2.0 * (double)((size_t)1 << 30) / big / 1e6 : -1.0);
 }
@@ -281,6 +310,10 @@ int main(int argc, char **argv)
 			for (int l = 0; l < 2; l++)
 				if (!compile_only || d < 2 || i % 2 == 0)
 					conv(&odd[i], all[d], l ? IR_NCHW : IR_NHWC, (i + d) % 2 ? &v10 : NULL, false);
+	for (size_t k = 0; k < SN_COUNT(sweep_nhwc); k++)
+		conv(&odd[(k * 3) % SN_COUNT(odd)], k % 2 ? IR_F32 : IR_BF16, IR_NHWC, &sweep_nhwc[k], false);
+	for (size_t k = 0; k < SN_COUNT(sweep_nchw); k++)
+		conv(&odd[(k * 3 + 1) % SN_COUNT(odd)], k % 2 ? IR_F32 : IR_BF16, IR_NCHW, &sweep_nchw[k], false);
 	conv(&models[0], IR_BF16, IR_NHWC, NULL, true);
 	conv(&models[5], IR_F32, IR_NCHW, NULL, true);
 	conv(&odd[0], IR_BF16, IR_NHWC, &v10, true);

@@ -419,6 +419,24 @@ static void test_conv(void)
 		}
 		step_free(&st);
 	}
+	/* variant 10's tiles when asked: 4 rows x 8 columns of 4 outputs a
+	 * thread, one channel vector a block: 3 x 1 x 2 x 2 blocks of 8
+	 * threads (32 launched), 6 x 10 input pixels in rows of 11 vectors;
+	 * the config says what was taken; what does not fit is refused */
+	{
+		cg_config want = {.variant = 10, .tile_m = 4, .tile_n = 8, .tile_k = 4, .vec = 1};
+		if (render_with(cg_render_conv, r, &h90, &want, NULL, &st, "conv depthwise asked")) {
+			CHECK(st.k.cfg.variant == 10 && st.k.cfg.tile_m == 4 && st.k.cfg.tile_n == 8 && st.k.cfg.tile_k == 4 &&
+			      st.k.cfg.vec == 1);
+			CHECK(st.k.grid[0] == 3 * 2 && st.k.grid[1] == 2 && st.k.block[0] == 32 &&
+			      strstr(st.k.src, "#define NA 8") && st.k.smem == 6 * 11 * 16 + 9 * 8 * 4);
+		}
+		step_free(&st);
+		refused(r, &h90, (cg_config){.variant = 10, .tile_k = 9}, "tile_k 9");
+		refused(r, &h90, (cg_config){.variant = 10, .vec = 3}, "vec 3");
+		refused(r, &h90, (cg_config){.variant = 10, .warps = 4}, "warps");
+		refused(r, &h90, (cg_config){.vec = 2}, "vec");
+	}
 	cspec dm2 = {2, 24, 10, 10, 48, 3, 2, 1, 1, 24, false};
 	for (int l = 0; l < 2; l++) {
 		r = conv_node(&dm2, IR_F32, l ? IR_NHWC : IR_NCHW);
