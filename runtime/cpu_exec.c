@@ -802,7 +802,7 @@ static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, 
 		}
 	}
 	void *bufs[CL_MAX_ARGS];
-	bool debug = sn_log_level() >= SN_LOG_DEBUG, trace = !step_s && sn_trace_on();
+	bool debug = sn_log_level() >= SN_LOG_DEBUG, trace = !step_s && !c->no_spans && sn_trace_on();
 	bool timed = debug || trace || step_s;
 	for (uint32_t i = 0; i < p->nsteps; i++) {
 		const cl_step *s = &p->steps[i];
@@ -857,6 +857,11 @@ static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, 
 			memcpy(outputs[k], c->addr[g->outputs[k]], nb);
 	}
 	return SN_OK;
+}
+
+void rt_cpu_trace_steps(rt_cpu *c, bool on)
+{
+	c->no_spans = !on;
 }
 
 int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e)

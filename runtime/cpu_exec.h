@@ -53,7 +53,9 @@ int rt_cpu_host_check(const char *objects_host, sn_err *e);
 int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e);
 /* While a trace records (sn_trace_on), rt_cpu_run records each step that
  * computes as a span "op name" (name: rt_cpu_prof's) on the calling
- * thread's track, with the step's index and kind as arguments. */
+ * thread's track, with the step's index and kind as arguments, unless
+ * turned off here (a bench's timed calls: thousands of runs). */
+void rt_cpu_trace_steps(rt_cpu *c, bool on);
 
 /* One step of a profile (rt_cpu_profile), as sinter_profile_entry has it. */
 typedef struct rt_cpu_prof {

@@ -98,6 +98,7 @@ struct rt_cpu {
 			   * weights packed for pk_kernel (first run) */
 	bool no_pack;     /* SINTER_CPU_PACK=0: products on weights by OpenBLAS (measurements) */
 	bool no_wino;     /* SINTER_CPU_WINOGRAD=0: 3x3 convolutions by im2col (measurements) */
+	bool no_spans;    /* runs record no trace span per step (rt_cpu_trace_steps) */
 	int wino_m;       /* SINTER_CPU_WINOGRAD=2 or 4: that output block only (measurements); 0: by the map */
 	float *stage;     /* bf16 steps: f32 copies of their operands and output (grown) */
 	size_t stage_n;

@@ -182,6 +182,8 @@ int main(void)
 	CHECK(sinter_compiled_run(c, ins, nin, &outs, &err) == SINTER_OK);
 	double run_ms = (sn_now() - t0) * 1e3;
 	sinter_tensors_free(outs, 2);
+	double bench_ms[20];
+	CHECK(sinter_compiled_bench(c, 2, 20, bench_ms, &err) == SINTER_OK); /* timed calls: no spans */
 	sinter_status st = sinter_compiled_profile(c, 5, &p, &n, &err);
 	if (st)
 		fprintf(stderr, "profile: %s\n", err.message);
@@ -215,8 +217,8 @@ int main(void)
 	sinter_free(p);
 	CHECK(sinter_trace_write(trace, &err) == SINTER_OK);
 	s = slurp(trace);
-	/* one span per step of the run, none from the profile's calls; the
-	 * profile on a track of its own */
+	/* one span per step of the run, none from the bench's or the
+	 * profile's calls; the profile on a track of its own */
 	CHECK(s && count(s, "\"cat\": \"cpu step\"") == 3);
 	CHECK(s && strstr(s, "\"name\": \"linear sgemm\", \"cat\": \"cpu step\""));
 	CHECK(s && strstr(s, "cpu: steps (each timed where it runs, mean of 5 calls)"));
