@@ -232,7 +232,10 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 	(*out)->onnx = true;
 	(*out)->wsrc = API_W_ONNX;
 	(*out)->materialized = true;
-	return onnx_defaults(*out, err);
+	sinter_status st2 = onnx_defaults(*out, err);
+	if (st2)
+		*out = NULL; /* freed */
+	return st2;
 }
 
 sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sinter_error *err)
