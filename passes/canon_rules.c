@@ -217,6 +217,75 @@ static bool m_pad0(const ir_graph *d, const ir_node *n)
 	return same_as_operand(d, n);
 }
 
+/* ---- gathers at constant indices ---- */
+
+/* The first index of gather n's constant indices when they are one scalar
+ * or a run i, i+1, ..., i+L-1 inside the axis (negative ones counted from
+ * its end); -1 otherwise. */
+static int64_t gather_run(const ir_graph *d, const ir_node *n, int *axis)
+{
+	const ir_node *x = op_of(d, n, 0), *ix = op_of(d, n, 1);
+	int64_t cnt = ir_numel(&ix->shape);
+	if (ix->op != IR_OP_const || !ix->data || ix->shape.rank > 1 || cnt < 1 ||
+	    (ix->dtype != IR_I64 && ix->dtype != IR_I32))
+		return -1;
+	int a = ir_axis(n->attrs->axis, x->shape.rank);
+	if (a < 0)
+		return -1;
+	int64_t dim = x->shape.d[a], first = -1;
+	if (dim < 1)
+		return -1; /* symbolic or empty: the gather checks its indices */
+	for (int64_t k = 0; k < cnt; k++) {
+		int64_t v = (int64_t)ir_load(ix->dtype, ix->data, (size_t)k);
+		if (v < 0)
+			v += dim;
+		if (v < 0 || v >= dim || (k && v != first + k))
+			return -1; /* out of range: left to the gather's own error */
+		if (!k)
+			first = v;
+	}
+	*axis = a;
+	return first;
+}
+
+static bool m_gather_run(const ir_graph *d, const ir_node *n)
+{
+	int a;
+	return gather_run(d, n, &a) >= 0;
+}
+
+/* gather(x, i) at a constant scalar i = the slice [i, i+1) of the axis,
+ * reshaped to drop it; at a constant run i..i+L-1 = the slice [i, i+L). A
+ * slice is index-only (fusion computes it where it is read, a gather is a
+ * kernel of its own): torchvision's attention selects q, k and v from one
+ * projection this way, Hugging Face's poolers the first token. */
+static ir_ref r_gather_run(canon *c, const ir_node *n, const ir_node *like, sn_err *e)
+{
+	const ir_graph *d = c->r.dst;
+	int a = 0;
+	int64_t i = gather_run(d, n, &a);
+	const ir_node *ix = op_of(d, n, 1);
+	int64_t len = ir_numel(&ix->shape);
+	ir_attrs sa;
+	ir_attrs_init(IR_OP_slice, &sa);
+	sa.axes.n = sa.starts.n = sa.ends.n = sa.steps.n = 1;
+	sa.axes.v[0] = a;
+	sa.starts.v[0] = i;
+	sa.ends.v[0] = i + len;
+	sa.steps.v[0] = 1;
+	bool scalar = ix->shape.rank == 0;
+	ir_node q = {.op = IR_OP_slice, .nin = 1, .in = n->in, .attrs = &sa};
+	ir_ref s = canon_emit(c, &q, scalar ? NULL : like, e);
+	if (s == IR_NONE || !scalar)
+		return s;
+	ir_attrs ra;
+	ir_attrs_init(IR_OP_reshape, &ra);
+	ra.shape.n = n->shape.rank;
+	memcpy(ra.shape.v, n->shape.d, (size_t)n->shape.rank * sizeof ra.shape.v[0]);
+	ir_node r = {.op = IR_OP_reshape, .nin = 1, .in = &s, .attrs = &ra};
+	return canon_emit(c, &r, like, e);
+}
+
 const canon_rule canon_rules[] = {
 	{"x+0", IR_OP_add, m_add0, r_other},
 	{"x-0", IR_OP_sub, m_rhs0, r_other},
@@ -239,5 +308,6 @@ const canon_rule canon_rules[] = {
 	{"identity expand", IR_OP_expand, same_as_operand, r_operand},
 	{"concat of one", IR_OP_concat, m_concat1, r_operand},
 	{"pad by zeros", IR_OP_pad, m_pad0, r_operand},
+	{"gather at a constant run", IR_OP_gather, m_gather_run, r_gather_run},
 };
 const size_t canon_nrules = SN_COUNT(canon_rules);
