@@ -798,7 +798,7 @@ def worker(spec_path):
             save()
             log("   sinter cli %-12s %s" % (mode, brief(r)))
         if args.get("profile") and not failed(imp):
-            rec["sinter"]["profile"] = run_profile(args, imp, npz, log_f)
+            rec["profile"] = run_profile(args, imp, npz, log_f)
             save()
     if args["py_path"] != "off":
         for mode in args["py_modes"]:
@@ -1023,7 +1023,7 @@ def parse_args(argv):
     ap.add_argument("--no-sinter", action="store_true", help="PyTorch side only (checks the builders)")
     ap.add_argument("--profile", action="store_true",
                     help="also run `sinter bench --profile` (reduce-overhead) and keep its per-kernel table "
-                         "in the record (sinter.profile.lines) and the model's log")
+                         "in the record (profile.lines) and the model's log")
     ap.add_argument("--iters", type=int, default=30, help="timed calls (default 30)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
     ap.add_argument("--dry-run", action="store_true", help="list the models (no torch needed)")
