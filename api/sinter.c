@@ -218,6 +218,10 @@ sinter_status sinter_model_load(const char *path, const sinter_options *opt,
 	sinter_status st = wrap(g, path, out, err);
 	if (st == SINTER_OK)
 		sn_stage(onnx ? "import" : "parse", t0, "%s, %u nodes", path, g->nnodes);
+	if (st == SINTER_OK && opt && opt->nstates && (st = api_mark_states(*out, opt->states, opt->nstates, err))) {
+		sinter_model_free(*out); /* the inputs named states, their outputs their updates */
+		*out = NULL;
+	}
 	if (st != SINTER_OK || !onnx) {
 		ir_ws_free(ws);
 		onnx_files_free(srcs, nsrcs);

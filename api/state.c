@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/ref/ref.h"
+#include "passes/rewrite.h"
 
 /* ---- state buffers ---- */
 
@@ -64,6 +65,109 @@ void api_state_take(api_state *s, const ir_graph *g, ir_tensor *outs)
 		s->t[k].data = o->data;
 		o->data = NULL;
 	}
+}
+
+/* ---- states named from outside (sinter_options.states) ---- */
+
+sinter_status api_mark_states(sinter_model *m, const sinter_state_binding *sb, size_t n, sinter_error *err)
+{
+	ir_graph *g = m->g;
+	if (!n)
+		return SINTER_OK;
+	if (g->nstates)
+		return api_failf(err, SINTER_E_INPUT, "the model declares states of its own: --state adds none to them");
+	if (n > g->ninputs || n > g->noutputs)
+		return api_failf(err, SINTER_E_INPUT, "%zu states for %u inputs and %u outputs", n, g->ninputs, g->noutputs);
+	uint32_t *in = calloc(n, sizeof *in), *out = calloc(n, sizeof *out);
+	if (!in || !out) {
+		free(in), free(out);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	sinter_status st = SINTER_OK;
+	for (size_t k = 0; k < n && !st; k++) {
+		const char *on = sb[k].output ? sb[k].output : "", *inn = sb[k].input ? sb[k].input : "";
+		uint32_t i = 0, o = 0;
+		while (i < g->ninputs && (!g->nodes[g->inputs[i]].name || strcmp(g->nodes[g->inputs[i]].name, inn)))
+			i++;
+		while (o < g->noutputs && (!g->nodes[g->outputs[o]].name || strcmp(g->nodes[g->outputs[o]].name, on)))
+			o++;
+		if (i == g->ninputs)
+			st = api_failf(err, SINTER_E_INPUT, "state %s=%s: the model has no input %s", on, inn, inn);
+		else if (o == g->noutputs)
+			st = api_failf(err, SINTER_E_INPUT, "state %s=%s: the model has no output %s", on, inn, on);
+		for (size_t j = 0; !st && j < k; j++)
+			if (in[j] == i || out[j] == o)
+				st = api_failf(err, SINTER_E_INPUT, "state %s=%s: %s is named by two states", on, inn,
+					       in[j] == i ? inn : on);
+		const ir_node *a = &g->nodes[g->inputs[i < g->ninputs ? i : 0]];
+		const ir_node *b = &g->nodes[g->outputs[o < g->noutputs ? o : 0]];
+		if (!st && (a->dtype != b->dtype || !ir_shape_eq(&a->shape, &b->shape))) {
+			char ta[160], tb[160];
+			ir_type_str(g, a->dtype, &a->shape, ta, sizeof ta);
+			ir_type_str(g, b->dtype, &b->shape, tb, sizeof tb);
+			st = api_failf(err, SINTER_E_INPUT, "state %s=%s: output %s is %s but input %s is %s", on, inn, on, tb,
+				       inn, ta);
+		}
+		if (!st && g->outputs[o] == g->inputs[i])
+			st = api_failf(err, SINTER_E_INPUT, "state %s=%s: the output is the input itself", on, inn);
+		in[k] = i;
+		out[k] = o;
+	}
+	/* the graph again: the other inputs, the states' inputs, the rest of
+	 * the nodes; then the outputs reordered alike */
+	rw r;
+	sn_err e = {0};
+	ir_graph *d = NULL;
+	if (!st && rw_begin(&r, g, &e) == SN_OK) {
+		bool ok = true;
+		for (uint32_t i = 0; ok && i < g->ninputs; i++) {
+			bool state = false;
+			for (size_t k = 0; k < n; k++)
+				state |= in[k] == i;
+			ok = state || rw_copy(&r, g->inputs[i], &e) != IR_NONE;
+		}
+		for (size_t k = 0; ok && k < n; k++)
+			ok = rw_copy(&r, g->inputs[in[k]], &e) != IR_NONE;
+		for (uint32_t i = 0; ok && i < g->nnodes; i++)
+			ok = g->nodes[i].op == IR_OP_input || rw_copy(&r, i, &e) != IR_NONE;
+		if (!ok)
+			rw_abort(&r);
+		else
+			d = rw_finish(&r, &e);
+	}
+	if (d) {
+		ir_ref *o2 = malloc(d->noutputs * sizeof *o2);
+		uint32_t w = 0;
+		for (uint32_t o = 0; o2 && o < d->noutputs; o++) {
+			bool state = false;
+			for (size_t k = 0; k < n; k++)
+				state |= out[k] == o;
+			if (!state)
+				o2[w++] = d->outputs[o];
+		}
+		for (size_t k = 0; o2 && k < n; k++)
+			o2[w++] = d->outputs[out[k]];
+		if (o2) {
+			memcpy(d->outputs, o2, d->noutputs * sizeof *o2);
+			d->nstates = (uint32_t)n;
+		}
+		free(o2);
+		if (!o2 || ir_verify(d, &e) != SN_OK) {
+			ir_graph_free(d);
+			d = NULL;
+			if (!e.code)
+				sn_errf(&e, SN_EINTERNAL, "out of memory");
+		}
+	}
+	if (!st && !d)
+		st = api_fail(err, &e);
+	if (d) {
+		ir_graph_free(m->g);
+		m->g = d;
+	}
+	free(in);
+	free(out);
+	return st;
 }
 
 /* ---- the ref device ---- */

@@ -33,6 +33,13 @@ void api_state_take(api_state *s, const ir_graph *g, ir_tensor *outs);
 static inline uint32_t api_user_inputs(const ir_graph *g) { return g->ninputs - g->nstates; }
 static inline uint32_t api_user_outputs(const ir_graph *g) { return g->noutputs - g->nstates; }
 
+/* Makes each bound input of m a state updated by its output (sinter_options'
+ * states): m's graph rebuilt with those inputs last and those outputs
+ * last, in the bindings' order. SINTER_E_INPUT for a name m lacks, a type
+ * that differs, an input or output named twice, or a model with states
+ * already. */
+sinter_status api_mark_states(sinter_model *m, const sinter_state_binding *sb, size_t n, sinter_error *err);
+
 /* The reference interpreter on m with state s (NULL: zeroed for this run
  * only): sinter_run_ref's body. */
 sinter_status api_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs, api_state *s,

@@ -112,7 +112,7 @@ typedef enum {
 	O_HELP, O_SHAPE, O_DEVICE, O_THREADS, O_INPUTS, O_INIT, O_WEIGHTS, O_CACHE_DIR, O_TUNE_BUDGET,
 	O_TUNE_PROGRESS, O_CACHE_REMOTE, O_WARM_CHILD, O_OUT, O_SEED, O_MODE, O_PASSES, O_PRECISION, O_DOT,
 	O_DUMP_DIR, O_TARGET, O_WEIGHTS_PREFIX, O_GROUPS, O_NO_FUSION, O_NO_CACHE, O_PROFILE, O_JSON, O_ITERS, O_WARMUP, O_DURATION,
-	O_PROMPT_IDS, O_MAX_NEW, O_TEMPERATURE, O_TOP_K,
+	O_PROMPT_IDS, O_MAX_NEW, O_TEMPERATURE, O_TOP_K, O_STATE,
 } opt_id;
 
 /* Every option of the commands that take a model, one row each: its name,
@@ -127,6 +127,7 @@ static const struct {
 	{"--help", O_HELP, false, false, K_ALL},
 	{"-h", O_HELP, false, true, K_ALL},
 	{"--shape", O_SHAPE, true, false, K_ALL},
+	{"--state", O_STATE, true, false, K_ALL},
 	{"--device", O_DEVICE, true, false, K_GENLIKE | K_PRINT | K_COMPILE},
 	{"--threads", O_THREADS, true, false, K_GENLIKE},
 	{"--inputs", O_INPUTS, true, false, K_RUNLIKE},
@@ -404,6 +405,22 @@ int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o)
 			break;
 		}
 		case O_PROMPT_IDS: o->prompt_ids = val; break;
+		case O_STATE: {
+			/* OUT=IN: output OUT is input IN's value for the next run */
+			const char *eq = strchr(val, '=');
+			if (!eq || eq == val || !eq[1])
+				return cli_usage_error(cmd, "--state wants OUTPUT=INPUT (the output that updates the input), got '%s'",
+						       val);
+			if (o->nstates == CLI_COUNT(o->states))
+				return cli_usage_error(cmd, "too many --state bindings at '%s'", val);
+			char *dup = strdup(val);
+			if (!dup)
+				return SINTER_E_INTERNAL;
+			o->state_text[o->nstates] = dup;
+			dup[eq - val] = 0;
+			o->states[o->nstates++] = (sinter_state_binding){dup, dup + (eq - val) + 1};
+			break;
+		}
 		case O_MAX_NEW:
 			if (cli_parse_int(val, &v) || v < 1 || v > 1000000)
 				return cli_usage_error(cmd, "--max-new wants a count >= 1, got '%s'", val);
@@ -449,7 +466,7 @@ int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o)
 void cli_free_opts(cli_opts *o)
 {
 	for (size_t i = 0; i < 16; i++)
-		free(o->shape_text[i]);
+		free(o->shape_text[i]), free(o->state_text[i]);
 }
 
 /* -v, -vv, -vvv and --trace FILE, wherever they are: taken out of argv

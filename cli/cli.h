@@ -42,6 +42,9 @@ typedef struct cli_opts {
 	int threads;     /* --threads (cpu) */
 	double duration; /* bench --duration S: timed calls for S seconds instead of --iters */
 	bool own_weights; /* set by cli_prepare: bench runs the model's own weights */
+	sinter_state_binding states[16]; /* --state OUT=IN (repeatable) */
+	size_t nstates;
+	char *state_text[16];
 	/* generate */
 	const char *prompt_ids; /* --prompt-ids 1,2,3 */
 	int max_new;            /* --max-new (0: 16) */

@@ -26,7 +26,9 @@ const char cli_main_help[] =
 
 const char cli_shape_help[] =
 	"  --shape SYM=VALUE  bind a symbolic dim, e.g. --shape N=32 (repeatable;\n"
-	"                     also N=32,M=4)\n";
+	"                     also N=32,M=4)\n"
+	"  --state OUT=IN     keep input IN as state, output OUT its next value\n"
+	"                     (repeatable; a KV cache exported as inputs and outputs)\n";
 
 const char cli_check_help[] =
 	"usage: sinter check FILE.sir [--shape SYM=VALUE]...\n"

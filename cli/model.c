@@ -13,6 +13,8 @@ int cli_load(const cli_opts *o, sinter_model **m)
 	sinter_options_init(&so);
 	so.shapes = o->shapes;
 	so.nshapes = o->nshapes;
+	so.states = o->states;
+	so.nstates = o->nstates;
 	sinter_error err;
 	if (sinter_model_load(o->file, &so, m, &err) != SINTER_OK)
 		return cli_report(&err);

@@ -92,9 +92,20 @@ typedef struct sinter_shape_binding {
 	int64_t value;
 } sinter_shape_binding;
 
+/* An input kept as state across runs, and the output that updates it
+ * (docs/DESIGN.md, State): how an ONNX export (or any model) that takes
+ * its cache as an input and returns the new one as an output declares
+ * it, e.g. {"present.0.key", "past_key_values.0.key"}. */
+typedef struct sinter_state_binding {
+	const char *output; /* an output's name: the state's value for the next run */
+	const char *input;  /* an input's name, of the output's dtype and shape */
+} sinter_state_binding;
+
 typedef struct sinter_options {
 	const sinter_shape_binding *shapes; /* symbols bound at load time */
 	size_t nshapes;
+	const sinter_state_binding *states; /* inputs made states (a model without states of its own) */
+	size_t nstates;
 } sinter_options;
 
 /* Zeroes o: no bindings. */

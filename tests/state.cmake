@@ -20,3 +20,9 @@ if(SINTER_PYTHON)
             ${CMAKE_CURRENT_SOURCE_DIR}/state/tiny_llama.sir ${_devices})
   set_tests_properties(state.generate PROPERTIES PASS_REGULAR_EXPRESSION "generate: all checks passed" TIMEOUT 300)
 endif()
+#   state.cli_state  --state OUT=IN on a functional model: the input and
+#               output become a state and its update (printed back as such)
+add_test(NAME state.cli_state COMMAND sinter_cli print ${CMAKE_CURRENT_SOURCE_DIR}/state/functional.sir
+         --state present=past)
+set_tests_properties(state.cli_state PROPERTIES
+  PASS_REGULAR_EXPRESSION "func @main\\(%x: f32\\[2,3\\], state %past: f32\\[2,3\\]\\) -> \\(f32\\[2,3\\]\\).*update %past = %present")

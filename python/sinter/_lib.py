@@ -65,8 +65,14 @@ class ShapeBinding(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_int64)]
 
 
+class StateBinding(ctypes.Structure):
+    _fields_ = [("output", ctypes.c_char_p), ("input", ctypes.c_char_p)]
+
+
 class Options(ctypes.Structure):
-    _fields_ = [("shapes", ctypes.POINTER(ShapeBinding)), ("nshapes", ctypes.c_size_t)]
+    # sinter_options: states (--state OUT=IN) left empty (zeroed) here
+    _fields_ = [("shapes", ctypes.POINTER(ShapeBinding)), ("nshapes", ctypes.c_size_t),
+                ("states", ctypes.POINTER(StateBinding)), ("nstates", ctypes.c_size_t)]
 
 
 WARN_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)

@@ -8,8 +8,95 @@
  * beyond), state_reset (the next run sees zeros), state_write (a given
  * sum and count), a write naming no state, the model API's one-shot run
  * from zeroed state, the I/O counts that leave states out, the printer's
- * fixed point, and the parser's errors for misused state. */
+ * fixed point, the parser's errors for misused state, and an ONNX
+ * graph's input made a state (sinter_options.states) with its errors. */
 #include "state_case.h"
+#include "../unit/onnx_writer.h"
+
+#include <unistd.h>
+
+/* An ONNX graph that takes its state as an input and returns the new one
+ * (y = relu(past + x), present = past + x), the state input first: made a
+ * state with sinter_options.states (sinter --state present=past). */
+static void onnx_state(void)
+{
+	pbw g = {0};
+	w_node(&g, "Add", "add", L("past", "x"), L("present"), NULL);
+	w_node(&g, "Relu", "relu", L("present"), L("y"), NULL);
+	w_value(&g, 11, "past", W_FLOAT, L("2", "3"));
+	w_value(&g, 11, "x", W_FLOAT, L("2", "3"));
+	w_value(&g, 12, "present", W_FLOAT, L("2", "3"));
+	w_value(&g, 12, "y", W_FLOAT, L("2", "3"));
+	pbw mb = w_model(&g, 17);
+	char path[] = "/tmp/sinter-state-XXXXXX.onnx";
+	int fd = mkstemps(path, 5);
+	CHECK(fd >= 0 && write(fd, mb.p, mb.n) == (ssize_t)mb.n);
+	close(fd);
+	free(mb.p);
+
+	sinter_state_binding sb[] = {{"present", "past"}};
+	sinter_options so;
+	sinter_options_init(&so);
+	so.states = sb;
+	so.nstates = 1;
+	sinter_model *m = NULL;
+	sinter_error err;
+	CHECK(sinter_model_load(path, &so, &m, &err) == SINTER_OK);
+	if (!m) {
+		fprintf(stderr, "%s\n", err.message);
+		unlink(path);
+		return;
+	}
+	CHECK(sinter_model_num_inputs(m) == 1 && sinter_model_num_outputs(m) == 1);
+	sinter_tensor d;
+	CHECK(!sinter_model_input(m, 0, &d) && !strcmp(d.name, "x"));
+	CHECK(!sinter_model_output(m, 0, &d) && !strcmp(d.name, "y"));
+	char *text = sinter_model_print(m);
+	CHECK(text && strstr(text, "state %past: f32[2,3]") && strstr(text, "update %past = %present"));
+	sinter_free(text);
+	sinter_compile_options o;
+	sinter_compile_options_init(&o);
+	o.device = "ref";
+	sinter_compiled *c = NULL;
+	CHECK(sinter_compile(m, &o, &c, NULL, &err) == SINTER_OK);
+	double sum[6] = {0};
+	for (int k = 0; c && k < 3; k++) {
+		float x[6];
+		for (int i = 0; i < 6; i++)
+			x[i] = frand(), sum[i] += x[i];
+		sinter_tensor in = {.name = "x", .dtype = SINTER_F32, .rank = 2, .shape = {2, 3}, .data = x, .nbytes = sizeof x};
+		sinter_tensor *out = NULL;
+		CHECK(sinter_compiled_run(c, &in, 1, &out, &err) == SINTER_OK);
+		for (int i = 0; out && i < 6; i++)
+			CHECK_NEAR(((float *)out[0].data)[i], sum[i] > 0 ? sum[i] : 0, 1e-5);
+		sinter_tensors_free(out, 1);
+	}
+	sinter_compiled_free(c);
+	sinter_model_free(m);
+
+	/* what a binding may not name */
+	struct {
+		sinter_state_binding b[2];
+		size_t n;
+		const char *want;
+	} bad[] = {
+		{{{"present", "nope"}}, 1, "the model has no input nope"},
+		{{{"nope", "past"}}, 1, "the model has no output nope"},
+		{{{"present", "past"}, {"y", "past"}}, 2, "past is named by two states"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		so.states = bad[i].b;
+		so.nstates = bad[i].n;
+		m = NULL;
+		CHECK(sinter_model_load(path, &so, &m, &err) == SINTER_E_INPUT && !m);
+		if (!strstr(err.message, bad[i].want)) {
+			fprintf(stderr, "want '%s' in: %s\n", bad[i].want, err.message);
+			CHECK(0);
+		}
+	}
+	unlink(path);
+	printf("onnx: --state present=past accumulates on ref\n");
+}
 
 static void parse_error(const char *text, const char *want)
 {
@@ -73,6 +160,7 @@ int main(void)
 	else
 		printf("cpu: skipped (%s)\n", why);
 	sinter_model_free(m);
+	onnx_state();
 
 	parse_error("sinter 1\nfunc @main(%x: f32[2], state %s: f32[2]) -> (f32[2]) {\n  %y = add(%x, %s)\n"
 		    "  return %y\n}\n",

@@ -41,7 +41,7 @@ static void on_log(void *ctx, sinter_log_level level, const char *msg)
 static sinter_status run_own(uint64_t seed, sinter_tensor **out, char hash[33], sinter_error *err)
 {
 	sinter_shape_binding b = {"N", 1};
-	sinter_options o = {&b, 1};
+	sinter_options o = {.shapes = &b, .nshapes = 1};
 	sinter_model *m = NULL;
 	sinter_tensor *in = NULL;
 	size_t nin = 0;
@@ -183,7 +183,7 @@ int main(void)
 	snprintf(cache_dir, sizeof cache_dir, "/tmp/sinter-threads-%d", (int)getpid());
 	sinter_error err;
 	sinter_shape_binding b = {"N", 1};
-	sinter_options o = {&b, 1};
+	sinter_options o = {.shapes = &b, .nshapes = 1};
 	sinter_model *shared = NULL;
 	CHECK(sinter_model_load(resblock, &o, &shared, &err) == SINTER_OK);
 	if (!shared) {
