@@ -20,9 +20,13 @@
  * as the erf GELU), fp8 products (the SIMT kernel stays for sm_80 and
  * e5m2), and any product rendered with a config (the autotuner's).
  *
- * Before both, products of 1 to 16 rows large enough to be bandwidth-bound
- * (k * n >= 2^20: a decode step's) take the skinny-product family
- * (cg_gemv.c) with their epilogue, as does a config of its variant. */
+ * The skinny-product family (cg_gemv.c) renders a product when a config
+ * of its variant asks (max-autotune times it against the others and keeps
+ * it where it measures faster). Its default rule (products of 1 to 16 rows
+ * large enough to be bandwidth-bound, k * n >= 2^20: a decode step's, with
+ * their epilogue, before both paths above) is off unless the developer knob
+ * SINTER_GEMV=1 turns it on (cg_gemv_by_default): it measured slower than
+ * cuBLASLt and the template on the H200 (DESIGN.md, Skinny products). */
 #include "codegen/cg_gemm_tc.h"
 #include "codegen/cg_gemv.h"
 #include "codegen/cg_render.h"
@@ -208,15 +212,15 @@ static int render_tc(const ir_graph *g, ir_ref r, const cg_gemm_tc_spec *sp, con
 }
 
 /* Whether the skinny-product family (cg_gemv.c) renders this product:
- * asked for by its variant, or by default where it fits and the product
- * is large enough to be bandwidth-bound (1 <= m <= 16, k * n >= 2^20,
- * n >= 128). */
+ * asked for by its variant; with no config only under SINTER_GEMV=1 and
+ * where it fits and the product is large enough to be bandwidth-bound
+ * (1 <= m <= 16, k * n >= 2^20, n >= 128). */
 static bool use_gemv(const cg_gemv_spec *sp, const cg_config *want)
 {
 	char why[160];
 	if (want)
 		return want->variant == CG_GEMV_VARIANT;
-	return cg_gemv_fits(sp, true, why, sizeof why);
+	return cg_gemv_by_default() && cg_gemv_fits(sp, true, why, sizeof why);
 }
 
 static int render_linear(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_config *want, cg_step *st,

@@ -68,6 +68,12 @@ bool cg_gemv_fits(const cg_gemv_spec *s, bool big, char *why, size_t cap)
 	return !no;
 }
 
+bool cg_gemv_by_default(void)
+{
+	const char *v = getenv("SINTER_GEMV");
+	return v && strcmp(v, "1") == 0;
+}
+
 /* The default for s on tg, then want's fields over it. */
 static int config_of(const cg_gemv_spec *s, const cg_target *tg, const cg_config *want, gv_cfg *c, sn_err *e)
 {

@@ -13,8 +13,9 @@
  *   - B n x k, f32: fp32 FMA per lane, warp-shuffle reduction;
  *   - B k x n (matmul's), any: 16 bytes of a row of B per thread, k rows
  *     shared by the threads of a block.
- * cg_gemm.c chooses it by a fixed rule (cg_gemv_fits: DESIGN.md, Codegen
- * and runtime); configs carry variant CG_GEMV_VARIANT. */
+ * cg_gemm.c takes it for a config of variant CG_GEMV_VARIANT, and by a
+ * fixed rule (cg_gemv_fits) only under SINTER_GEMV=1 (cg_gemv_by_default;
+ * DESIGN.md, Skinny products). */
 #ifndef SINTER_CG_GEMV_H
 #define SINTER_CG_GEMV_H
 
@@ -35,6 +36,13 @@ typedef struct cg_gemv_spec {
  * product is large enough to be bandwidth-bound, k * n >= 2^20, with
  * columns enough to spread over the device, n >= 128). */
 bool cg_gemv_fits(const cg_gemv_spec *s, bool big, char *why, size_t cap);
+
+/* Whether the lowering applies the family's default rule (cg_gemv_fits
+ * with big) to products rendered without a config: only when the developer
+ * knob SINTER_GEMV is "1" (read from the environment on each call, so a
+ * test may set it first); off by default, where configs of its variant
+ * (max-autotune's) are the only way in. */
+bool cg_gemv_by_default(void);
 
 /* Renders node r (matmul or linear: A in[0], B in[1], the bias in[2] when
  * s->bias) with config want (NULL: the default for s and tg; else its

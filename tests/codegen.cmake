@@ -80,5 +80,10 @@ if(CUDAToolkit_FOUND)
     if(t MATCHES "^codegen\\.nvrtc\\." OR t STREQUAL "unit.cuda_tune_space")
       set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT SINTER_NVRTC_STRICT=1)
     endif()
+    # the skinny-product samples: the family is off by default (cg_gemv.h),
+    # its rule on here so that its kernels are the ones compiled
+    if(t MATCHES "^codegen\\.nvrtc\\.(gemv|decode_mlp)\\.")
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT SINTER_GEMV=1)
+    endif()
   endforeach()
 endif()

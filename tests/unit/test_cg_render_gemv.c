@@ -1,6 +1,8 @@
 /* test_cg_render_gemv.c: the skinny-product family (codegen/cg_gemv.c).
- * The lowering's choice (m <= 16 and k * n >= 2^20 take it, tiny products
- * and m = 17 do not, a fused epilogue rides along), launch shapes and
+ * Off by default (a decode product and a lowered linear + GELU keep
+ * cuBLASLt and the template unless SINTER_GEMV=1 or a config asks); under
+ * the knob, the lowering's rule (m <= 16 and k * n >= 2^20 take it, tiny
+ * products and m = 17 do not, a fused epilogue rides along), launch shapes and
  * split-K worked out by hand, refusals of configs it cannot take, and its
  * kernels over dtypes, m, layouts, bias, epilogues and configs compiled with
  * NVRTC for sm_80 and sm_90 (cg_render_util.h). Numerics are the GPU
@@ -92,6 +94,48 @@ static void test_choice(void)
 	render_with(cg_render_gemm, matmul(IR_I32, 1, 2048, 2048), &t90, NULL, NULL, &st, "i32");
 	CHECK(!is_gemv(&st));
 	step_free(&st);
+}
+
+/* Without the knob the family is taken only by a config of its variant:
+ * the decode products keep cuBLASLt, a lowered linear + GELU the
+ * template. */
+static void test_off(void)
+{
+	cg_step st;
+	cg_target t90 = {.sm = 90};
+	CHECK(unsetenv("SINTER_GEMV") == 0 && !cg_gemv_by_default());
+	CHECK(setenv("SINTER_GEMV", "0", 1) == 0 && !cg_gemv_by_default());
+	fresh();
+	ir_ref r = linear(IR_BF16, 1, 2048, 8192, true);
+	render_with(cg_render_gemm, r, &t90, NULL, NULL, &st, "decode up bf16, off");
+	CHECK(st.kind == CG_STEP_GEMM);
+	step_free(&st);
+	render_with(cg_render_gemm, matmul(IR_F32, 4, 4096, 2048), &t90, NULL, NULL, &st, "matmul f32, off");
+	CHECK(st.kind == CG_STEP_GEMM);
+	step_free(&st);
+	static const cg_config gv = {.variant = CG_GEMV_VARIANT};
+	render_with(cg_render_gemm, r, &t90, &gv, NULL, &st, "decode up bf16, config");
+	CHECK(is_gemv(&st));
+	step_free(&st);
+	/* linear + erf GELU lowers to the template's kernel, not a gemv */
+	fresh();
+	ir_ref x = ir_add_input(G, "x", IR_BF16, &(ir_shape){2, {1, 2048}}, &E);
+	ir_ref w = ir_add_input(G, "w", IR_BF16, &(ir_shape){2, {8192, 2048}}, &E);
+	ir_ref l = op(IR_OP_linear, (ir_ref[]){x, w}, 2, NULL);
+	ir_ref y = op(IR_OP_gelu, &l, 1, NULL);
+	CHECK(ir_add_output(G, y) == SN_OK);
+	cg_target t = {.sm = 90};
+	cg_plan *p = NULL;
+	sn_err e = {0};
+	CHECK(cg_lower(G, NULL, &t, &p, &e) == SN_OK);
+	if (p) {
+		CHECK(p->nkerns >= 1);
+		for (uint32_t i = 0; i < p->nkerns; i++)
+			CHECK(strncmp(p->kerns[i].name, "gemv_", 5) != 0);
+		cg_plan_free(p);
+	}
+	/* the knob on */
+	CHECK(setenv("SINTER_GEMV", "1", 1) == 0 && cg_gemv_by_default());
 }
 
 /* A whole lowering: linear then an erf GELU is one gemv kernel carrying
@@ -246,6 +290,7 @@ static void test_compile(void)
 int main(void)
 {
 	cg_render_start("cg_render_gemv");
+	test_off(); /* leaves SINTER_GEMV=1 for the rule's tests below */
 	test_choice();
 	test_lowered();
 	test_configs();
