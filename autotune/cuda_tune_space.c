@@ -88,8 +88,10 @@ const size_t at_space_n = SN_COUNT(at_space);
  * candidates against cuBLASLt's algorithms): its own default first, then
  * wgmma tiles (sm_90), split-K over clusters of 2-4 blocks for grids
  * too small for the SMs (GPT-2's and the MLP's products at small
- * batch), wgmma fed by TMA (variant 3), and mma.sync tiles (sm_80+;
- * variants 2 and 3 are refused there). */
+ * batch), wgmma fed by TMA (variant 3), mma.sync tiles (sm_80+;
+ * variants 2 and 3 are refused there), and the skinny-product family's
+ * (variant 16: off by default, so only here is it timed against
+ * cuBLASLt; refused by products of more than 16 rows). */
 const cg_config at_gemm_space[] = {
 	{0},
 	{.variant = 2, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 4},
@@ -106,5 +108,6 @@ const cg_config at_gemm_space[] = {
 	{.variant = 3, .tile_m = 64, .tile_n = 128, .warps = 8, .stages = 8},
 	{.variant = 1, .tile_m = 128, .tile_n = 128, .warps = 8, .stages = 3},
 	{.variant = 1, .tile_m = 64, .tile_n = 64, .warps = 4, .stages = 4},
+	AT_SPACE_GEMV, /* products of 1-16 rows: the skinny family, off by default (cg_gemv.h) */
 };
 const size_t at_gemm_space_n = SN_COUNT(at_gemm_space);

@@ -127,7 +127,7 @@ static void space_for(rt_nvrtc *nv, int sm)
 				if (d->kind != CG_MATMUL || a->kind != CG_LAUNCH)
 					continue;
 				const cg_kern *kk = &p->kerns[a->kern];
-				CHECK(!strncmp(kk->name, "gemm_tc_", 8));
+				CHECK(!strncmp(kk->name, asked->variant == 16 ? "gemv_" : "gemm_tc_", asked->variant == 16 ? 5 : 8));
 				for (uint32_t j = 0; j < a->nargs; j++) {
 					uint32_t id = a->args[j];
 					CHECK(id == d->mm.a || id == d->mm.b || id == d->mm.out || id == d->mm.bias || id == d->mm.c);
