@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from ._lib import (SinterError, FreedError, check, lib, Tensor, Error, Options, ShapeBinding, CompileOptions,
+from ._lib import (SinterError, FreedError, check, lib, Tensor, Error, Options, ShapeBinding, StateBinding, CompileOptions,
                    CompileStats, ProfileEntry)
 
 __all__ = ["load", "load_package", "compile", "compile_model", "compile_package", "Model", "Compiled", "Outputs",
@@ -366,13 +366,17 @@ class Model:
             return Outputs(_take_outputs(ptr, L.sinter_model_num_outputs(h)), "ref")
 
 
-def _options(shapes):
+def _options(shapes, states=None):
     binds = (ShapeBinding * max(1, len(shapes or {})))()
     keep = []
     for i, (k, v) in enumerate((shapes or {}).items()):
         keep.append(k.encode())
         binds[i].name, binds[i].value = keep[-1], int(v)
-    return Options(binds, len(shapes or {})), (binds, keep)
+    sts = (StateBinding * max(1, len(states or {})))()
+    for i, (out, inp) in enumerate((states or {}).items()):
+        keep += [out.encode(), inp.encode()]
+        sts[i].output, sts[i].input = keep[-2], keep[-1]
+    return Options(binds, len(shapes or {}), sts, len(states or {})), (binds, sts, keep)
 
 
 def _compile_options(mode=None, precision=None, cache_dir=None, target_sm=0, device=None, threads=0):
@@ -511,6 +515,42 @@ class Compiled:
             check(lib().sinter_compiled_run_device(h, ia, len(inputs), oa, len(outputs),
                                                    ctypes.c_void_p(stream or 0), ctypes.byref(err)), err)
 
+    def _state_handle(self):
+        if self._h is None:
+            raise SinterError(2, "state needs a model compiled for cpu or cuda here (device \"ref\" runs the "
+                                 "model once per call, from zeroed state)")
+        return self._h
+
+    def state(self):
+        """The model's states (docs/DESIGN.md, State: what runs accumulate,
+        a KV cache) as a dict of name -> NumPy array, copies."""
+        L, err = lib(), Error()
+        with self._state_handle().use(exclusive=True) as h:
+            ptr, n = ctypes.POINTER(Tensor)(), ctypes.c_size_t()
+            check(L.sinter_compiled_state_read(h, ctypes.byref(ptr), ctypes.byref(n), ctypes.byref(err)), err)
+            names = [ptr[i].name.decode() for i in range(n.value)]
+            return dict(zip(names, _take_outputs(ptr, n.value)))
+
+    def set_state(self, states):
+        """Replaces the states named in the dict (name -> array of the
+        state's dtype and shape); the others stay."""
+        arrays = [(name.encode(), np.ascontiguousarray(a)) for name, a in states.items()]
+        arr = (Tensor * max(1, len(arrays)))()
+        for i, (name, a) in enumerate(arrays):
+            arr[i].name, arr[i].dtype, arr[i].rank = name, _code(a.dtype), a.ndim
+            for k, s in enumerate(a.shape):
+                arr[i].shape[k] = s
+            arr[i].data, arr[i].nbytes = a.ctypes.data, a.nbytes
+        err = Error()
+        with self._state_handle().use(exclusive=True) as h:
+            check(lib().sinter_compiled_state_write(h, arr, len(arrays), ctypes.byref(err)), err)
+
+    def reset_state(self):
+        """Zeroes every state."""
+        err = Error()
+        with self._state_handle().use(exclusive=True) as h:
+            check(lib().sinter_compiled_state_reset(h, ctypes.byref(err)), err)
+
     def bench(self, warmup=10, iters=50):
         """Device ms of each of `iters` calls after the last run's inputs."""
         if self._h is None:
@@ -550,16 +590,18 @@ def _package_kind(path):
     return {b"SINTCPUP": "cpu", b"SINTPLAN": "cuda"}.get(head)
 
 
-def load(path, shapes=None, weights=None):
+def load(path, shapes=None, weights=None, states=None):
     """A .sir or .onnx file as a Model (shapes: {symbol: value}; weights: a
-    .safetensors path to read now). A compiled package (.sinterpkg) is
-    refused: load_package loads it."""
+    .safetensors path to read now; states: {output: input}, each input kept
+    as state across runs of a compiled model and updated by that output, as
+    the CLI's --state OUT=IN). A compiled package (.sinterpkg) is refused:
+    load_package loads it."""
     path = os.fspath(path)
     if path.endswith(".sinterpkg") or _package_kind(path):
         raise SinterError(2, "%s is a compiled package, not a model: sinter.load_package(%r) loads it"
                           % (path, path))
     err = Error()
-    opt, keep = _options(shapes)
+    opt, keep = _options(shapes, states)
     h = ctypes.c_void_p()
     check(lib().sinter_model_load(os.fsencode(path), ctypes.byref(opt), ctypes.byref(h), ctypes.byref(err)), err)
     m = Model(h.value, path)

@@ -14,8 +14,10 @@ int main(void)
 	F(sinter_tensor, data); F(sinter_tensor, nbytes);
 	printf("sinter_tensor._size %zu\n", sizeof(sinter_tensor));
 	F(sinter_error, status); F(sinter_error, message);
-	F(sinter_options, shapes); F(sinter_options, nshapes);
+	F(sinter_options, shapes); F(sinter_options, nshapes); F(sinter_options, states); F(sinter_options, nstates);
+	printf("sinter_options._size %zu\n", sizeof(sinter_options));
 	F(sinter_shape_binding, name); F(sinter_shape_binding, value);
+	F(sinter_state_binding, output); F(sinter_state_binding, input);
 	F(sinter_compile_options, mode); F(sinter_compile_options, precision); F(sinter_compile_options, passes);
 	F(sinter_compile_options, target_sm); F(sinter_compile_options, dump_dir); F(sinter_compile_options, cache_dir);
 	F(sinter_compile_options, no_plan_cache); F(sinter_compile_options, poison); F(sinter_compile_options, no_fusion);

@@ -42,7 +42,7 @@ print("sinter", v, "from", _lib.path)
 want = dict(line.split() for line in subprocess.check_output([layout_exe], text=True).splitlines())
 classes = {"sinter_tensor": _lib.Tensor, "sinter_error": _lib.Error, "sinter_options": _lib.Options,
            "sinter_shape_binding": _lib.ShapeBinding, "sinter_compile_options": _lib.CompileOptions,
-           "sinter_compile_stats": _lib.CompileStats}
+           "sinter_compile_stats": _lib.CompileStats, "sinter_state_binding": _lib.StateBinding}
 for key, off in want.items():
     s, f = key.split(".")
     cls = classes[s]
@@ -168,6 +168,30 @@ try:
     ok(np.array_equal(np.load(os.path.join(tmp, "bf.npy")), bf.astype(np.float32)), "bf16 written as float32")
 except ImportError:
     pass
+
+# state (docs/DESIGN.md, State): an input made state by load(states=...),
+# on cpu (Compiled.state, set_state, reset_state); ref runs from zeros
+with open(os.path.join(tmp, "acc.sir"), "w") as f:
+    f.write('sinter 1\n\nfunc @main(%past: f32[2,3], %x: f32[2,3]) -> (f32[2,3], f32[2,3]) {\n'
+            '  %present = add(%past, %x)\n  %y = relu(%present)\n  return %present, %y\n}\n')
+m = sinter.load(os.path.join(tmp, "acc.sir"), states={"present": "past"})
+m.init_random(0)
+ok([d["name"] for d in m.inputs] == ["x"] and [d["name"] for d in m.outputs] == ["y"], "states leave the I/O")
+if sinter.cpu_available()[0]:
+    c = sinter.compile_model(m, device="cpu")
+    tot = np.zeros((2, 3), np.float32)
+    for k in range(3):
+        x = rng.standard_normal((2, 3)).astype(np.float32)
+        tot += x
+        ok(np.allclose(c.run({"x": x})[0], np.maximum(tot, 0), atol=1e-6), "state: run %d accumulates" % k)
+    ok(np.allclose(c.state()["past"], tot, atol=1e-6), "state(): the sum so far")
+    c.set_state({"past": np.full((2, 3), 2, np.float32)})
+    ok(np.allclose(c.run({"x": np.ones((2, 3), np.float32)})[0], 3), "set_state: the next run starts there")
+    c.reset_state()
+    ok(not c.state()["past"].any(), "reset_state: zeros")
+    c.close()
+x = rng.standard_normal((2, 3)).astype(np.float32)
+ok(np.allclose(sinter.compile_model(m, device="ref").run({"x": x})[0], np.maximum(x, 0)), "ref: from zeros")
 
 print("test_numpy.py: %s" % ("all checks passed" if not fails else "%d failures" % fails))
 sys.exit(1 if fails else 0)
