@@ -54,7 +54,9 @@ static int pads3(ox_ctx *c, const onnx_node *nd, const int64_t *in, const int64_
  * group, as the stacked channels); a 2-d convolution with the spatial
  * pads, strides, dilations and groups gives [N*Do, O, Ho, Wo], which is
  * unfolded to [N, O, Do, Ho, Wo]. The bias goes to the one convolution.
- * The dims are known and checked by the caller. */
+ * A symbolic batch cannot be multiplied by Do: then each output depth is a
+ * conv2d of its own taps [N, g*kd*C/g, H, W], and the Do results are
+ * concatenated. The other dims are known and checked by the caller. */
 static ir_ref conv3d(ox_ctx *c, const onnx_node *nd, ir_ref x, ir_ref w, ir_ref b, const int64_t *s,
 		     const int64_t *d, const int64_t *p, int64_t G)
 {
@@ -67,8 +69,9 @@ static ir_ref conv3d(ox_ctx *c, const onnx_node *nd, ir_ref x, ir_ref w, ir_ref 
 		return IR_NONE;
 	}
 	int64_t Do = (Dp - span) / s[0] + 1, H = xs.d[3], W = xs.d[4], Cg = C / G;
-	if (N * Do * k[0] > ((int64_t)1 << 24)) {
-		ox_fail(c, nd, "batch x output depth x kernel depth %lld is too large", (long long)(N * Do * k[0]));
+	if ((N >= 0 ? N : 1) * Do * k[0] > ((int64_t)1 << 24)) {
+		ox_fail(c, nd, "batch x output depth x kernel depth %lld is too large",
+			(long long)((N >= 0 ? N : 1) * Do * k[0]));
 		return IR_NONE;
 	}
 	ir_ref xp = x;
@@ -78,57 +81,76 @@ static ir_ref conv3d(ox_ctx *c, const onnx_node *nd, ir_ref x, ir_ref w, ir_ref 
 		pa.pad = (ir_ints){10, {0, 0, p[0], 0, 0, 0, 0, p[3], 0, 0}};
 		xp = emit1(c, nd, IR_OP_pad, x, &pa);
 	}
-	ir_ref *taps = malloc((size_t)k[0] * sizeof *taps);
-	if (!taps) {
-		OOM(c);
-		return IR_NONE;
-	}
-	ir_shape s7 = {7, {N, G, 1, Cg, Do, H, W}};
-	bool ok = true;
-	for (int64_t t = 0; t < k[0]; t++) {
-		ir_attrs sa;
-		ir_attrs_init(IR_OP_slice, &sa);
-		sa.axes = (ir_ints){1, {2}};
-		sa.starts = (ir_ints){1, {t * d[0]}};
-		sa.ends = (ir_ints){1, {t * d[0] + (Do - 1) * s[0] + 1}};
-		sa.steps = (ir_ints){1, {s[0]}};
-		taps[t] = reshape(c, nd, emit1(c, nd, IR_OP_slice, xp, &sa), &s7);
-		ok &= taps[t] != IR_NONE;
-	}
-	ir_ref st = IR_NONE;
-	if (ok && k[0] == 1) {
-		st = taps[0];
-	} else if (ok) {
-		ir_attrs ca;
-		ir_attrs_init(IR_OP_concat, &ca);
-		ca.axis = 2;
-		st = ox_emit(c, nd, IR_OP_concat, taps, (uint32_t)k[0], &ca);
-	}
-	free(taps);
-	/* [N, g, kd, C/g, Do, H, W] -> [N, Do, g, kd, C/g, H, W] -> [N*Do, C*kd, H, W] */
-	static const int px[7] = {0, 4, 1, 2, 3, 5, 6};
-	ir_shape s4 = {4, {N * Do, C * k[0], H, W}};
-	ir_ref x2 = reshape(c, nd, transpose(c, nd, st, px, 7), &s4);
 	/* [O, C/g, kd, kh, kw] -> [O, kd, C/g, kh, kw] -> [O, kd*C/g, kh, kw] */
 	static const int pw[5] = {0, 2, 1, 3, 4};
 	ir_shape w4 = {4, {O, k[0] * Cg, k[1], k[2]}};
 	ir_ref w2 = reshape(c, nd, transpose(c, nd, w, pw, 5), &w4);
-	if (x2 == IR_NONE || w2 == IR_NONE)
-		return IR_NONE;
 	ir_attrs a;
 	ir_attrs_init(IR_OP_conv2d, &a);
 	a.groups = G;
 	a.stride = (ir_ints){2, {s[1], s[2]}};
 	a.dilation = (ir_ints){2, {d[1], d[2]}};
 	a.pad = (ir_ints){4, {p[1], p[2], p[4], p[5]}};
-	ir_ref in[3] = {x2, w2, b};
-	ir_ref y = ox_emit(c, nd, IR_OP_conv2d, in, b == IR_NONE ? 2 : 3, &a);
-	if (y == IR_NONE)
+	/* a known batch: every output depth in one conv2d (taps[t] holds tap
+	 * t of all of them); a symbolic one, which cannot be multiplied by Do:
+	 * one conv2d per output depth (taps[o*kd + t]), concatenated */
+	bool fold = N >= 0;
+	size_t ntaps = (size_t)k[0] * (fold ? 1 : (size_t)Do);
+	ir_ref *taps = malloc((ntaps + (size_t)Do) * sizeof *taps);
+	if (!taps) {
+		OOM(c);
 		return IR_NONE;
-	ir_shape ys = shape_of(c, y);
-	ir_shape y5 = {5, {N, Do, O, ys.d[2], ys.d[3]}};
-	static const int py[5] = {0, 2, 1, 3, 4};
-	return transpose(c, nd, reshape(c, nd, y, &y5), py, 5);
+	}
+	ir_ref *outs = taps + ntaps;
+	ir_shape s7 = {7, {N, G, 1, Cg, Do, H, W}}, s6 = {6, {N, G, 1, Cg, H, W}};
+	bool ok = w2 != IR_NONE;
+	for (size_t i = 0; i < ntaps; i++) {
+		int64_t t = (int64_t)i % k[0], o = (int64_t)i / k[0], z = o * s[0] + t * d[0];
+		ir_attrs sa;
+		ir_attrs_init(IR_OP_slice, &sa);
+		sa.axes = (ir_ints){1, {2}};
+		sa.starts = (ir_ints){1, {fold ? t * d[0] : z}};
+		sa.ends = (ir_ints){1, {fold ? t * d[0] + (Do - 1) * s[0] + 1 : z + 1}};
+		sa.steps = (ir_ints){1, {fold ? s[0] : 1}};
+		taps[i] = reshape(c, nd, emit1(c, nd, IR_OP_slice, xp, &sa), fold ? &s7 : &s6);
+		ok &= taps[i] != IR_NONE;
+	}
+	ir_attrs ca;
+	ir_attrs_init(IR_OP_concat, &ca);
+	ca.axis = 2;
+	ir_ref in[3] = {IR_NONE, w2, b}, y = IR_NONE;
+	uint32_t nin = b == IR_NONE ? 2 : 3;
+	if (ok && fold) {
+		ir_ref st = k[0] == 1 ? taps[0] : ox_emit(c, nd, IR_OP_concat, taps, (uint32_t)k[0], &ca);
+		/* [N, g, kd, C/g, Do, H, W] -> [N, Do, g, kd, C/g, H, W] -> [N*Do, C*kd, H, W] */
+		static const int px[7] = {0, 4, 1, 2, 3, 5, 6};
+		ir_shape s4 = {4, {N * Do, C * k[0], H, W}};
+		in[0] = reshape(c, nd, transpose(c, nd, st, px, 7), &s4);
+		y = in[0] == IR_NONE ? IR_NONE : ox_emit(c, nd, IR_OP_conv2d, in, nin, &a);
+		if (y != IR_NONE) {
+			ir_shape ys = shape_of(c, y);
+			ir_shape y5 = {5, {N, Do, O, ys.d[2], ys.d[3]}};
+			static const int py[5] = {0, 2, 1, 3, 4};
+			y = transpose(c, nd, reshape(c, nd, y, &y5), py, 5);
+		}
+	} else if (ok) {
+		ir_shape s4 = {4, {N, C * k[0], H, W}};
+		for (int64_t o = 0; o < Do && ok; o++) {
+			/* [N, g, kd, C/g, H, W] -> [N, g*kd*C/g, H, W] -> conv2d -> [N, O, 1, Ho, Wo] */
+			ir_ref *t = taps + o * k[0];
+			ir_ref st = k[0] == 1 ? t[0] : ox_emit(c, nd, IR_OP_concat, t, (uint32_t)k[0], &ca);
+			in[0] = reshape(c, nd, st, &s4);
+			ir_ref yo = in[0] == IR_NONE ? IR_NONE : ox_emit(c, nd, IR_OP_conv2d, in, nin, &a);
+			ir_attrs ua;
+			ir_attrs_init(IR_OP_unsqueeze, &ua);
+			ua.axes = (ir_ints){1, {2}};
+			outs[o] = emit1(c, nd, IR_OP_unsqueeze, yo, &ua);
+			ok = outs[o] != IR_NONE;
+		}
+		y = !ok ? IR_NONE : Do == 1 ? outs[0] : ox_emit(c, nd, IR_OP_concat, outs, (uint32_t)Do, &ca);
+	}
+	free(taps);
+	return y;
 }
 
 /* Reads the attributes both ops share (kernel_shape checked against the
@@ -159,17 +181,14 @@ static int attrs3(ox_ctx *c, const onnx_node *nd, const int64_t *k, int64_t *s, 
 	return SN_OK;
 }
 
-/* Checks x and w of rank 5 with known dims but the batch's, which must be
- * known too (the output depths are folded into it). */
+/* Checks x and w of rank 5 with known dims but the batch's. */
 static int dims3(ox_ctx *c, const onnx_node *nd, ir_ref x, ir_ref w)
 {
 	ir_shape xs = shape_of(c, x), ws = shape_of(c, w);
 	if (xs.rank != 5 || ws.rank != 5)
 		return ox_fail(c, nd, "a 3-d convolution needs an input and a weight of rank 5");
-	if (xs.d[0] < 0)
-		return ox_fail(c, nd, "a 3-d convolution folds the output depths into the batch, which must be known; "
-				      "bind %s to a value when loading the model",
-			       c->w->syms[IR_SYM_ID(xs.d[0])]);
+	if (xs.d[0] > ((int64_t)1 << 30))
+		return ox_fail(c, nd, "batch %lld is too large", (long long)xs.d[0]);
 	for (int i = 1; i < 5; i++)
 		if (xs.d[i] < 0 || ws.d[i] < 0 || xs.d[i] > ((int64_t)1 << 30) || ws.d[i] > ((int64_t)1 << 20))
 			return ox_fail(c, nd, "a 3-d convolution needs known channel and spatial dims (bind them to "

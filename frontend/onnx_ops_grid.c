@@ -210,16 +210,16 @@ int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 	if (!known)
 		return ox_fail(c, nd, "needs known channel and spatial dims of X and grid; bind them to values when "
 				      "loading the model");
-	for (int k = 0; k < nsp; k++) {
+	for (int k = 0; k < nsp; k++) { /* each factor below 2^24 and each product checked: no overflow */
 		if (g.len[k] == 0 || g.len[k] > ((int64_t)1 << 24) || g.out.d[2 + k] > ((int64_t)1 << 24))
 			return ox_fail(c, nd, "a spatial dim of %lld: between 1 and 2^24 are supported",
 				       (long long)g.len[k]);
 		g.in_px *= g.len[k];
 		g.out_px *= g.out.d[2 + k];
+		if (g.in_px > ((int64_t)1 << 24) || g.out_px > ((int64_t)1 << 31))
+			return ox_fail(c, nd, "an input of more than 2^24 pixels or an output of more than 2^31: not "
+					      "supported (the flat index is computed in the input's type)");
 	}
-	if (g.in_px > ((int64_t)1 << 24) || g.out_px > ((int64_t)1 << 31))
-		return ox_fail(c, nd, "an input of %lld pixels: at most 2^24 are supported (their index is computed "
-				      "in the input's type)", (long long)g.in_px);
 	if (dtype_of(c, gr) != g.t) {
 		ir_attrs ca;
 		ir_attrs_init(IR_OP_cast, &ca);

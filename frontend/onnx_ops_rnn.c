@@ -101,7 +101,6 @@ static int read_acts(ox_ctx *c, const onnx_node *nd, int ndir, int nper, const r
 /* ---- the shared frame of LSTM and GRU ---- */
 
 typedef struct rnn {
-	const char *op;
 	int ngates;         /* 4 (LSTM: i o f c) or 3 (GRU: z r h) */
 	int ndir;           /* 1 or 2 */
 	bool reverse;       /* direction "reverse" (ndir 1) */
@@ -174,6 +173,8 @@ static int rnn_read(ox_ctx *c, const onnx_node *nd, rnn *R, int nper, const rnn_
 	int64_t hs = ox_ai(nd, "hidden_size", rs.d[2]);
 	R->H = rs.d[2];
 	int64_t G = R->ngates;
+	if (R->I > ((int64_t)1 << 30) || R->H > ((int64_t)1 << 30))
+		return ox_fail(c, nd, "input or hidden size above 2^30");
 	if (R->I < 0 || R->H < 0 || hs != R->H || ws.d[0] != R->ndir || ws.d[1] != G * R->H || ws.d[2] != R->I ||
 	    rs.d[0] != R->ndir || rs.d[1] != G * R->H)
 		return ox_fail(c, nd, "W [%d, %lld*hidden, input] or R [%d, %lld*hidden, hidden] does not match X "
@@ -338,7 +339,7 @@ static int rnn_bind(ox_ctx *c, const onnx_node *nd, const rnn *R, ir_ref *const 
 int ox_tr_lstm(ox_ctx *c, const onnx_node *nd)
 {
 	static const rnn_act defs[3] = {ACT_SIGMOID, ACT_TANH, ACT_TANH};
-	rnn R = {.op = "LSTM", .ngates = 4};
+	rnn R = {.ngates = 4};
 	if (rnn_read(c, nd, &R, 3, defs))
 		return c->e->code;
 	if (ox_ai(nd, "input_forget", 0) != 0)
@@ -416,7 +417,7 @@ int ox_tr_lstm(ox_ctx *c, const onnx_node *nd)
 int ox_tr_gru(ox_ctx *c, const onnx_node *nd)
 {
 	static const rnn_act defs[2] = {ACT_SIGMOID, ACT_TANH};
-	rnn R = {.op = "GRU", .ngates = 3};
+	rnn R = {.ngates = 3};
 	if (rnn_read(c, nd, &R, 2, defs))
 		return c->e->code;
 	bool lbr = ox_ai(nd, "linear_before_reset", 0) != 0;

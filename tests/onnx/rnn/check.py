@@ -7,8 +7,9 @@ Transposes around the layout-0 op in onnxruntime, which refuses layout 1); every
 output must agree within a relative L2 error of 1e-5 (ref) or 1e-4 (other
 devices, fp32). Then the messages: an unsupported op names itself and its
 node and points to docs/ONNX.md; GridSample's cubic mode in 5-d, an LSTM over a
-symbolic sequence length and an unsupported activation are refused with a
-reason. And an imported LSTM or GRU holds its weights once (the weights file
+symbolic sequence length, an unsupported activation, a 3-d Conv with too
+deep a kernel, and a 3-d ConvTranspose whose pads
+crop everything are refused with a reason. And an imported LSTM or GRU holds its weights once (the weights file
 of `sinter import` is no larger than the initializers).
 
 usage: check.py SINTER [--devices ref,cpu] [--seed S] [--keep DIR]
@@ -195,6 +196,15 @@ def check_messages(sinter, work):
                                [vi("x", F, [2, 1, 3]), vi("w", F, [1, 8, 3]), vi("r", F, [1, 8, 2])],
                                [vi("y", F, [2, 1, 1, 2])]),
          ["'l2'", "HardSigmoid", "not supported"]),
+        ("conv3d_kernel_too_deep", mk([helper.make_node("Conv", ["x", "w"], ["y"], name="c3k")],
+                                      [vi("x", F, [1, 1, 2, 4, 4]), vi("w", F, [1, 1, 3, 1, 1])],
+                                      [vi("y", F, [1, 1, 0, 4, 4])]),
+         ["'c3k'", "smaller than the kernel"]),
+        ("conv_transpose3d_cropped_away", mk([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct3",
+                                                               pads=[9, 0, 0, 9, 0, 0])],
+                                             [vi("x", F, [1, 1, 2, 2, 2]), vi("w", F, [1, 1, 2, 2, 2])],
+                                             [vi("y", F, None)]),
+         ["'ct3'", "pads leave no output"]),
     ]
     fails = []
     for name, m, want in cases:

@@ -149,6 +149,21 @@ def conv3d(rng):
                  inits, 17)
 
 
+def conv3d_dynamic(rng):
+    """A symbolic batch (no batch fold: one conv2d per output depth): Conv
+    with stride, pads, dilation, groups and bias; a ConvTranspose."""
+    C, D, H, W = 4, 5, 4, 6
+    inits = {"Wa": rnd(rng, (6, 2, 2, 3, 3)), "Ba": rnd(rng, (6,)), "Wt": rnd(rng, (4, 3, 2, 2, 2))}
+    nodes = [
+        helper.make_node("Conv", ["X", "Wa", "Ba"], ["a"], name="conv_dyn", group=2, strides=[2, 1, 2],
+                         pads=[1, 1, 0, 0, 1, 1], dilations=[2, 1, 1]),
+        helper.make_node("ConvTranspose", ["X", "Wt"], ["t"], name="convt_dyn", strides=[2, 1, 1],
+                         output_padding=[1, 0, 0]),
+    ]
+    return model("conv3d_dynamic", nodes, [vi("X", ["N", C, D, H, W])],
+                 [vi("a", ["N", 6, 2, 4, 3]), vi("t", ["N", 3, 11, 5, 7])], inits, 17)
+
+
 def conv_transpose3d(rng):
     """a: strides, asymmetric pads, output_padding, dilation, groups, bias;
     b: output_shape (pads from it)."""
@@ -170,7 +185,7 @@ def all_models():
             "gru_lbr0": gru(rng, 0), "gru_lbr1": gru(rng, 1), "gru_reverse_lens": gru_reverse_lens(rng),
             "grid_sample16": grid_sample(16), "grid_sample20": grid_sample(20),
             "grid_sample3d": grid_sample_3d(), "grid_sample_cubic": grid_sample_cubic(), "conv3d": conv3d(rng),
-            "conv_transpose3d": conv_transpose3d(rng)}
+            "conv_transpose3d": conv_transpose3d(rng), "conv3d_dynamic": conv3d_dynamic(rng)}
 
 
 def main():
