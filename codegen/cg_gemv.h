@@ -7,10 +7,11 @@
  * on sm_90, by the blocks of a cluster (split-K added in shared memory
  * through the cluster, in rank order: deterministic, no workspace). Three
  * kernels, by layout and dtype:
- *   - B n x k (linear's weight), f16/bf16: mma.sync m16n8k16, A's rows as
- *     the 16 rows of the tile (zero past m), both operands' fragments
- *     straight from 16-byte loads (k permuted alike in A and B);
- *   - B n x k, f32: fp32 FMA per lane, warp-shuffle reduction;
+ *   - B n x k (linear's weight), f16/bf16, m > 4: mma.sync m16n8k16, A's
+ *     rows as the 16 rows of the tile (zero past m), both operands'
+ *     fragments straight from 16-byte loads (k permuted alike in A and B);
+ *   - B n x k, f32, and f16/bf16 with m <= 4: fp32 FMA per lane (halves
+ *     converted), warp-shuffle reduction;
  *   - B k x n (matmul's), any: 16 bytes of a row of B per thread, k rows
  *     shared by the threads of a block.
  * cg_gemm.c takes it for a config of variant CG_GEMV_VARIANT, and by a

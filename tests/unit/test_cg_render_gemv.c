@@ -35,25 +35,40 @@ static void test_choice(void)
 	cg_step st;
 	cg_target t90 = {.sm = 90}, t80 = {.sm = 80};
 	fresh();
-	/* x[1,2048] @ w[8192,2048]^T bf16 on sm_90: 8 columns per block (1024
-	 * blocks), 64 units of 32 k; split-K 2 (2048 blocks >= 1056; 64 / 4 =
-	 * 16 units per split and iteration >= 4 warps x 4) */
+	/* x[1,2048] @ w[8192,2048]^T bf16 on sm_90: m <= 4, the FMA kernel
+	 * (not mma.sync); 64 / 1 columns, at most 8, per block (1024 blocks),
+	 * 96 / ((1 + 8) x 4) = 2 units in flight; 8 units of 32 lanes x 8 k;
+	 * split-K 2 (2048 blocks >= 1056; 8 / 2 = 4 units per split >= 4 warps
+	 * x 2 / 2) */
 	ir_ref r = linear(IR_BF16, 1, 2048, 8192, true);
 	render_with(cg_render_gemm, r, &t90, NULL, NULL, &st, "decode up bf16");
 	CHECK(is_gemv(&st));
 	CHECK(st.k.grid[0] == 2 && st.k.grid[1] == 1024 && st.k.grid[2] == 1 && st.k.block[0] == 128);
+	CHECK(st.k.cfg.tile_n == 8 && st.k.cfg.stages == 2);
 	CHECK(st.k.nbufs == 4 && st.k.bufs[2] == G->nodes[r].in[2]);
-	CHECK(st.k.src && strstr(st.k.src, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") &&
-	      strstr(st.k.src, "__cluster_dims__(SK, 1, 1)") && strstr(st.k.src, "ld_peer("));
+	CHECK(st.k.src && !strstr(st.k.src, "mma.sync") && strstr(st.k.src, "__shfl_xor_sync") &&
+	      strstr(st.k.src, "unpack2(w.x, f)") && strstr(st.k.src, "__cluster_dims__(SK, 1, 1)") &&
+	      strstr(st.k.src, "ld_peer("));
+	step_free(&st);
+	/* m = 5 in bf16: mma.sync, 16 columns per block */
+	render_with(cg_render_gemm, linear(IR_BF16, 5, 2048, 8192, true), &t90, NULL, NULL, &st, "decode up bf16 m5");
+	CHECK(is_gemv(&st) && st.k.cfg.tile_n == 16 && st.k.grid[1] == 512 && st.k.src &&
+	      strstr(st.k.src, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
 	step_free(&st);
 	/* the same on sm_80: no clusters, one block per column slice */
 	render_with(cg_render_gemm, r, &t80, NULL, NULL, &st, "decode up bf16 sm_80");
 	CHECK(is_gemv(&st) && st.k.grid[0] == 1 && st.k.grid[1] == 1024 && st.k.cfg.split_k == 1);
 	CHECK(st.k.src && !strstr(st.k.src, "cluster"));
 	step_free(&st);
-	/* the lm_head: 128256 columns, 16 per block; no split */
+	/* the lm_head: 128256 columns; m = 4 the FMA kernel, 8 per block; m = 8
+	 * mma.sync, 16 per block; no split */
 	render_with(cg_render_gemm, linear(IR_F16, 4, 2048, 128256, false), &t90, NULL, NULL, &st, "lm_head f16");
-	CHECK(is_gemv(&st) && st.k.grid[0] == 1 && st.k.grid[1] == 8016 && st.k.cfg.tile_n == 16);
+	CHECK(is_gemv(&st) && st.k.grid[0] == 1 && st.k.grid[1] == 16032 && st.k.cfg.tile_n == 8 && st.k.src &&
+	      !strstr(st.k.src, "mma.sync"));
+	step_free(&st);
+	render_with(cg_render_gemm, linear(IR_F16, 8, 2048, 128256, false), &t90, NULL, NULL, &st, "lm_head f16 m8");
+	CHECK(is_gemv(&st) && st.k.grid[0] == 1 && st.k.grid[1] == 8016 && st.k.cfg.tile_n == 16 && st.k.src &&
+	      strstr(st.k.src, "mma.sync"));
 	step_free(&st);
 	/* f32, m = 16: the FMA kernel, 4 columns per block, 1 unit in flight;
 	 * 2048 / 4 = 512 blocks, split 4 (units: 8192 / 128 = 64; 64 / 8 = 8
@@ -177,7 +192,7 @@ static void test_configs(void)
 	cg_step st;
 	cg_target t90 = {.sm = 90}, t80 = {.sm = 80};
 	fresh();
-	ir_ref r = linear(IR_BF16, 3, 4096, 4096, true);
+	ir_ref r = linear(IR_BF16, 6, 4096, 4096, true); /* mma.sync (m > 4) */
 	static const cg_config ok[] = {
 		{.variant = CG_GEMV_VARIANT, .tile_n = 32, .warps = 8, .stages = 2, .split_k = 4},
 		{.variant = CG_GEMV_VARIANT, .tile_n = 16, .warps = 2, .stages = 8, .split_k = 1},
@@ -217,7 +232,7 @@ static void test_compile(void)
 {
 	cg_step st;
 	cg_target t90 = {.sm = 90}, t80 = {.sm = 80};
-	static const int ms[] = {1, 9, 16}; /* one row, past A's first 8 rows, all 16 */
+	static const int ms[] = {1, 9, 16, 4}; /* one row, past A's first 8 rows, all 16; the FMA kernel's last */
 	char fn[300], params[80];
 	cg_epilogue epi = {.fn = fn, .params = params, .args = (char *)", e0", .nex = 1, .dtype = IR_F32};
 	fresh();
@@ -240,9 +255,10 @@ static void test_compile(void)
 				CHECK(is_gemv(&st) && st.k.grid[0] == 1);
 				step_free(&st);
 			}
-			if (mi != 1)
+			if (mi != 1 && (mi != 3 || fdt[d] == IR_F32))
 				continue;
-			/* with the epilogue: an f32 output and an operand */
+			/* with the epilogue: an f32 output and an operand (mma.sync at
+			 * m = 9, the FMA kernel at m = 4 in f16/bf16) */
 			epi.ex[0] = in(fdt[d], SHAPE(m, 1000));
 			epi.out = r;
 			memset(&st, 0, sizeof st);
@@ -254,7 +270,7 @@ static void test_compile(void)
 			if (st.k.src)
 				queue(&st.k, label);
 			step_free(&st);
-			for (int mk = 1; mk <= (fdt[d] == IR_F32 ? 16 : 8); mk *= fdt[d] == IR_F32 ? 16 : 8) {
+			for (int mk = 1; mi == 1 && mk <= (fdt[d] == IR_F32 ? 16 : 8); mk *= fdt[d] == IR_F32 ? 16 : 8) {
 				snprintf(label, sizeof label, "matmul %s m=%d", ir_dtype_name(fdt[d]), mk);
 				ir_ref q = matmul(fdt[d], mk, 1024, 1032);
 				render_with(cg_render_gemm, q, &t90, NULL, NULL, &st, label);
@@ -272,11 +288,17 @@ static void test_compile(void)
 			char label[96];
 			snprintf(label, sizeof label, "config %zu %s", ci, ir_dtype_name(fdt[d]));
 			cg_config c = cfgs[ci];
-			if (fdt[d] != IR_F32 && c.tile_n % 8)
-				c.tile_n = 8;
-			if (fdt[d] == IR_F32 && c.tile_n > 16) /* tile_n x m <= 64 */
+			if (c.tile_n > 16) /* m = 4, the FMA kernel: tile_n x m <= 64 */
 				c.tile_n = 16;
 			render_with(cg_render_gemm, linear(fdt[d], 4, 2048, 2048, true), &t90, &c, NULL, &st, label);
+			CHECK(is_gemv(&st));
+			step_free(&st);
+			c = cfgs[ci];
+			if (fdt[d] != IR_F32 && c.tile_n % 8) /* m = 12: mma.sync in f16/bf16 */
+				c.tile_n = 8;
+			if (fdt[d] == IR_F32 && c.tile_n > 4) /* tile_n x m <= 64 */
+				c.tile_n = 4;
+			render_with(cg_render_gemm, linear(fdt[d], 12, 2048, 2048, true), &t90, &c, NULL, &st, label);
 			CHECK(is_gemv(&st));
 			step_free(&st);
 			c = cfgs[ci];
