@@ -212,8 +212,13 @@ static int step(sinter_compiled *c, const sinter_tensor *desc, const int64_t *id
 		in[0].shape[k] = 1;
 	in[0].shape[desc->rank - 1] = (int64_t)n;
 	in[1] = (sinter_tensor){.name = n1, .dtype = SINTER_I64, .rank = 0, .data = &pos, .nbytes = sizeof pos};
-	if (sinter_compiled_run(c, in, 2, out, err))
-		return cli_report(err);
+	if (sinter_compiled_run(c, in, 2, out, err)) {
+		int rc = cli_report(err);
+		/* e.g. an index past the cache: the prompt and the new tokens exceed it */
+		fprintf(stderr, "sinter generate: the call of %zu token%s at position %lld failed\n", n, n == 1 ? "" : "s",
+			(long long)pos);
+		return rc;
+	}
 	return 0;
 }
 
