@@ -38,17 +38,22 @@ static void test_choice(void)
 	/* x[1,2048] @ w[8192,2048]^T bf16 on sm_90: m <= 4, the FMA kernel
 	 * (not mma.sync); 64 / 1 columns, at most 8, per block (1024 blocks),
 	 * 96 / ((1 + 8) x 4) = 2 units in flight; 8 units of 32 lanes x 8 k;
-	 * split-K 2 (2048 blocks >= 1056; 8 / 2 = 4 units per split >= 4 warps
-	 * x 2 / 2) */
+	 * no split (two splits of 4 units would be under 4 warps x 2) */
 	ir_ref r = linear(IR_BF16, 1, 2048, 8192, true);
 	render_with(cg_render_gemm, r, &t90, NULL, NULL, &st, "decode up bf16");
 	CHECK(is_gemv(&st));
-	CHECK(st.k.grid[0] == 2 && st.k.grid[1] == 1024 && st.k.grid[2] == 1 && st.k.block[0] == 128);
-	CHECK(st.k.cfg.tile_n == 8 && st.k.cfg.stages == 2);
+	CHECK(st.k.grid[0] == 1 && st.k.grid[1] == 1024 && st.k.grid[2] == 1 && st.k.block[0] == 128);
+	CHECK(st.k.cfg.tile_n == 8 && st.k.cfg.stages == 2 && st.k.cfg.split_k == 1);
 	CHECK(st.k.nbufs == 4 && st.k.bufs[2] == G->nodes[r].in[2]);
 	CHECK(st.k.src && !strstr(st.k.src, "mma.sync") && strstr(st.k.src, "__shfl_xor_sync") &&
-	      strstr(st.k.src, "unpack2(w.x, f)") && strstr(st.k.src, "__cluster_dims__(SK, 1, 1)") &&
-	      strstr(st.k.src, "ld_peer("));
+	      strstr(st.k.src, "unpack2(w.x, f)") && !strstr(st.k.src, "cluster"));
+	step_free(&st);
+	/* the down projection, k 8192 n 2048: 256 blocks, 32 units; split-K 4
+	 * (1024 blocks; 32 / 4 = 8 units per split = 4 warps x 2; 8 would
+	 * leave 4) */
+	render_with(cg_render_gemm, linear(IR_BF16, 1, 8192, 2048, false), &t90, NULL, NULL, &st, "decode down bf16");
+	CHECK(is_gemv(&st) && st.k.grid[0] == 4 && st.k.grid[1] == 256 && st.k.src &&
+	      strstr(st.k.src, "__cluster_dims__(SK, 1, 1)") && strstr(st.k.src, "ld_peer("));
 	step_free(&st);
 	/* m = 5 in bf16: mma.sync, 16 columns per block */
 	render_with(cg_render_gemm, linear(IR_BF16, 5, 2048, 8192, true), &t90, NULL, NULL, &st, "decode up bf16 m5");
