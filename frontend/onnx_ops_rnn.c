@@ -112,7 +112,7 @@ typedef struct rnn {
 	ir_ref w, r, b;     /* [D, G*H, I], [D, G*H, H], [D, 2*G*H] or IR_NONE */
 	ir_ref h0, c0, p;   /* [D, B, H] or IR_NONE; P [D, 3H] */
 	ir_ref live;        /* per step t: [T, B, 1] bool, t < sequence_lens[b]; IR_NONE: all live */
-	ir_ref zero_bh;     /* a 0-d zero of X's type */
+	ir_ref zero_bh, one; /* 0-d zero and one of X's type */
 } rnn;
 
 static ir_ref act(ox_ctx *c, const onnx_node *nd, const rnn *R, rnn_act f, ir_ref x)
@@ -210,6 +210,7 @@ static int rnn_read(ox_ctx *c, const onnx_node *nd, rnn *R, int nper, const rnn_
 				       i, (long long)layout);
 	}
 	R->zero_bh = ox_scalar(c, dtype_of(c, x), 0);
+	R->one = ox_scalar(c, dtype_of(c, x), 1);
 	/* sequence_lens: all equal to T (known) needs nothing; else a mask
 	 * per step: a batch entry past its length keeps its state and
 	 * outputs zeros (the reverse direction starts at its last step). */
@@ -334,16 +335,16 @@ static int rnn_bind(ox_ctx *c, const onnx_node *nd, const rnn *R, ir_ref *const 
 /* ---- LSTM ---- */
 
 /* Gates i, o, f, c (ONNX order). it = f(Xi + H Ri + Pi C + b), ft likewise
- * with Pf, ct = g(Xc + H Rc + b), C = ft C + it ct, ot = f(Xo + H Ro + Po C
- * + b) with the new C, H = ot h(C). */
+ * with Pf (input_forget: ft = 1 - it), ct = g(Xc + H Rc + b), C = ft C +
+ * it ct, ot = f(Xo + H Ro + Po C + b) with the new C, H = ot h(C); clip
+ * clamps the input of every activation, h's included, as onnxruntime does. */
 int ox_tr_lstm(ox_ctx *c, const onnx_node *nd)
 {
 	static const rnn_act defs[3] = {ACT_SIGMOID, ACT_TANH, ACT_TANH};
 	rnn R = {.ngates = 4};
 	if (rnn_read(c, nd, &R, 3, defs))
 		return c->e->code;
-	if (ox_ai(nd, "input_forget", 0) != 0)
-		return ox_fail(c, nd, "input_forget 1 is not supported");
+	bool coupled = ox_ai(nd, "input_forget", 0) != 0; /* ft = 1 - it (onnxruntime's coupling) */
 	R.p = ox_in(c, nd, 7);
 	if (c->e->code)
 		return c->e->code;
@@ -387,10 +388,11 @@ int ox_tr_lstm(ox_ctx *c, const onnx_node *nd)
 			       gc = gate(c, nd, &R, g, 3);
 			if (pi != IR_NONE) {
 				gi = emit2(c, nd, IR_OP_add, gi, emit2(c, nd, IR_OP_mul, pi, cs));
-				gf = emit2(c, nd, IR_OP_add, gf, emit2(c, nd, IR_OP_mul, pf, cs));
+				if (!coupled)
+					gf = emit2(c, nd, IR_OP_add, gf, emit2(c, nd, IR_OP_mul, pf, cs));
 			}
-			ir_ref it = act(c, nd, &R, fa[0], gi), ft = act(c, nd, &R, fa[0], gf),
-			       ct = act(c, nd, &R, fa[1], gc);
+			ir_ref it = act(c, nd, &R, fa[0], gi), ct = act(c, nd, &R, fa[1], gc);
+			ir_ref ft = coupled ? emit2(c, nd, IR_OP_sub, R.one, it) : act(c, nd, &R, fa[0], gf);
 			ir_ref cn = emit2(c, nd, IR_OP_add, emit2(c, nd, IR_OP_mul, ft, cs), emit2(c, nd, IR_OP_mul, it, ct));
 			if (po != IR_NONE)
 				go = emit2(c, nd, IR_OP_add, go, emit2(c, nd, IR_OP_mul, po, cn));

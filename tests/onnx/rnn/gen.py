@@ -56,6 +56,27 @@ def lstm_reverse_layout1(rng):
                  [vi("Y", [B, T, 1, H]), vi("Y_h", [B, 1, H])], inits, 14)
 
 
+def lstm_coupled(rng):
+    """input_forget (ft = 1 - it), peepholes (Pf then unused), a small clip
+    that the cell state exceeds, activations Sigmoid/Tanh/Relu."""
+    T, B, I, H = 5, 2, 3, 4
+    inits = {"W": rnd(rng, (1, 4 * H, I), 1.0), "R": rnd(rng, (1, 4 * H, H), 1.0), "P": rnd(rng, (1, 3 * H))}
+    n = helper.make_node("LSTM", ["X", "W", "R", "", "", "", "", "P"], ["Y", "", "Y_c"], name="lstm_cpl",
+                         hidden_size=H, input_forget=1, clip=0.5, activations=["Sigmoid", "Tanh", "Relu"])
+    return model("lstm_coupled", [n], [vi("X", [T, B, I])], [vi("Y", [T, 1, B, H]), vi("Y_c", [1, B, H])],
+                 inits, 14)
+
+
+def gru_activations(rng):
+    """Bidirectional GRU with activations Sigmoid/Softplus forward and
+    Relu/Tanh backward."""
+    T, B, I, H = 3, 2, 3, 4
+    inits = {"W": rnd(rng, (2, 3 * H, I)), "R": rnd(rng, (2, 3 * H, H)), "B": rnd(rng, (2, 6 * H), 0.2)}
+    n = helper.make_node("GRU", ["X", "W", "R", "B"], ["Y"], name="gru_act", hidden_size=H,
+                         direction="bidirectional", activations=["Sigmoid", "Softplus", "Relu", "Tanh"])
+    return model("gru_activations", [n], [vi("X", [T, B, I])], [vi("Y", [T, 2, B, H])], inits, 14)
+
+
 def gru(rng, lbr):
     """linear_before_reset 0: bidirectional with initial h; 1: forward,
     batch first, symbolic batch, no initial h, sequence_lens of all T."""
@@ -185,7 +206,8 @@ def all_models():
             "gru_lbr0": gru(rng, 0), "gru_lbr1": gru(rng, 1), "gru_reverse_lens": gru_reverse_lens(rng),
             "grid_sample16": grid_sample(16), "grid_sample20": grid_sample(20),
             "grid_sample3d": grid_sample_3d(), "grid_sample_cubic": grid_sample_cubic(), "conv3d": conv3d(rng),
-            "conv_transpose3d": conv_transpose3d(rng), "conv3d_dynamic": conv3d_dynamic(rng)}
+            "conv_transpose3d": conv_transpose3d(rng), "conv3d_dynamic": conv3d_dynamic(rng),
+            "lstm_coupled": lstm_coupled(rng), "gru_activations": gru_activations(rng)}
 
 
 def main():
