@@ -17,6 +17,9 @@
  * bandwidth measured here (cuMemcpyDtoDAsync of 1 GiB, read + write bytes
  * / time, median of 20) as a percentage: the issue's target is >= 90 %.
  * The percentage is printed, not checked (timing on a shared machine).
+ * "cublas us": the same product on cuBLASLt (the heuristic's algorithm,
+ * as a plan's CG_MATMUL step), timed the same streaming way, and its % of
+ * the copy bandwidth; the last line counts the cases gemv is faster.
  * "flushed us" is the earlier figure, the median of 50 launches with
  * events around each and a 256 MiB memset before each: that memset leaves
  * the L2 dirty, and (our reading of a ~15 us floor under every small
@@ -31,6 +34,7 @@
 
 #include "codegen/cg.h"
 #include "codegen/cg_gemv.h"
+#include "runtime/cuda_blas.h"
 #include "runtime/cuda_nvrtc.h"
 #include "runtime/cuda_time.h"
 
@@ -400,6 +404,60 @@ static int bandwidth_of(rt_cuda *dv, rt_nvrtc *nv, ir_dtype t, int64_t m, int64_
 	return rc;
 }
 
+/* The same product, x [m, k] @ w [n, k]^T + b, on cuBLASLt (its
+ * heuristic's algorithm, as a plan's CG_MATMUL step runs it), timed the
+ * same streaming way: *us per product. */
+static int cublas_of(rt_cuda *dv, rt_blas *bl, ir_dtype t, int64_t m, int64_t k, int64_t n, double *us, sn_err *e)
+{
+	cg_mm g = {.a = 0, .b = 1, .bias = 2, .out = 3, .c = CG_NO_BUF, .batch = 1, .m = m, .n = n, .k = k,
+		   .stride_a = m * k, .stride_b = 0, .stride_c = m * n, .trans_b = true, .dtype = t, .act = CG_ACT_NONE};
+	size_t es = ir_dtype_size(t), sz[4] = {(size_t)(m * k) * es, (size_t)(n * k) * es, (size_t)n * es,
+						   (size_t)(m * n) * es};
+	size_t all = sz[0] + sz[1] + sz[2] + sz[3];
+	int nrot = (int)(((size_t)256 << 20) / all) + 1;
+	if (nrot > 64)
+		nrot = 64;
+	CUdeviceptr (*p)[4] = calloc((size_t)nrot, sizeof *p);
+	rt_gemm *gm = NULL;
+	CUevent ev[2] = {0};
+	int rc = p ? rt_gemm_prepare(bl, &g, &gm, NULL, e) : sn_errf(e, SN_EINTERNAL, "out of memory");
+	for (int c = 0; !rc && c < nrot; c++)
+		for (int i = 0; !rc && i < 4; i++) {
+			rc = rt_dev_alloc(dv, sz[i], &p[c][i], e);
+			if (!rc) /* 0x3c bytes: small finite values in every dtype */
+				rc = rt_dev_fill(dv, p[c][i], 0x3c, sz[i], e);
+		}
+	for (int c = 0; !rc && c < nrot; c++) /* warm-up */
+		rc = rt_gemm_run(bl, gm, p[c][0], p[c][1], p[c][2], p[c][3], dv->stream, e);
+	int launches = nrot < 32 ? 64 : 2 * nrot;
+	float ms = 0;
+	for (int i = 0; !rc && i < 2; i++)
+		rc = rt_check(dv, dv->d.EventCreate(&ev[i], CU_EVENT_DEFAULT), "cuEventCreate", e);
+	if (!rc)
+		rc = rt_check(dv, dv->d.EventRecord(ev[0], dv->stream), "cuEventRecord", e);
+	for (int i = 0; !rc && i < launches; i++) {
+		CUdeviceptr *q = p[i % nrot];
+		rc = rt_gemm_run(bl, gm, q[0], q[1], q[2], q[3], dv->stream, e);
+	}
+	if (!rc)
+		rc = rt_check(dv, dv->d.EventRecord(ev[1], dv->stream), "cuEventRecord", e);
+	if (!rc)
+		rc = rt_sync(dv, e);
+	if (!rc)
+		rc = rt_check(dv, dv->d.EventElapsedTime(&ms, ev[0], ev[1]), "cuEventElapsedTime", e);
+	*us = ms * 1e3 / launches;
+	for (int i = 0; i < 2; i++)
+		if (ev[i])
+			dv->d.EventDestroy(ev[i]);
+	for (int c = 0; p && c < nrot; c++)
+		for (int i = 0; i < 4; i++)
+			if (p[c][i])
+				rt_dev_free(dv, p[c][i]);
+	free(p);
+	rt_gemm_free(gm);
+	return rc;
+}
+
 /* `sweep`: bf16 linears (m 1, 4, 16 x the three large shapes) over a grid
  * of configs, each case's best printed beside its default: data for the
  * default rule (cg_gemv.c, config_of). */
@@ -483,10 +541,17 @@ static void bandwidth(void)
 	}
 	double copy_gbs = 2.0 * (double)cc.n / (copy_ms * 1e-3) / 1e9;
 	printf("copy floor: cuMemcpyDtoDAsync of 1 GiB, %.3f ms, %.0f GB/s (read + write)\n", copy_ms, copy_gbs);
-	printf("%-6s %3s %6s %7s %10s %9s %8s %7s %10s  %s\n", "dtype", "m", "k", "n", "weight MB", "time us", "GB/s",
-	       "% copy", "flushed us", "kernel");
+	rt_blas *bl = NULL;
+	sn_err be = {0};
+	if (rt_blas_open(dv, &bl, &be)) {
+		printf("cuBLASLt: not timed (%s)\n", be.msg);
+		bl = NULL;
+	}
+	printf("%-6s %3s %6s %7s %10s %9s %8s %7s %10s %10s %8s  %s\n", "dtype", "m", "k", "n", "weight MB", "time us",
+	       "GB/s", "% copy", "flushed us", "cublas us", "% copy", "kernel");
 	static const ir_dtype dts[] = {IR_BF16, IR_F16, IR_F32};
 	double worst = 1e9;
+	int gemv_wins = 0, cublas_cases = 0;
 	for (size_t d = 0; d < SN_COUNT(dts); d++)
 		for (size_t si = 0; si < SN_COUNT(shapes); si++)
 			for (size_t mi = 0; mi < SN_COUNT(ms); mi++) {
@@ -501,14 +566,25 @@ static void bandwidth(void)
 					failures++;
 					continue;
 				}
-				double pct = 100 * gbs / copy_gbs;
+				double pct = 100 * gbs / copy_gbs, wb = (double)(n * k) * (double)ir_dtype_size(dts[d]);
 				if (dts[d] == IR_BF16 && pct < worst)
 					worst = pct;
-				printf("%-6s %3d %6lld %7lld %10.1f %9.2f %8.0f %6.1f%% %10.2f  %s\n", ir_dtype_name(dts[d]),
-				       ms[mi], (long long)k, (long long)n, (double)(n * k) * (double)ir_dtype_size(dts[d]) / 1e6,
-				       us, gbs, pct, fus, kname);
+				double bus = 0; /* cuBLASLt's time; 0: not timed (printed, not a failure) */
+				sn_err e3 = {0};
+				if (bl && cublas_of(dv, bl, dts[d], ms[mi], k, n, &bus, &e3)) {
+					printf("  cuBLASLt m=%d k=%lld n=%lld: %s\n", ms[mi], (long long)k, (long long)n, e3.msg);
+					bus = 0;
+				}
+				if (bus > 0)
+					gemv_wins += us < bus;
+				cublas_cases += bus > 0;
+				printf("%-6s %3d %6lld %7lld %10.1f %9.2f %8.0f %6.1f%% %10.2f %10.2f %7.1f%%  %s\n",
+				       ir_dtype_name(dts[d]), ms[mi], (long long)k, (long long)n, wb / 1e6, us, gbs, pct, fus, bus,
+				       bus > 0 ? 100 * wb / (bus * 1e-6) / 1e9 / copy_gbs : 0.0, kname);
 			}
 	printf("bf16: the lowest is %.1f %% of the copy bandwidth (target >= 90 %%)\n", worst);
+	printf("gemv faster than cuBLASLt in %d of %d cases\n", gemv_wins, cublas_cases);
+	rt_blas_close(bl);
 	if (sweep)
 		sweep_configs(dv, nv, flush, nflush, copy_gbs);
 	rt_dev_free(dv, flush);
