@@ -44,6 +44,17 @@ struct sinter_model {
  * names (same device and inode), or NULL; *scratch (free it) may hold it. */
 const char *api_model_file(const sinter_model *m, const char *path, char **scratch);
 
+/* Frees n strings and the array v. */
+void api_strs_free(char **v, size_t n);
+/* A fresh, empty weight store for m; on OOM the old one stays (callers
+ * say the weights are not loaded, so nothing reads it) and SN_EINTERNAL. */
+int api_reset_ws(sinter_model *m);
+/* Forgets m's param values and where they come from (no weights). */
+void api_free_params(sinter_model *m);
+/* A new host tensor named name (copied), its data allocated for dt and s;
+ * SN_EINTERNAL when out of memory. */
+int api_set_tensor(sinter_tensor *t, const char *name, ir_dtype dt, const ir_shape *s);
+
 /* Reads (or draws) every param's value into m->ws if not done yet. */
 sinter_status api_materialize(sinter_model *m, sinter_error *err);
 
