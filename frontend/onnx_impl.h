@@ -79,10 +79,10 @@ ox_tr ox_tr_simple_unary, ox_tr_alpha_unary, ox_tr_isinf, ox_tr_mod, ox_tr_prelu
 	ox_tr_reduce_more, ox_tr_tile, ox_tr_einsum, ox_tr_conv_transpose, ox_tr_resize, ox_tr_topk,
 	ox_tr_sum_mean, ox_tr_sign, ox_tr_more_act, ox_tr_gather_nd, ox_tr_nonzero, ox_tr_one_hot;
 /* Recurrences, sampling and 3-d convolution written with the IR's ops:
- * onnx_ops_rnn.c (LSTM, GRU: the time loop unrolled), onnx_ops_grid.c
+ * onnx_ops_rnn.c (LSTM, GRU, RNN: the time loop unrolled), onnx_ops_grid.c
  * (GridSample), onnx_ops_conv3d.c (Conv and ConvTranspose of rank-5 inputs,
  * from tr_conv and ox_tr_conv_transpose). */
-ox_tr ox_tr_lstm, ox_tr_gru, ox_tr_grid_sample, ox_tr_conv3d;
+ox_tr ox_tr_lstm, ox_tr_gru, ox_tr_rnn, ox_tr_grid_sample, ox_tr_conv3d;
 /* Range whose limit is symbolic dim sym (start 0, delta 1): an iota. */
 int ox_tr_range_sym(ox_ctx *c, const onnx_node *nd, int64_t sym);
 /* A dim of a shape value: OX_SYMV(k) becomes IR_SYM(k). */

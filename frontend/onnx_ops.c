@@ -712,6 +712,7 @@ static const ox_op ops[] = {
 	{"Relu", tr_unary, 1, 1},
 	{"Reshape", ox_tr_reshape, 2, 2},
 	{"Resize", ox_tr_resize, 1, 4},
+	{"RNN", ox_tr_rnn, 3, 6},
 	{"Round", ox_tr_simple_unary, 1, 1},
 	{"ScatterElements", ox_tr_scatter, 3, 3},
 	{"ScatterND", ox_tr_scatter, 3, 3},

@@ -1,4 +1,4 @@
-/* onnx_ops_rnn.c: ONNX LSTM and GRU, which sinter has no IR op for, as a
+/* onnx_ops_rnn.c: ONNX LSTM, GRU and RNN, which sinter has no IR op for, as a
  * scan over time unrolled in the graph. The input projection of every time
  * step is one matmul up front ([T, B, I] x [I, G*H] plus the biases); each
  * step then adds the recurrent matmul of the previous hidden state and
@@ -101,7 +101,7 @@ static int read_acts(ox_ctx *c, const onnx_node *nd, int ndir, int nper, const r
 /* ---- the shared frame of LSTM and GRU ---- */
 
 typedef struct rnn {
-	int ngates;         /* 4 (LSTM: i o f c) or 3 (GRU: z r h) */
+	int ngates;         /* 4 (LSTM: i o f c), 3 (GRU: z r h) or 1 (RNN) */
 	int ndir;           /* 1 or 2 */
 	bool reverse;       /* direction "reverse" (ndir 1) */
 	bool layout1;       /* batch first */
@@ -475,6 +475,50 @@ int ox_tr_gru(ox_ctx *c, const onnx_node *nd)
 			hh = act(c, nd, &R, fa[1], hh);
 			/* (1 - z) hh + z H = hh + z (H - hh) */
 			ir_ref hn = emit2(c, nd, IR_OP_add, hh, emit2(c, nd, IR_OP_mul, zt, emit2(c, nd, IR_OP_sub, h, hh)));
+			ys[d][t] = hn;
+			h = keep_live(c, nd, &R, t, hn, h);
+		}
+		hl[d] = h;
+		rc = c->e->code;
+	}
+	if (!rc)
+		rc = rnn_bind(c, nd, &R, ys, hl, NULL, 2);
+	free(ys[0]);
+	free(ys[1]);
+	return rc;
+}
+
+/* ---- RNN ---- */
+
+/* One gate: H = f(Xt W^T + H R^T + Wb + Rb). */
+int ox_tr_rnn(ox_ctx *c, const onnx_node *nd)
+{
+	static const rnn_act defs[1] = {ACT_TANH};
+	rnn R = {.ngates = 1};
+	if (rnn_read(c, nd, &R, 1, defs))
+		return c->e->code;
+	ir_ref *ys[2] = {NULL, NULL};
+	ir_ref hl[2] = {IR_NONE, IR_NONE};
+	int rc = SN_OK;
+	for (int d = 0; d < R.ndir && !rc; d++) {
+		ys[d] = malloc((size_t)R.T * sizeof *ys[d]);
+		if (!ys[d]) {
+			rc = OOM(c);
+			break;
+		}
+		ir_ref bias = IR_NONE;
+		if (R.b != IR_NONE) { /* Wb + Rb */
+			ir_ref bd = pick(c, nd, R.b, d);
+			bias = emit2(c, nd, IR_OP_add, slice1(c, nd, bd, 0, 0, R.H), slice1(c, nd, bd, 0, R.H, 2 * R.H));
+		}
+		ir_ref xp = project(c, nd, &R, d, bias);
+		ir_ref rtr = tr2(c, nd, pick(c, nd, R.r, d));
+		ir_ref h = R.h0 != IR_NONE ? pick(c, nd, R.h0, d) : zero_state(c, nd, &R);
+		bool rev = R.reverse || d == 1;
+		for (int64_t s = 0; s < R.T && !c->e->code; s++) {
+			int64_t t = rev ? R.T - 1 - s : s;
+			ir_ref hn = act(c, nd, &R, R.act[d],
+					emit2(c, nd, IR_OP_add, step_of(c, nd, xp, t), emit2(c, nd, IR_OP_matmul, h, rtr)));
 			ys[d][t] = hn;
 			h = keep_live(c, nd, &R, t, hn, h);
 		}

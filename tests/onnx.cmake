@@ -14,9 +14,9 @@ if(SINTER_PYTHON)
   # apart from a sinter one (issue 26, item 5).
   add_test(NAME onnx.first_diff
     COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/onnx/test_first_diff.py $<TARGET_FILE:sinter_cli>)
-  # LSTM, GRU, GridSample and 3-d Conv, built at import from the IR's ops,
-  # against onnxruntime on ref and cpu (tests/onnx/rnn/, issue 31 item 9);
-  # with the refusals' and the unsupported-op message.
+  # LSTM, GRU, RNN, GridSample, 3-d Conv and ConvTranspose, built at import
+  # from the IR's ops, against onnxruntime on ref and cpu (tests/onnx/rnn/,
+  # issue 31 item 9); with the refusals' and the unsupported-op message.
   add_test(NAME onnx.rnn
     COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/onnx/rnn/check.py $<TARGET_FILE:sinter_cli>
       --devices ref$<$<BOOL:${SINTER_LLVM_LIBRARY}>:,cpu>)

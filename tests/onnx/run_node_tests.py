@@ -70,7 +70,7 @@ SUPPORTED = {
     "NonZero", "Not", "OneHot", "Or", "PRelu", "Pad", "Pow", "Range", "Reciprocal",
     "ReduceL1", "ReduceL2", "ReduceLogSum",
     "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum",
-    "ReduceSumSquare", "Relu", "Reshape", "Resize", "Round", "ScatterElements", "ScatterND",
+    "ReduceSumSquare", "Relu", "Reshape", "Resize", "RNN", "Round", "ScatterElements", "ScatterND",
     "Selu", "Shape", "Sigmoid", "Sign", "Sin", "Size", "Slice", "Softmax", "Softplus",
     "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "ThresholdedRelu", "Tile",
     "TopK", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",

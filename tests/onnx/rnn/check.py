@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """check.py: the models of tests/onnx/rnn/ (gen.py writes them: LSTM, GRU,
-GridSample, 3-d Conv and ConvTranspose, which sinter builds at import from its IR's ops,
-so every device runs them) run in onnxruntime (CPU) and in sinter on each
-device given (ref, cpu; cuda on a GPU machine) on random inputs (a batch-first LSTM or GRU, layout 1, through
-Transposes around the layout-0 op in onnxruntime, which refuses layout 1); every
-output must agree within a relative L2 error of 1e-5 (ref) or 1e-4 (other
-devices, fp32). Then the messages: an unsupported op names itself and its
-node and points to docs/ONNX.md; GridSample's cubic mode in 5-d, an LSTM over a
+RNN, GridSample, 3-d Conv and ConvTranspose, which sinter builds at import
+from its IR's ops, so every device runs them) run in onnxruntime (CPU) and
+in sinter on each device given (ref, cpu; cuda on a GPU machine) on random
+inputs (a batch-first LSTM or GRU, layout 1, through Transposes around the
+layout-0 op in onnxruntime, which refuses layout 1); every output must
+agree within a relative L2 error of 1e-5 (ref) or 1e-4 (other devices,
+fp32). Then the messages: an unsupported op names itself and its node and
+points to docs/ONNX.md; GridSample's cubic mode in 5-d, an LSTM over a
 symbolic sequence length, an unsupported activation, a 3-d Conv with too
-deep a kernel, and a 3-d ConvTranspose whose pads
-crop everything are refused with a reason. And an imported LSTM or GRU holds its weights once (the weights file
-of `sinter import` is no larger than the initializers).
+deep a kernel, and a 3-d ConvTranspose whose pads crop everything are
+refused with a reason. And an imported LSTM, GRU or RNN holds its weights
+once (the weights file of `sinter import` is no larger than the
+initializers).
 
 usage: check.py SINTER [--devices ref,cpu] [--seed S] [--keep DIR]
 The seed is random unless given (or set in SINTER_SEED) and is printed.
@@ -149,13 +151,13 @@ def refused(sinter, work, name, m, want):
 
 
 def check_weights(sinter, work):
-    """An imported LSTM or GRU keeps its weights once: the weights file of
+    """An imported LSTM, GRU or RNN keeps its weights once: the weights file of
     `sinter import` is no larger than the model's initializers (a weight
     transposed in every step was once folded into a param per step)."""
     npass, fails = 0, []
     for path in sorted(glob.glob(os.path.join(HERE, "*.onnx"))):
         m = onnx.load(path)
-        if not any(n.op_type in ("LSTM", "GRU") for n in m.graph.node):
+        if not any(n.op_type in ("LSTM", "GRU", "RNN") for n in m.graph.node):
             continue
         name = os.path.basename(path)[:-5]
         sir = os.path.join(work, name + ".sir")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen.py: writes the small models of tests/onnx/rnn/ (LSTM, GRU,
+"""gen.py: writes the small models of tests/onnx/rnn/ (LSTM, GRU, RNN,
 GridSample, 3-d Conv and ConvTranspose: ops sinter builds from its IR's ops at import), each
 with its weights drawn at random (seed 31) as initializers. check.py runs
 them against onnxruntime. Run it again only to change the models:
@@ -75,6 +75,17 @@ def gru_activations(rng):
     n = helper.make_node("GRU", ["X", "W", "R", "B"], ["Y"], name="gru_act", hidden_size=H,
                          direction="bidirectional", activations=["Sigmoid", "Softplus", "Relu", "Tanh"])
     return model("gru_activations", [n], [vi("X", [T, B, I])], [vi("Y", [T, 2, B, H])], inits, 14)
+
+
+def rnn_bidir(rng):
+    """The plain RNN op: bidirectional, bias, initial h, sequence_lens of
+    differing lengths (an input), default activation Tanh, Y and Y_h."""
+    T, B, I, H = 4, 3, 3, 5
+    inits = {"W": rnd(rng, (2, H, I)), "R": rnd(rng, (2, H, H)), "B": rnd(rng, (2, 2 * H), 0.2)}
+    n = helper.make_node("RNN", ["X", "W", "R", "B", "lens", "h0"], ["Y", "Y_h"], name="rnn",
+                         hidden_size=H, direction="bidirectional")
+    return model("rnn_bidir", [n], [vi("X", [T, B, I]), vi("lens", [B], TensorProto.INT32), vi("h0", [2, B, H])],
+                 [vi("Y", [T, 2, B, H]), vi("Y_h", [2, B, H])], inits, 14)
 
 
 def gru(rng, lbr):
@@ -207,7 +218,8 @@ def all_models():
             "grid_sample16": grid_sample(16), "grid_sample20": grid_sample(20),
             "grid_sample3d": grid_sample_3d(), "grid_sample_cubic": grid_sample_cubic(), "conv3d": conv3d(rng),
             "conv_transpose3d": conv_transpose3d(rng), "conv3d_dynamic": conv3d_dynamic(rng),
-            "lstm_coupled": lstm_coupled(rng), "gru_activations": gru_activations(rng)}
+            "lstm_coupled": lstm_coupled(rng), "gru_activations": gru_activations(rng),
+            "rnn_bidir": rnn_bidir(rng)}
 
 
 def main():
