@@ -784,12 +784,16 @@ static sinter_status cpu_run(api_cpu *c, const sinter_tensor *inputs, size_t nin
 			st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
 			goto done;
 		}
-		if (nb)
+		if (nb && i < nin - g->nstates) /* a state's: copied when a bench asks (rerun_ready) */
 			memcpy(c->last_in[i], ins[i], nb);
 	}
 	for (uint32_t i = 0; i < nout; i++) {
 		const ir_node *on = &g->nodes[g->outputs[i]];
 		outs[i] = (ir_tensor){.dtype = on->dtype, .shape = on->shape, .nbytes = node_bytes(on)};
+		if (i >= nout - g->nstates) { /* a state's new value: into the state's buffer (in place) */
+			op[i] = c->st.t[i - (nout - g->nstates)].data;
+			continue;
+		}
 		if (!(outs[i].data = op[i] = malloc(outs[i].nbytes ? outs[i].nbytes : 1))) {
 			st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
 			goto done;
@@ -802,7 +806,6 @@ static sinter_status cpu_run(api_cpu *c, const sinter_tensor *inputs, size_t nin
 		goto done;
 	}
 	sn_stage("run (cpu)", t0, "%u steps", rt_cpu_plan(c->rt)->nsteps);
-	api_state_take(&c->st, g, outs); /* the new values become the state */
 	*outputs = api_wrap_outputs(c->desc->g, outs);
 	if (!*outputs)
 		st = api_failf(err, SINTER_E_INTERNAL, "out of memory");
@@ -835,6 +838,11 @@ static sinter_status rerun_ready(api_cpu *c, const char *what, sinter_error *err
 	const ir_graph *g = rt_cpu_plan(c->rt)->g;
 	if (!c->last_in || (g->ninputs && !c->last_in[0]))
 		return api_failf(err, SINTER_E_USAGE, "%s needs a run first (its inputs are reused)", what);
+	for (uint32_t k = 0; k < g->nstates; k++) { /* the states as they are now */
+		uint32_t i = g->ninputs - g->nstates + k;
+		if (c->last_in[i] && c->st.t[k].nbytes)
+			memcpy(c->last_in[i], c->st.t[k].data, c->st.t[k].nbytes);
+	}
 	if (!c->out_buf) {
 		if (!(c->out_buf = calloc(g->noutputs ? g->noutputs : 1, sizeof *c->out_buf)))
 			return api_failf(err, SINTER_E_INTERNAL, "out of memory");

@@ -6,6 +6,7 @@
  * placement as the CUDA plan (mp_place), and the weight image. */
 #include "codegen/cl.h"
 #include "passes/memplan.h"
+#include "passes/rewrite.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,6 +410,25 @@ int cl_lower(ir_graph *g, const ir_tensor *vals, bool no_fusion, cl_plan **out, 
 			p->nref++;
 		}
 	}
+	/* a state written at a position in place (docs/DESIGN.md, State): a
+	 * scatter on the reference interpreter's code whose data is a state
+	 * input it alone reads, and whose result is that state's update,
+	 * shares the state's buffer (no arena); run_ref writes only the
+	 * updates into it */
+	uint32_t *uses = g->nstates ? rw_uses(g) : NULL;
+	for (uint32_t s = 0; uses && s < p->nsteps; s++) {
+		const cl_step *st = &p->steps[s];
+		ir_ref r = fp->groups[st->group].root;
+		const ir_node *u = &g->nodes[r];
+		if (st->kind != CL_REF || (u->op != IR_OP_scatter_elements && u->op != IR_OP_scatter_nd) ||
+		    u->attrs->reduction != IR_SCATTER_NONE || uses[u->in[0]] != 1)
+			continue;
+		for (uint32_t k = 0; k < g->nstates; k++)
+			if (u->in[0] == g->inputs[g->ninputs - g->nstates + k] &&
+			    r == g->outputs[g->noutputs - g->nstates + k])
+				p->vals[r] = (cl_val){.where = CL_VIEW, .index = u->in[0]};
+	}
+	free(uses);
 	/* the arena: group roots, live from their step to their last reader */
 	for (uint32_t i = 0; i < n; i++)
 		first[i] = last[i] = UINT32_MAX;

@@ -685,11 +685,14 @@ static int run_ref(rt_cpu *c, const cl_step *s, sn_err *e)
 						     .nbytes = (size_t)ir_numel(&qn->shape) * ir_dtype_size(qn->dtype)};
 			}
 		}
-		rc = ref_eval_node(g, nd, opv, &tmp[r], e);
+		if (r == gr->root && p->vals[r].where == CL_VIEW) /* a state's scatter, in place (cl_lower.c) */
+			rc = ref_scatter_in_place(nd, opv, e);
+		else
+			rc = ref_eval_node(g, nd, opv, &tmp[r], e);
 		if (opv != ops)
 			free(opv);
 	}
-	if (!rc) {
+	if (!rc && p->vals[gr->root].where != CL_VIEW) {
 		const ir_node *rn = &g->nodes[gr->root];
 		memcpy(c->addr[gr->root], tmp[gr->root].data, (size_t)ir_numel(&rn->shape) * ir_dtype_size(rn->dtype));
 	}
@@ -853,7 +856,7 @@ static int run_plan(rt_cpu *c, const void *const *inputs, void *const *outputs, 
 	for (uint32_t k = 0; k < g->noutputs; k++) {
 		const ir_node *on = &g->nodes[g->outputs[k]];
 		size_t nb = (size_t)ir_numel(&on->shape) * ir_dtype_size(on->dtype);
-		if (nb)
+		if (nb && outputs[k] != c->addr[g->outputs[k]]) /* a state updated in place is there already */
 			memcpy(outputs[k], c->addr[g->outputs[k]], nb);
 	}
 	return SN_OK;

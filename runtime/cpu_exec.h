@@ -48,7 +48,9 @@ const cl_plan *rt_cpu_plan(const rt_cpu *c);
 int rt_cpu_host_check(const char *objects_host, sn_err *e);
 
 /* Runs the plan: inputs[i] the model's input i (borrowed, never
- * written), outputs[i] receive output i's bytes. poison: intermediates
+ * written but for a state's, which a scatter updates in place: cl_lower.c,
+ * docs/DESIGN.md, State), outputs[i] receive output i's bytes (not copied
+ * when outputs[i] is where the value lies already). poison: intermediates
  * filled with NaN first (tests). */
 int rt_cpu_run(rt_cpu *c, const void *const *inputs, void *const *outputs, bool poison, sn_err *e);
 /* While a trace records (sn_trace_on), rt_cpu_run records each step that

@@ -5,6 +5,7 @@
 #               printer's fixed point; the parser's errors for misused state
 add_executable(test_state ${CMAKE_CURRENT_SOURCE_DIR}/state/test_state.c)
 target_link_libraries(test_state PRIVATE sinter)
+target_compile_definitions(test_state PRIVATE SINTER_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_test(NAME state.api COMMAND test_state)
 #   state.generate  tests/state/check_generate.py: sinter generate's greedy
 #               tokens on tiny_llama.sir (KV cache as state) equal those of

@@ -217,6 +217,17 @@ static int eval_source(const ir_graph *g, const ir_node *n, ir_tensor *out, sn_e
 	}
 }
 
+int ref_scatter_in_place(const ir_node *n, const ir_tensor *ops, sn_err *e)
+{
+	/* the kernels copy data into out first when out has bytes: none here */
+	ir_tensor out = {.dtype = ops[0].dtype, .shape = ops[0].shape, .data = ops[0].data, .nbytes = 0};
+	if (n->op == IR_OP_scatter_elements)
+		return ref_scatter_elements(n, ops, &out, e);
+	if (n->op == IR_OP_scatter_nd)
+		return ref_scatter_nd(n, ops, &out, e);
+	return sn_errf(e, SN_EINPUT, "%s cannot scatter in place", ir_ops[n->op].name);
+}
+
 int ref_eval_node(const ir_graph *g, const ir_node *n, const ir_tensor *ops, ir_tensor *out, sn_err *e)
 {
 	memset(out, 0, sizeof *out);

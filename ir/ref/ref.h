@@ -27,4 +27,11 @@ int ref_run(const ir_graph *g, const ir_tensor *vals, ir_tensor *outs, sn_err *e
  * Used by ref_run and by constant folding. */
 int ref_eval_node(const ir_graph *g, const ir_node *n, const ir_tensor *ops, ir_tensor *out, sn_err *e);
 
+/* scatter_elements or scatter_nd node n applied in place: the updates are
+ * written into ops[0].data (the data operand's own storage), nothing else
+ * is copied; every index is checked before any is written. How the cpu
+ * device writes a state at a position (docs/DESIGN.md, State).
+ * SN_EINPUT for another op or a bad index. */
+int ref_scatter_in_place(const ir_node *n, const ir_tensor *ops, sn_err *e);
+
 #endif
