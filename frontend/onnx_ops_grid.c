@@ -1,7 +1,8 @@
 /* onnx_ops_grid.c: ONNX GridSample (4-d and 5-d), which sinter has no IR op
  * for, as index arithmetic on the grid, a gather_elements of each corner
- * from the input seen as [N, C, H*W] (or [N, C, D*H*W]), and a weighted sum. The arithmetic follows
- * onnxruntime's (grid_sample.cc) step for step, in the input's type. */
+ * from the input seen as [N, C, H*W] (or [N, C, D*H*W]), and a weighted
+ * sum. The arithmetic follows onnxruntime's (grid_sample.cc) step for
+ * step, in f32 (16-bit inputs are cast to it and the result back). */
 #include "onnx_build.h"
 
 typedef enum { PAD_ZEROS, PAD_BORDER, PAD_REFLECTION } grid_pad;
@@ -166,6 +167,17 @@ static ir_ref bicubic(ox_ctx *c, const onnx_node *nd, const grid *g, const ir_re
 	return y;
 }
 
+/* y cast to t (nothing when it is of t already). */
+static ir_ref as_type(ox_ctx *c, const onnx_node *nd, ir_ref y, ir_dtype t)
+{
+	if (y == IR_NONE || dtype_of(c, y) == t)
+		return y;
+	ir_attrs ca;
+	ir_attrs_init(IR_OP_cast, &ca);
+	ca.dtype = t;
+	return emit1(c, nd, IR_OP_cast, y, &ca);
+}
+
 int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 {
 	ir_ref x = ox_need(c, nd, 0), gr = ox_need(c, nd, 1);
@@ -218,7 +230,17 @@ int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 		g.out_px *= g.out.d[2 + k];
 		if (g.in_px > ((int64_t)1 << 24) || g.out_px > ((int64_t)1 << 31))
 			return ox_fail(c, nd, "an input of more than 2^24 pixels or an output of more than 2^31: not "
-					      "supported (the flat index is computed in the input's type)");
+					      "supported (the flat index is computed in f32)");
+	}
+	/* 16-bit floats hold integers exactly only up to 2^11 (f16) or 2^8
+	 * (bf16): coordinates, indices, weights and the blend are computed in
+	 * f32, and the result is cast back */
+	ir_dtype out_t = g.t;
+	if (g.t != IR_F32) {
+		ir_attrs ca;
+		ir_attrs_init(IR_OP_cast, &ca);
+		ca.dtype = g.t = IR_F32;
+		x = emit1(c, nd, IR_OP_cast, x, &ca);
 	}
 	if (dtype_of(c, gr) != g.t) {
 		ir_attrs ca;
@@ -263,9 +285,9 @@ int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 			return c->e->code;
 	}
 	if (nearest)
-		return bind(c, nd, pixel(c, nd, &g, co));
+		return bind(c, nd, as_type(c, nd, pixel(c, nd, &g, co), out_t));
 	if (cubic)
-		return bind(c, nd, bicubic(c, nd, &g, co));
+		return bind(c, nd, as_type(c, nd, bicubic(c, nd, &g, co), out_t));
 	/* corners x1 = floor(x), x2 = x1 + 1; weights dx1 = x - x1, dx2 = x2 - x */
 	ir_ref corner[3][2], d[3][2], pick[3];
 	for (int k = 0; k < nsp; k++) {
@@ -281,5 +303,5 @@ int ox_tr_grid_sample(ox_ctx *c, const onnx_node *nd)
 		}
 	}
 	/* dy2 * (dx2 * p11 + dx1 * p12) + dy1 * (dx2 * p21 + dx1 * p22) in 2-d */
-	return bind(c, nd, blend(c, nd, &g, nsp - 1, corner, d, pick));
+	return bind(c, nd, as_type(c, nd, blend(c, nd, &g, nsp - 1, corner, d, pick), out_t));
 }

@@ -150,6 +150,18 @@ def grid_sample_cubic():
     return model("grid_sample_cubic", nodes, [vi("X", [N, C, H, W]), vi("grid", [N, Ho, Wo, 2])], outs, {}, 16)
 
 
+def grid_sample_f16():
+    """f16 input and grid, 48 x 64 pixels (flat indices past 2^11, where
+    f16 stops holding integers): bilinear zeros, nearest border."""
+    N, C, H, W, Ho, Wo = 1, 2, 48, 64, 5, 6
+    H16 = TensorProto.FLOAT16
+    nodes = [helper.make_node("GridSample", ["X", "grid"], ["bilinear"], name="gs_bl", mode="bilinear"),
+             helper.make_node("GridSample", ["X", "grid"], ["nearest"], name="gs_nn", mode="nearest",
+                              padding_mode="border")]
+    return model("grid_sample_f16", nodes, [vi("X", [N, C, H, W], H16), vi("grid", [N, Ho, Wo, 2], H16)],
+                 [vi("bilinear", [N, C, Ho, Wo], H16), vi("nearest", [N, C, Ho, Wo], H16)], {}, 16)
+
+
 def grid_sample_3d():
     """Opset 20's volumetric form (X [N, C, D, H, W], grid [..., 3]): linear
     and nearest x every padding_mode x align_corners."""
@@ -219,7 +231,7 @@ def all_models():
             "grid_sample3d": grid_sample_3d(), "grid_sample_cubic": grid_sample_cubic(), "conv3d": conv3d(rng),
             "conv_transpose3d": conv_transpose3d(rng), "conv3d_dynamic": conv3d_dynamic(rng),
             "lstm_coupled": lstm_coupled(rng), "gru_activations": gru_activations(rng),
-            "rnn_bidir": rnn_bidir(rng)}
+            "rnn_bidir": rnn_bidir(rng), "grid_sample_f16": grid_sample_f16()}
 
 
 def main():
