@@ -14,14 +14,14 @@ size_t sinter_compiled_num_inputs(const sinter_compiled *c)
 {
 	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
 		return api_host_num_inputs(c);
-	return c->desc ? c->desc->g->ninputs : c->last ? c->last->plan->ninputs : 0;
+	return c->desc ? sinter_model_num_inputs(c->desc) : c->last ? c->last->plan->ninputs : 0;
 }
 
 size_t sinter_compiled_num_outputs(const sinter_compiled *c)
 {
 	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
 		return api_host_num_outputs(c);
-	return c->desc ? c->desc->g->noutputs : c->last ? c->last->plan->noutputs : 0;
+	return c->desc ? sinter_model_num_outputs(c->desc) : c->last ? c->last->plan->noutputs : 0;
 }
 
 static void describe_io(const cg_io *io, sinter_tensor *d)
@@ -166,6 +166,10 @@ sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *input
 	uint32_t nst = c->st.n, nres = p->noutputs - nst;
 	for (uint32_t i = 0; i < p->ninputs; i++) {
 		const cg_io *io = &p->inputs[i];
+		if (i >= p->ninputs - nst) {
+			ins[i] = c->st.t[i - (p->ninputs - nst)].data;
+			continue;
+		}
 		const sinter_tensor *t = match_input(io, i, inputs, ninputs);
 		bool same = t && (ir_dtype)t->dtype == io->dtype && t->rank == io->rank;
 		for (int d = 0; same && d < io->rank; d++)
