@@ -1,5 +1,5 @@
 /* cg_flash.c: flash attention forward on the tensor cores (sm_80+), for
- * f16/bf16 q, k, v with head dims E = Ev in {64, 128}.
+ * f16/bf16 q, k, v with head dims E = Ev of 32 to 256 in steps of 32.
  *
  * A block takes TM query rows of one batch index (WARPS warps, TM / WARPS
  * rows each, MT = TM / WARPS / 16 row tiles of 16 per warp) and walks the
@@ -47,8 +47,8 @@ bool cg_flash_fits(const cg_attn_spec *sp, const cg_target *t, char *why, size_t
 		w = "it needs sm_80 or newer";
 	else if (sp->t != IR_F16 && sp->t != IR_BF16)
 		w = "it takes f16 and bf16 only";
-	else if (sp->E != sp->Ev || (sp->E != 64 && sp->E != 128))
-		w = "it takes head dims 64 and 128 (E = Ev) only";
+	else if (sp->E != sp->Ev || sp->E % 32 || sp->E < 32 || sp->E > 256)
+		w = "it takes head dims 32 to 256 in steps of 32 (E = Ev) only";
 	else if (!rows_aligned(&sp->q, sp->br) || !rows_aligned(&sp->k, sp->br) || !rows_aligned(&sp->v, sp->br))
 		w = "q, k and v rows must be contiguous and 16-byte aligned";
 	else if (sp->L * sp->nb == 0 || sp->S == 0)
@@ -68,6 +68,12 @@ static unsigned smem_limit(int sm)
 	return 99 * 1024;
 }
 
+/* Bytes per row of a tile in shared memory (the kernel's ROWB). */
+static unsigned flash_rowb(int64_t E)
+{
+	return (unsigned)(E % 64 ? E * 2 + 16 : E * 2);
+}
+
 /* The fixed part of the kernel: everything below is specialized by the
  * #defines the renderer writes before it. */
 static const char body[] =
@@ -77,7 +83,17 @@ static const char body[] =
 	"#define KT (TN / 16)  /* k-steps of P V */\n"
 	"#define CH (D / 8)    /* 16-byte chunks per row */\n"
 	"#define THREADS (WARPS * 32)\n"
+	"/* a 16-byte chunk's place in a row of shared memory: rows of 8k chunks\n"
+	" * XOR-swizzle chunk c of row r to c ^ (r & 7); others (head dims 32, 96,\n"
+	" * 160, 224) pad each row by one chunk, an odd stride of chunks, so 8 rows\n"
+	" * at one chunk still fall in 8 distinct bank groups */\n"
+	"#if CH % 8 == 0\n"
 	"#define ROWB (D * 2)  /* bytes per row in shared memory */\n"
+	"#define SWZ(r, c) (((c) ^ ((r) & 7)) << 4)\n"
+	"#else\n"
+	"#define ROWB (D * 2 + 16)\n"
+	"#define SWZ(r, c) ((c) << 4)\n"
+	"#endif\n"
 	"#define NEG_INF (-__int_as_float(0x7f800000))\n"
 	"/* scores stay unscaled up to the max, then one FFMA scales them into\n"
 	" * exp2's domain (scale > 0 keeps the max); an additive mask needs them\n"
@@ -104,7 +120,7 @@ static const char body[] =
 	"\t\t\tbreak;\n"
 	"\t\tbool ok = row0 + r < nvalid;\n"
 	"\t\tconst unsigned short *src = g + (ok ? base + (row0 + r) * rs + c * 8 : 0);\n"
-	"\t\tunsigned d = dst + r * ROWB + ((c ^ (r & 7)) << 4);\n"
+	"\t\tunsigned d = dst + r * ROWB + SWZ(r, c);\n"
 	"\t\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n"
 	"\t}\n}\n\n"
 	"static __device__ __forceinline__ void commit(void)\n{\n"
@@ -171,7 +187,7 @@ static const char body[] =
 	"#pragma unroll\n"
 	"\t\tfor (int kk = 0; kk < DK; kk++) {\n"
 	"\t\t\tint r = wr + mt * 16 + (lane & 15), c = kk * 2 + (lane >> 4);\n"
-	"\t\t\tldsm4(qf[mt][kk], sq + r * ROWB + ((c ^ (r & 7)) << 4));\n"
+	"\t\t\tldsm4(qf[mt][kk], sq + r * ROWB + SWZ(r, c));\n"
 	"\t\t}\n"
 	"#endif\n"
 	"\tfloat oacc[MT][DT][4], mrow[MT][2], lrow[MT][2];\n"
@@ -219,7 +235,7 @@ static const char body[] =
 	"#pragma unroll\n"
 	"\t\t\t\tfor (int h = 0; h < 2; h++) {\n"
 	"\t\t\t\t\tint r = wr + mt * 16 + (lane & 15), c = (k2 * 2 + h) * 2 + (lane >> 4);\n"
-	"\t\t\t\t\tldsm4(qf[mt][h], sq + r * ROWB + ((c ^ (r & 7)) << 4));\n"
+	"\t\t\t\t\tldsm4(qf[mt][h], sq + r * ROWB + SWZ(r, c));\n"
 	"\t\t\t\t}\n"
 	"#define QF(mt, kk) qf[mt][(kk) & 1]\n"
 	"#else\n"
@@ -229,7 +245,7 @@ static const char body[] =
 	"\t\t\tfor (int nt = 0; nt < NT; nt++) {\n"
 	"\t\t\t\tunsigned bk[4];\n"
 	"\t\t\t\tint r = nt * 8 + (lane & 7), c = k2 * 4 + (lane >> 3);\n"
-	"\t\t\t\tldsm4(bk, kb + r * ROWB + ((c ^ (r & 7)) << 4));\n"
+	"\t\t\t\tldsm4(bk, kb + r * ROWB + SWZ(r, c));\n"
 	"#pragma unroll\n"
 	"\t\t\t\tfor (int mt = 0; mt < MT; mt++) {\n"
 	"\t\t\t\t\tmma(sacc[mt][nt], QF(mt, k2 * 2), bk[0], bk[1]);\n"
@@ -320,7 +336,7 @@ static const char body[] =
 	"\t\t\tfor (int d2 = 0; d2 < DT / 2; d2++) {\n"
 	"\t\t\t\tunsigned bv[4];\n"
 	"\t\t\t\tint r = kt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = d2 * 2 + (lane >> 4);\n"
-	"\t\t\t\tldsm4t(bv, vb + r * ROWB + ((c ^ (r & 7)) << 4));\n"
+	"\t\t\t\tldsm4t(bv, vb + r * ROWB + SWZ(r, c));\n"
 	"#pragma unroll\n"
 	"\t\t\t\tfor (int mt = 0; mt < MT; mt++) {\n"
 	"\t\t\t\t\tmma(oacc[mt][2 * d2], pa[mt], bv[0], bv[1]);\n"
@@ -369,16 +385,32 @@ typedef struct flash_cfg {
  * warps and 64 keys per step (128 keys ran 7 % faster but spill 64 bytes of
  * registers, which the strict NVRTC mode refuses), or 64 rows of 4 warps
  * when 128-row blocks would leave most of a 132-SM H100 idle. On sm_90 the
- * wgmma kernel (cg_flash_wg.c) is the default. */
+ * wgmma kernel (cg_flash_wg.c) is the default at 64 and 128. Head dims
+ * past 128 take 16 rows a warp and 32 keys a step, 16 from 224 (more
+ * spill registers under strict NVRTC, some masks and causal; not yet
+ * measured); up to 128, 64 keys or fewer (Swin's windows of 49) one step
+ * of 64 keys, with no ring. */
 static flash_cfg default_cfg(const cg_attn_spec *sp, int sm)
 {
-	(void)sm;
-	if (sp->E == 64)
-		return (flash_cfg){64, 64, 4, 3};
+	flash_cfg c;
 	int64_t blocks = (sp->L + 127) / 128 * sp->nb;
-	if (blocks < 2 * 132)
-		return (flash_cfg){64, 64, 4, 2};
-	return (flash_cfg){128, 64, 8, 2};
+	if (sp->E > 128) /* 16 rows a warp: O alone is E / 2 registers; 64 keys spill at 192 and up */
+		c = (flash_cfg){64, sp->E >= 224 ? 16 : 32, 4, 2}; /* 224 and 256 spill at 32 keys */
+	else if (sp->E <= 64 || sp->S <= 64)
+		c = (flash_cfg){64, 64, 4, 3};
+	else if (blocks < 2 * 132)
+		c = (flash_cfg){64, 64, 4, 2};
+	else
+		c = (flash_cfg){128, 64, 8, 2};
+	/* few keys (Swin's windows of 49): one step of 64 keys takes them all,
+	 * and a ring deeper than the steps only costs shared memory */
+	int steps = (int)((sp->S + c.tn - 1) / c.tn);
+	if (c.stages > steps)
+		c.stages = steps;
+	/* big head dims on parts with less shared memory (sm_86: 99 KB) */
+	while (c.tn > 16 && (unsigned)(c.tm + 2 * c.stages * c.tn) * flash_rowb(sp->E) > smem_limit(sm))
+		c.tn /= 2;
+	return c;
 }
 
 int cg_render_flash(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_attn_spec *sp, const cg_config *want,
@@ -421,7 +453,7 @@ int cg_render_flash(const ir_graph *g, ir_ref r, const cg_target *tg, const cg_a
 		return sn_errf(e, SN_EUSAGE, "attention (flash): tile_m=%d with warps=%d and tile_n=%d needs %d "
 			       "accumulator registers per thread (at most 200)", c.tm, c.warps, c.tn,
 			       oregs + sregs + (qreg ? qregs : 0));
-	unsigned smem = (unsigned)((c.tm + 2 * c.stages * c.tn) * sp->E * 2);
+	unsigned smem = (unsigned)(c.tm + 2 * c.stages * c.tn) * flash_rowb(sp->E);
 	if (smem > smem_limit(tg->sm))
 		return sn_errf(e, SN_EUSAGE, "attention (flash): tile_m=%d, tile_n=%d and stages=%d need %u bytes "
 			       "of shared memory, more than sm_%d's %u", c.tm, c.tn, c.stages, smem, tg->sm,

@@ -58,6 +58,10 @@ bool cg_flash_wg_fits(const cg_attn_spec *sp, const cg_target *t, char *why, siz
 		snprintf(why, cap, "it needs sm_90 (wgmma, compiled for sm_90a)");
 		return false;
 	}
+	if (sp->E != 64 && sp->E != 128) { /* the mma.sync kernel takes the others */
+		snprintf(why, cap, "it takes head dims 64 and 128 only");
+		return false;
+	}
 	return cg_flash_fits(sp, t, why, cap);
 }
 

@@ -11,7 +11,9 @@
  * only the attention step runs. The grid runs the default variant (on
  * sm_90 the wgmma flash kernel, variant 3; else mma.sync, variant 1);
  * `--variant N` runs it with every attention kernel asked for variant N
- * (checked in the plan), e.g. 1 for the mma.sync kernel on an H100. */
+ * (checked in the plan), e.g. 1 for the mma.sync kernel on an H100.
+ * Then head dims 32 to 256 (dims(); `--dims` runs only those, and times
+ * Swin-T's window attention under the flash and the SIMT kernels). */
 #include "gpu_check.h"
 
 #include "codegen/cg_render.h"
@@ -366,6 +368,123 @@ static void strided(void)
 			}
 }
 
+/* ---- head dims other than 64 and 128 (issue 26, item 2) ---- */
+
+/* Parses src (a .sir graph) and checks it against the reference. */
+static void check_sir(const char *src, ir_dtype t, const char *label)
+{
+	ir_graph *g = NULL;
+	if (sir_parse(src, strlen(src), "dims.sir", NULL, 0, &g, &err) != SN_OK) {
+		printf("%-64s FAIL: parse: %s\n", label, err.msg);
+		err = (sn_err){0};
+		build_failures++;
+		return;
+	}
+	check(g, t, label);
+}
+
+/* Times the attention of g (its inputs random, its one step re-rendered
+ * with want) and prints ms and TFLOP/s for flop operations. */
+static void time_attn(ir_graph *g, const cg_config *want, const char *name, double flop)
+{
+	ir_tensor *vals = calloc(g->nnodes, sizeof *vals), ins[4], outs[1];
+	uint64_t seed = 777;
+	for (uint32_t k = 0; k < g->ninputs; k++) {
+		const ir_node *n = &g->nodes[g->inputs[k]];
+		size_t cnt = (size_t)ir_numel(&n->shape);
+		ins[k] = (ir_tensor){n->dtype, n->shape, malloc(cnt * 2), cnt * 2};
+		for (size_t x = 0; x < cnt; x++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			ir_store(n->dtype, ins[k].data, x, (double)(seed >> 11) * 0x1.0p-53 * 2 - 1);
+		}
+		vals[g->inputs[k]] = ins[k];
+	}
+	patch pc = {.want = *want, .use_want = true};
+	double ms = 0;
+	sn_err e = {0};
+	cur_patch = &pc;
+	gpu_plan_hook = patch_plan;
+	gpu_set_timing(50, &ms);
+	int rc = gpu_build_run(gpu_device(), g, vals, ins, false, outs, &e);
+	gpu_set_timing(0, NULL);
+	gpu_plan_hook = NULL;
+	if (rc)
+		printf("time %-28s %-60s FAIL %s\n", name, pc.got, e.msg);
+	else
+		printf("time %-28s %-60s %.4f ms %.2f TFLOP/s\n", name, pc.got, ms, flop / ms / 1e9);
+	fflush(stdout);
+	if (!rc)
+		free(outs[0].data);
+	for (uint32_t k = 0; k < g->ninputs; k++)
+		free(ins[k].data);
+	free(vals);
+}
+
+/* The mma.sync flash kernel at head dims 32 to 256: Swin-T's windows
+ * (batch 8, 64 windows of 49 tokens, 3 heads of 32, a relative-position
+ * bias [3, 49, 49] plus a window mask [64, 49, 49] added to the scores,
+ * the sum broadcast over the batch), ViT's 197 tokens, cross-attention,
+ * causal, bool masks; against the reference. Then Swin's attention timed
+ * under the flash kernel (variant 1) and the SIMT one (variant 2). */
+static void dims(void)
+{
+	static const ir_dtype dts[] = {IR_BF16, IR_F16};
+	static const int64_t ds[] = {32, 96, 160, 192, 224, 256};
+	char label[160], src[2048];
+	for (size_t a = 0; a < SN_COUNT(dts); a++) {
+		const char *tn = ir_dtype_name(dts[a]);
+		snprintf(src, sizeof src,
+			 "sinter 1\n"
+			 "func @main(%%q: %s[8,64,3,49,32], %%k: %s[8,64,3,49,32], %%v: %s[8,64,3,49,32], "
+			 "%%bias: %s[1,1,3,49,49], %%win: %s[1,64,1,49,49]) -> (%s[8,64,3,49,32]) {\n"
+			 "  %%m = add(%%bias, %%win)\n"
+			 "  %%a = scaled_dot_product_attention(%%q, %%k, %%v, %%m)\n"
+			 "  return %%a\n}\n",
+			 tn, tn, tn, tn, tn, tn);
+		snprintf(label, sizeof label, "attention %s Swin-T windows [8,64,3,49,32] bias + window mask", tn);
+		check_sir(src, dts[a], label);
+		for (size_t d = 0; d < SN_COUNT(ds); d++)
+			for (int m = 0; m < M_KINDS; m++) {
+				if (a && ds[d] != 32 && ds[d] != 256) /* f16: the ends only, to keep the time */
+					continue;
+				ir_graph *g = ir_graph_new();
+				ir_add_output(g, add_attention(g, dts[a], 2, 3, 3, 197, 197, ds[d], m));
+				ir_add_output(g, add_attention(g, dts[a], 2, 2, 2, 50, 77, ds[d], m)); /* cross */
+				ir_add_output(g, add_attention(g, dts[a], 3, 2, 1, 49, 49, ds[d], m)); /* GQA */
+				ir_add_output(g, add_attention(g, dts[a], 1, 2, 2, 300, 129, ds[d], m));
+				snprintf(label, sizeof label, "attention %s D=%lld %s L=S=197, 50x77, 49 (GQA), 300x129", tn,
+					 (long long)ds[d], mask_name[m]);
+				check(g, dts[a], label);
+			}
+	}
+	/* ViT-B: 197 tokens at head dim 64, and the bigger ones at 256 */
+	for (int m = 0; m < M_KINDS; m++) {
+		ir_graph *g = ir_graph_new();
+		ir_add_output(g, add_attention(g, IR_BF16, 4, 12, 12, 197, 197, 64, m));
+		ir_add_output(g, add_attention(g, IR_BF16, 1, 4, 4, 600, 600, 256, m));
+		snprintf(label, sizeof label, "attention bf16 ViT 197/64 and 600/256 %s", mask_name[m]);
+		check(g, IR_BF16, label);
+	}
+	/* Swin-T's first stage, timed: 8 x 64 windows x 3 heads, 49 tokens */
+	const char *sw = "sinter 1\n"
+			 "func @main(%q: bf16[8,64,3,49,32], %k: bf16[8,64,3,49,32], %v: bf16[8,64,3,49,32], "
+			 "%m: bf16[1,64,3,49,49]) -> (bf16[8,64,3,49,32]) {\n"
+			 "  %a = scaled_dot_product_attention(%q, %k, %v, %m)\n"
+			 "  return %a\n}\n";
+	double flop = 4.0 * 8 * 64 * 3 * 49 * 49 * 32;
+	for (int v = 1; v <= 2; v++) {
+		ir_graph *g = NULL;
+		if (sir_parse(sw, strlen(sw), "swin.sir", NULL, 0, &g, &err) != SN_OK) {
+			printf("swin: FAIL: %s\n", err.msg);
+			err = (sn_err){0};
+			build_failures++;
+			return;
+		}
+		time_attn(g, &(cg_config){.variant = v}, v == 1 ? "swin-t stage 1 flash" : "swin-t stage 1 simt", flop);
+		ir_graph_free(g);
+	}
+}
+
 /* --sweep: times the flash kernel under configs on the benchmark's shapes
  * (no reference check: the configs' numerics are the grid's and
  * configs()'s job). For choosing the default heuristic. */
@@ -460,6 +579,10 @@ int main(int argc, char **argv)
 		argc -= 3;
 		argv += 3;
 	}
+	if (argc > 1 && !strcmp(argv[1], "--dims")) { /* --dims: only head dims other than 64 and 128 */
+		dims();
+		return gpu_done() || build_failures ? 1 : 0;
+	}
 	if (argc > 2 && !strcmp(argv[1], "--variant")) {
 		forced_variant = atoi(argv[2]);
 		grid();
@@ -470,6 +593,7 @@ int main(int argc, char **argv)
 	configs();
 	pingpong();
 	strided();
+	dims();
 	int rc = gpu_done();
 	return rc || build_failures ? 1 : 0;
 }

@@ -291,10 +291,80 @@ static void test_flash(void)
 	step_free(&st);
 }
 
+/* Head dims other than 64 and 128 (issue 26, item 2): 32 to 256 in steps
+ * of 32 take the mma.sync flash kernel on sm_80 and sm_90 (the wgmma one
+ * takes 64 and 128 only), rows padded where they are not 64k elements;
+ * Swin's windows (49 tokens, a float mask broadcast over the batch) one
+ * step of 64 keys, no ring; 80 and 48 stay on the SIMT kernel. */
+static void test_flash_dims(void)
+{
+	static const struct {
+		int64_t D;
+		int sm, variant, tn, stages;
+		const char *cfg; /* in the kernel's comment, or NULL */
+	} cases[] = {
+		{32, 80, 1, 64, 1, "D=32; tile_m=64 tile_n=64 warps=4 stages=1, Q in registers */"},
+		{32, 90, 1, 64, 1, "D=32; tile_m=64 tile_n=64 warps=4 stages=1, Q in registers */"},
+		{96, 80, 1, 64, 1, "D=96; tile_m=64 tile_n=64 warps=4 stages=1, Q in registers */"},
+		{192, 80, 1, 32, 2, "D=192; tile_m=64 tile_n=32 warps=4 stages=2 */"},
+		{256, 90, 1, 16, 2, "D=256; tile_m=64 tile_n=16 warps=4 stages=2 */"},
+		{256, 86, 1, 16, 2, "D=256; tile_m=64 tile_n=16 warps=4 stages=2 */"},
+		{80, 90, 2, 0, 0, NULL},
+		{48, 80, 2, 0, 0, NULL},
+	};
+	char label[96];
+	cg_step st;
+	for (size_t i = 0; i < SN_COUNT(cases); i++) {
+		sn_err e = {0};
+		int64_t D = cases[i].D;
+		fresh();
+		ir_ref ins[4] = {in(IR_BF16, SHAPE(8, 64, 3, 49, D)), in(IR_BF16, SHAPE(8, 64, 3, 49, D)),
+				 in(IR_BF16, SHAPE(8, 64, 3, 49, D)), in(IR_BF16, SHAPE(1, 64, 3, 49, 49))};
+		ir_attrs a = attrs(IR_OP_scaled_dot_product_attention);
+		ir_ref r = op(IR_OP_scaled_dot_product_attention, ins, 4, &a);
+		snprintf(label, sizeof label, "flash swin D=%lld sm_%d", (long long)D, cases[i].sm);
+		CHECK(render_cfg(r, NULL, cases[i].sm, NULL, NULL, &st, &e, label) == SN_OK);
+		CHECK(st.k.src && st.k.cfg.variant == cases[i].variant);
+		if (st.k.src && cases[i].cfg) {
+			CHECK(strstr(st.k.src, cases[i].cfg) != NULL);
+			CHECK(st.k.grid[0] == 8 * 64 * 3); /* one block per window and head */
+			/* the mask: batch index 8 broadcast (stride 0), windows and heads not */
+			const char *m1 = strstr(st.k.src, "o.m += c * 2401L;"), *m2 = strstr(st.k.src, "o.m += c * 7203L;");
+			CHECK(m1 && m2 && !strstr(m2 + 1, "o.m +="));
+			CHECK(st.k.smem == (unsigned)(64 + 2 * cases[i].stages * cases[i].tn) *
+						   (unsigned)(D % 64 ? D * 2 + 16 : D * 2));
+		}
+		step_free(&st);
+	}
+	/* cross-attention 50 x 77 at head dim 256, causal: 16 keys a step */
+	fresh();
+	ir_ref x[3] = {in(IR_F16, SHAPE(2, 4, 50, 256)), in(IR_F16, SHAPE(2, 4, 77, 256)),
+		       in(IR_F16, SHAPE(2, 4, 77, 256))};
+	ir_attrs ca = attrs(IR_OP_scaled_dot_product_attention);
+	ca.causal = true;
+	ir_ref r = op(IR_OP_scaled_dot_product_attention, x, 3, &ca);
+	sn_err e = {0};
+	CHECK(render_cfg(r, NULL, 80, NULL, NULL, &st, &e, "flash cross 256") == SN_OK);
+	CHECK(st.k.src && st.k.cfg.variant == 1 && strstr(st.k.src, "tile_m=64 tile_n=16 warps=4 stages=2 */"));
+	step_free(&st);
+	/* head dim 80: variant 1 refused, saying why */
+	e = (sn_err){0};
+	fresh();
+	ir_ref y[3] = {in(IR_BF16, SHAPE(1, 2, 64, 80)), in(IR_BF16, SHAPE(1, 2, 64, 80)),
+		       in(IR_BF16, SHAPE(1, 2, 64, 80))};
+	ir_attrs ya = attrs(IR_OP_scaled_dot_product_attention);
+	r = op(IR_OP_scaled_dot_product_attention, y, 3, &ya);
+	CHECK(render_cfg(r, &(cg_config){.variant = 1}, 80, NULL, NULL, &st, &e, "bad") == SN_EUSAGE);
+	CHECK_STR(e.msg, "attention: variant=1 (flash) does not fit: it takes head dims 32 to 256 in steps of 32 "
+			 "(E = Ev) only");
+	step_free(&st);
+}
+
 int main(void)
 {
 	cg_render_start("cg_render_attn");
 	test_attention();
 	test_flash();
+	test_flash_dims();
 	return cg_render_finish("cg_render_attn");
 }
