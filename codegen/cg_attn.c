@@ -2,9 +2,9 @@
  *
  *   out[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale + mask[b, i, j]) @ v[b, j, :]
  *
- * f16/bf16 with head dims 32 to 256 in steps of 32 on sm_80+ go to the
- * tensor-core flash kernel (cg_flash.c); everything else to the SIMT kernel here, the
- * fallback. Both address operands through cg_attn_spec (cg_attn.h): batch
+ * f16/bf16 with head dims 32 to 256 in steps of 16 (not 240) on sm_80+
+ * go to the tensor-core flash kernel (cg_flash.c); everything else to the
+ * SIMT kernel here, the fallback. Both address operands through cg_attn_spec (cg_attn.h): batch
  * broadcasting, GQA (k/v heads shared by Hq / Hkv query heads) and
  * fusion's layouts (an operand or the output strided inside another
  * value's buffer).

@@ -1,7 +1,7 @@
 /* cg_attn.h: inside codegen, shared by the two attention renderers
  * (cg_attn.c: the SIMT fp32 kernel that covers everything; cg_flash.c: the
  * tensor-core flash kernel for f16/bf16, head dims 32 to 256 in steps of
- * 32, sm_80+;
+ * 16 but 240, sm_80+;
  * cg_flash_wg.c: its wgmma variant for sm_90).
  * Both address their operands through one description, so batch
  * broadcasting, GQA and fusion's layouts (cg_render.h, cg_layout) are

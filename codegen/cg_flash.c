@@ -1,5 +1,5 @@
 /* cg_flash.c: flash attention forward on the tensor cores (sm_80+), for
- * f16/bf16 q, k, v with head dims E = Ev of 32 to 256 in steps of 32.
+ * f16/bf16 q, k, v with head dims E = Ev of 32 to 256 in steps of 16.
  *
  * A block takes TM query rows of one batch index (WARPS warps, TM / WARPS
  * rows each, MT = TM / WARPS / 16 row tiles of 16 per warp) and walks the
@@ -47,8 +47,10 @@ bool cg_flash_fits(const cg_attn_spec *sp, const cg_target *t, char *why, size_t
 		w = "it needs sm_80 or newer";
 	else if (sp->t != IR_F16 && sp->t != IR_BF16)
 		w = "it takes f16 and bf16 only";
-	else if (sp->E != sp->Ev || sp->E % 32 || sp->E < 32 || sp->E > 256)
-		w = "it takes head dims 32 to 256 in steps of 32 (E = Ev) only";
+	else if (sp->E != sp->Ev || sp->E % 16 || sp->E < 32 || sp->E > 256)
+		w = "it takes head dims 32 to 256 in steps of 16 (E = Ev) only";
+	else if (sp->E == 240)
+		w = "head dim 240 spills registers (strict NVRTC refuses it)";
 	else if (!rows_aligned(&sp->q, sp->br) || !rows_aligned(&sp->k, sp->br) || !rows_aligned(&sp->v, sp->br))
 		w = "q, k and v rows must be contiguous and 16-byte aligned";
 	else if (sp->L * sp->nb == 0 || sp->S == 0)
@@ -84,8 +86,8 @@ static const char body[] =
 	"#define CH (D / 8)    /* 16-byte chunks per row */\n"
 	"#define THREADS (WARPS * 32)\n"
 	"/* a 16-byte chunk's place in a row of shared memory: rows of 8k chunks\n"
-	" * XOR-swizzle chunk c of row r to c ^ (r & 7); others (head dims 32, 96,\n"
-	" * 160, 224) pad each row by one chunk, an odd stride of chunks, so 8 rows\n"
+	" * XOR-swizzle chunk c of row r to c ^ (r & 7); others (head dims 32, 48,\n"
+	" * 80, 96, ...) pad each row by one chunk, an odd stride of chunks, so 8 rows\n"
 	" * at one chunk still fall in 8 distinct bank groups */\n"
 	"#if CH % 8 == 0\n"
 	"#define ROWB (D * 2)  /* bytes per row in shared memory */\n"
@@ -134,6 +136,11 @@ static const char body[] =
 	"static __device__ __forceinline__ void ldsm4t(unsigned *r, unsigned a)\n{\n"
 	"\tasm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
 	"\t\t     : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n\n"
+	"#if DK % 2\n"
+	"static __device__ __forceinline__ void ldsm2(unsigned *r, unsigned a)\n{\n"
+	"\tasm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\"\n"
+	"\t\t     : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a));\n}\n"
+	"#endif\n\n"
 	"/* c += a (16x16, row) * b (16x8, col), fp32 accumulators */\n"
 	"static __device__ __forceinline__ void mma(float *c, const unsigned *a, unsigned b0, unsigned b1)\n{\n"
 	"\tasm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.\" MMA_T \".\" MMA_T \".f32 \"\n"
@@ -253,6 +260,33 @@ static const char body[] =
 	"\t\t\t\t}\n"
 	"\t\t\t}\n"
 	"\t\t}\n"
+	"#if DK % 2\n"
+	"\t\t/* an odd count of 16-wide k-steps (head dims 48, 80, ...): the last\n"
+	"\t\t * with one ldmatrix.x2 of K per 8 keys */\n"
+	"\t\t{\n"
+	"#if !QREG\n"
+	"\t\t\tunsigned qt[MT][4];\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int mt = 0; mt < MT; mt++) {\n"
+	"\t\t\t\tint r = wr + mt * 16 + (lane & 15), c = (DK - 1) * 2 + (lane >> 4);\n"
+	"\t\t\t\tldsm4(qt[mt], sq + r * ROWB + SWZ(r, c));\n"
+	"\t\t\t}\n"
+	"#define QT(mt) qt[mt]\n"
+	"#else\n"
+	"#define QT(mt) qf[mt][DK - 1]\n"
+	"#endif\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int nt = 0; nt < NT; nt++) {\n"
+	"\t\t\t\tunsigned bk[2];\n"
+	"\t\t\t\tint r = nt * 8 + (lane & 7), c = (DK - 1) * 2 + ((lane >> 3) & 1);\n"
+	"\t\t\t\tldsm2(bk, kb + r * ROWB + SWZ(r, c));\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int mt = 0; mt < MT; mt++)\n"
+	"\t\t\t\t\tmma(sacc[mt][nt], QT(mt), bk[0], bk[1]);\n"
+	"\t\t\t}\n"
+	"#undef QT\n"
+	"\t\t}\n"
+	"#endif\n"
 	"\t\t/* scores in the log2 domain, masks applied; only edge tiles test bounds */\n"
 	"\t\tconst bool edge = j0 + TN > S\n"
 	"#if CAUSAL\n"
