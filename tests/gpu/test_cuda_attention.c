@@ -429,8 +429,9 @@ static void time_attn(ir_graph *g, const cg_config *want, const char *name, doub
  * (batch 8, 64 windows of 49 tokens, 3 heads of 32, a relative-position
  * bias [3, 49, 49] plus a window mask [64, 49, 49] added to the scores,
  * the sum broadcast over the batch), ViT's 197 tokens, cross-attention,
- * causal, bool masks; against the reference. Then Swin's attention timed
- * under the flash kernel (variant 1) and the SIMT one (variant 2). */
+ * causal, bool masks; against the reference. Then Swin's attention (its
+ * four stages) timed under the flash kernel (variant 1) and the SIMT one
+ * (variant 2). */
 static void dims(void)
 {
 	static const ir_dtype dts[] = {IR_BF16, IR_F16};
@@ -470,23 +471,33 @@ static void dims(void)
 		snprintf(label, sizeof label, "attention bf16 ViT 197/64 and 600/256 %s", mask_name[m]);
 		check(g, IR_BF16, label);
 	}
-	/* Swin-T's first stage, timed: 8 x 64 windows x 3 heads, 49 tokens */
-	const char *sw = "sinter 1\n"
-			 "func @main(%q: bf16[8,64,3,49,32], %k: bf16[8,64,3,49,32], %v: bf16[8,64,3,49,32], "
-			 "%m: bf16[1,64,3,49,49]) -> (bf16[8,64,3,49,32]) {\n"
-			 "  %a = scaled_dot_product_attention(%q, %k, %v, %m)\n"
-			 "  return %a\n}\n";
-	double flop = 4.0 * 8 * 64 * 3 * 49 * 49 * 32;
-	for (int v = 1; v <= 2; v++) {
-		ir_graph *g = NULL;
-		if (sir_parse(sw, strlen(sw), "swin.sir", NULL, 0, &g, &err) != SN_OK) {
-			printf("swin: FAIL: %s\n", err.msg);
-			err = (sn_err){0};
-			build_failures++;
-			return;
+	/* Swin-T's four stages, timed (batch 8): 64, 16, 4 and 1 windows of 49
+	 * tokens with 3, 6, 12 and 24 heads of 32, the mask [1, W, H, 49, 49] */
+	static const int64_t win[] = {64, 16, 4, 1}, heads[] = {3, 6, 12, 24};
+	for (int k = 0; k < 4; k++) {
+		snprintf(src, sizeof src,
+			 "sinter 1\n"
+			 "func @main(%%q: bf16[8,%lld,%lld,49,32], %%k: bf16[8,%lld,%lld,49,32], "
+			 "%%v: bf16[8,%lld,%lld,49,32], %%m: bf16[1,%lld,%lld,49,49]) -> (bf16[8,%lld,%lld,49,32]) {\n"
+			 "  %%a = scaled_dot_product_attention(%%q, %%k, %%v, %%m)\n"
+			 "  return %%a\n}\n",
+			 (long long)win[k], (long long)heads[k], (long long)win[k], (long long)heads[k],
+			 (long long)win[k], (long long)heads[k], (long long)win[k], (long long)heads[k],
+			 (long long)win[k], (long long)heads[k]);
+		double flop = 4.0 * 8 * (double)win[k] * (double)heads[k] * 49 * 49 * 32;
+		for (int v = 1; v <= 2; v++) {
+			ir_graph *g = NULL;
+			if (sir_parse(src, strlen(src), "swin.sir", NULL, 0, &g, &err) != SN_OK) {
+				printf("swin: FAIL: %s\n", err.msg);
+				err = (sn_err){0};
+				build_failures++;
+				return;
+			}
+			char name[64];
+			snprintf(name, sizeof name, "swin-t stage %d %s", k + 1, v == 1 ? "flash" : "simt");
+			time_attn(g, &(cg_config){.variant = v}, name, flop);
+			ir_graph_free(g);
 		}
-		time_attn(g, &(cg_config){.variant = v}, v == 1 ? "swin-t stage 1 flash" : "swin-t stage 1 simt", flop);
-		ir_graph_free(g);
 	}
 }
 
