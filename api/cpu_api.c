@@ -49,33 +49,32 @@ static int package_kind(const char *path)
 static sinter_status cpu_load_package(const char *path, const sinter_compile_options *o, sinter_compiled **out,
 				      sinter_compile_stats *stats, sinter_error *err);
 
-const char *sinter_compiled_device(const sinter_compiled *c)
+sinter_device sinter_compiled_device(const sinter_compiled *c)
 {
-	return !c ? "cuda" : api_device_of(c) == API_DEV_CPU ? "cpu" : api_device_of(c) == API_DEV_REF ? "ref" : "cuda";
+	return !c ? SINTER_DEVICE_CUDA
+	       : api_device_of(c) == API_DEV_CPU ? SINTER_DEVICE_CPU
+	       : api_device_of(c) == API_DEV_REF ? SINTER_DEVICE_REF
+						 : SINTER_DEVICE_CUDA;
 }
 
 bool api_package_route(const char *path, const sinter_compile_options *o, sinter_compiled **out,
 		       sinter_compile_stats *stats, sinter_error *err, sinter_status *st)
 {
 	*out = NULL;
-	const char *dev = o && o->device ? o->device : NULL;
-	if (dev && strcmp(dev, "cpu") && strcmp(dev, "cuda")) {
-		*st = api_failf(err, SINTER_E_USAGE, "unknown device '%s' (cuda or cpu)", dev);
-		return true;
-	}
+	sinter_device dev = o->device; /* checked by sinter_package_load */
 	int kind = path ? package_kind(path) : 0;
-	if (kind == 1 && dev && !strcmp(dev, "cuda")) {
+	if (kind == 1 && dev == SINTER_DEVICE_CUDA) {
 		*st = api_failf(err, SINTER_E_USAGE,
 				"%s: a cpu package (sinter compile --device cpu): it runs on cpu, not on cuda", path);
 		return true;
 	}
-	if (kind == 2 && dev && !strcmp(dev, "cpu")) {
+	if (kind == 2 && dev == SINTER_DEVICE_CPU) {
 		*st = api_failf(err, SINTER_E_USAGE,
 				"%s: a CUDA package (sinter compile without --device cpu): it runs on cuda, not on cpu",
 				path);
 		return true;
 	}
-	if (kind == 1 || (dev && !strcmp(dev, "cpu"))) { /* the cpu reader says what is wrong with the rest */
+	if (kind == 1 || dev == SINTER_DEVICE_CPU) { /* the cpu reader says what is wrong with the rest */
 		*st = cpu_load_package(path, o, out, stats, err);
 		return true;
 	}
@@ -110,7 +109,7 @@ api_state *api_cpu_state(sinter_compiled *c)
 	return NULL;
 }
 
-bool sinter_cpu_available(char *why, size_t cap)
+bool api_cpu_available(char *why, size_t cap)
 {
 	snprintf(why, cap, "this build of sinter has no cpu backend (LLVM 16 or OpenBLAS was not found at build time)");
 	return false;
@@ -125,8 +124,14 @@ sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_option
 }
 size_t api_cpu_num_inputs(const sinter_compiled *c) { return 0; }
 size_t api_cpu_num_outputs(const sinter_compiled *c) { return 0; }
-sinter_status api_cpu_input(const sinter_compiled *c, size_t i, sinter_tensor *d) { return SINTER_E_ENV; }
-sinter_status api_cpu_output(const sinter_compiled *c, size_t i, sinter_tensor *d) { return SINTER_E_ENV; }
+sinter_status api_cpu_input(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err)
+{
+	return api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
+}
+sinter_status api_cpu_output(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err)
+{
+	return api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
+}
 void api_cpu_free(sinter_compiled *c) {}
 sinter_status api_cpu_run(sinter_compiled *c, const sinter_tensor *inputs, size_t n, sinter_tensor **outputs,
 			  sinter_error *err)
@@ -145,10 +150,10 @@ sinter_status api_cpu_profile(sinter_compiled *c, int iters, sinter_profile_entr
 	*n = 0;
 	return SINTER_E_ENV;
 }
-char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
+sinter_status api_cpu_print_plan(const sinter_model *m, char **text, sinter_error *err)
 {
-	api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
-	return NULL;
+	*text = NULL;
+	return api_failf(err, SINTER_E_ENV, "this build of sinter has no cpu backend");
 }
 sinter_status api_cpu_explain(const sinter_model *m, const sinter_compile_options *o, char **report, sinter_error *err)
 {
@@ -183,7 +188,7 @@ api_state *api_cpu_state(sinter_compiled *cc)
 	return &((api_cpu *)cc)->st;
 }
 
-bool sinter_cpu_available(char *why, size_t cap)
+bool api_cpu_available(char *why, size_t cap)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	snprintf(why, cap, "cpu (%ld cores, LLVM 16 JIT, OpenBLAS)", n);
@@ -297,24 +302,21 @@ static sinter_status build(const sinter_model *mc, const sinter_compile_options 
 	return SINTER_OK;
 }
 
-char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err)
+sinter_status api_cpu_print_plan(const sinter_model *m, char **text, sinter_error *err)
 {
+	*text = NULL;
 	cl_plan *p = NULL;
 	sinter_compile_stats s = {0};
 	sinter_compile_options o;
 	memset(&o, 0, sizeof o);
 	o.passes = ""; /* the model as given (sinter print runs its passes first) */
-	if (build(m, &o, &p, &s, err))
-		return NULL;
+	sinter_status st = build(m, &o, &p, &s, err);
+	if (st)
+		return st;
 	sn_buf b = {0};
 	cl_plan_list(p, &b);
 	cl_plan_free(p);
-	if (b.oom) {
-		sn_buf_free(&b);
-		api_failf(err, SINTER_E_INTERNAL, "out of memory");
-		return NULL;
-	}
-	return b.s;
+	return api_buf_take(&b, text, err);
 }
 
 /* ---- the plan cache (docs/CACHE.md): cpu entries beside the CUDA ones,
@@ -727,14 +729,14 @@ size_t api_cpu_num_outputs(const sinter_compiled *cc)
 	return sinter_model_num_outputs(((const api_cpu *)cc)->desc);
 }
 
-sinter_status api_cpu_input(const sinter_compiled *cc, size_t i, sinter_tensor *d)
+sinter_status api_cpu_input(const sinter_compiled *cc, size_t i, sinter_tensor *d, sinter_error *err)
 {
-	return sinter_model_input(((const api_cpu *)cc)->desc, i, d);
+	return sinter_model_input(((const api_cpu *)cc)->desc, i, d, err);
 }
 
-sinter_status api_cpu_output(const sinter_compiled *cc, size_t i, sinter_tensor *d)
+sinter_status api_cpu_output(const sinter_compiled *cc, size_t i, sinter_tensor *d, sinter_error *err)
 {
-	return sinter_model_output(((const api_cpu *)cc)->desc, i, d);
+	return sinter_model_output(((const api_cpu *)cc)->desc, i, d, err);
 }
 
 static size_t node_bytes(const ir_node *n)

@@ -13,11 +13,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-void sinter_compile_options_init(sinter_compile_options *o)
-{
-	memset(o, 0, sizeof *o);
-}
-
 /* The modes' meaning, decided here and nowhere else. */
 sinter_status api_cuda_resolve(const sinter_compile_options *o, resolved *r, sinter_error *err)
 {
@@ -54,7 +49,7 @@ const char *api_cuda_cache_dir(const sinter_compile_options *o, char *buf, size_
 	return kc_default_dir(buf, cap) == SN_OK ? buf : NULL;
 }
 
-bool sinter_cuda_available(char *why, size_t cap)
+bool api_cuda_available(char *why, size_t cap)
 {
 	rt_cuda *c = NULL;
 	sn_err e = {0};
@@ -229,7 +224,7 @@ sinter_status api_cuda_add_slot(sinter_compiled *c, cg_plan *p, const int64_t *v
 	return SINTER_OK;
 }
 
-sinter_status sinter_load_package(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+sinter_status api_package_load(const char *path, const sinter_compile_options *o, sinter_compiled **out,
 				  sinter_compile_stats *stats, sinter_error *err)
 {
 	*out = NULL;

@@ -165,11 +165,11 @@ void api_cuda_tune_list_write(const char *plan_path, const at_tune_stats *ts, co
 static const char *const key_labels[] = {"format", "version", "mode", "pipeline", "precision", "fusion", "device",
 					  "nvrtc", "cublaslt", "weights", "model", "shapes", "records"};
 
-sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
+sinter_status api_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
 				   sinter_error *err)
 {
 	*report = NULL;
-	if (o && o->device && !strcmp(o->device, "cpu"))
+	if (o->device == SINTER_DEVICE_CPU)
 		return api_cpu_explain(m, o, report, err);
 	resolved r;
 	sinter_status st = api_cuda_resolve(o, &r, err);

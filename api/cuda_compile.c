@@ -1,5 +1,5 @@
-/* cuda_compile.c: compiling a model for the cuda device (sinter_compile,
- * sinter_compile_kernels): passes on a copy of the model, lowering into a
+/* cuda_compile.c: compiling a model for the cuda device (sinter_model_compile,
+ * sinter_model_compile_kernels): passes on a copy of the model, lowering into a
  * plan, max-autotune, NVRTC through the kernel cache, the plan cache
  * looked up first and stored after (cuda_cache.c). */
 #include "api/cuda_compiled.h"
@@ -273,17 +273,13 @@ sinter_status api_cuda_compile_bound(sinter_compiled *c, const sinter_model *m, 
 	return SINTER_OK;
 }
 
-sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
+sinter_status api_model_compile(const sinter_model *m, const sinter_compile_options *o,
 			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err)
 {
-	if (o && o->device && !strcmp(o->device, "cpu"))
+	if (o->device == SINTER_DEVICE_CPU)
 		return api_cpu_compile(m, o, out, stats, err);
-	if (o && o->device && !strcmp(o->device, "ref"))
+	if (o->device == SINTER_DEVICE_REF)
 		return api_ref_compile(m, o, out, stats, err);
-	if (o && o->device && strcmp(o->device, "cuda")) {
-		*out = NULL;
-		return api_failf(err, SINTER_E_USAGE, "unknown device '%s' (cuda, cpu or ref)", o->device);
-	}
 	*out = NULL;
 	if (m->g->nstates && sinter_model_num_symbols(m))
 		return api_failf(err, SINTER_E_USAGE, "the model has %u states and unbound symbols: state on cuda needs "
@@ -356,10 +352,10 @@ sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options
 	return SINTER_OK;
 }
 
-sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
+sinter_status api_model_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
 				     sinter_compile_stats *stats, sinter_error *err)
 {
-	if (o && o->device && !strcmp(o->device, "cpu"))
+	if (o->device == SINTER_DEVICE_CPU)
 		return api_cpu_compile_package(m, o, package, stats, err);
 	sinter_compile_stats s = {0};
 	resolved r;
@@ -374,7 +370,7 @@ sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile
 	int sm = o && o->target_sm ? o->target_sm : 90;
 	cg_plan *p = NULL;
 	if (r.tune)
-		return api_failf(err, SINTER_E_USAGE, "max-autotune times kernels on the GPU: it runs in sinter_compile "
+		return api_failf(err, SINTER_E_USAGE, "max-autotune times kernels on the GPU: it runs in sinter_model_compile "
 						      "(sinter run or bench), not in a compile without loading");
 	if (!(st = api_cuda_build_plan(m, &r, sm, &p, &s, NULL, err)))
 		st = compile_kernels(p, sm, o, &s, err);

@@ -37,14 +37,14 @@ static void describe_io(const cg_io *io, sinter_tensor *d)
 	d->nbytes = n * ir_dtype_size(io->dtype);
 }
 
-sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *d)
+sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err)
 {
 	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
-		return api_host_input(c, i, d);
+		return api_host_input(c, i, d, err);
 	if (c->desc)
-		return sinter_model_input(c->desc, i, d);
+		return sinter_model_input(c->desc, i, d, err);
 	if (!c->last || i >= c->last->plan->ninputs)
-		return api_failf(NULL, SINTER_E_USAGE, "no input %zu", i);
+		return api_failf(err, SINTER_E_USAGE, "no input %zu", i);
 	describe_io(&c->last->plan->inputs[i], d);
 	return SINTER_OK;
 }
@@ -113,15 +113,18 @@ static sinter_status slot_for(sinter_compiled *c, const sinter_tensor *ins, size
 	for (uint32_t k = 0; k < c->nsyms; k++)
 		if (vals[k] >= 0)
 			binds[nb++] = (sinter_shape_binding){c->syms[k], vals[k]};
-	sinter_options so = {.shapes = binds, .nshapes = nb};
+	sinter_load_options so;
+	sinter_load_options_init(&so);
+	so.shapes = binds;
+	so.nshapes = nb;
 	sinter_model *m = NULL;
 	sinter_status st = sinter_model_load(c->path, &so, &m, err);
 	if (!st && c->wsrc == API_W_FILE)
-		st = sinter_model_load_weights_files(m, (const char *const *)c->wfiles, c->nwfiles, c->wprefix, err);
+		st = sinter_model_load_weights(m, (const char *const *)c->wfiles, c->nwfiles, c->wprefix, err);
 	else if (!st && c->wsrc == API_W_RANDOM)
 		st = sinter_model_init_random(m, c->seed, err);
 	else if (!st && c->wsrc == API_W_NONE)
-		st = sinter_model_load_weights(m, NULL, err);
+		st = sinter_model_load_weights(m, NULL, 0, NULL, err);
 	sinter_compile_stats s = {0};
 	slot *sl = NULL;
 	if (!st)
@@ -234,14 +237,14 @@ done:
 
 /* ---- running on device memory (sinter_compiled_run_device) ---- */
 
-sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *d)
+sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err)
 {
 	if (api_device_of(c) != API_DEV_CUDA) /* cpu or ref */
-		return api_host_output(c, i, d);
+		return api_host_output(c, i, d, err);
 	if (c->desc)
-		return sinter_model_output(c->desc, i, d);
+		return sinter_model_output(c->desc, i, d, err);
 	if (!c->last || i >= c->last->plan->noutputs)
-		return api_failf(NULL, SINTER_E_USAGE, "no output %zu", i);
+		return api_failf(err, SINTER_E_USAGE, "no output %zu", i);
 	describe_io(&c->last->plan->outputs[i], d);
 	return SINTER_OK;
 }
@@ -267,7 +270,7 @@ sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor
 {
 	if (api_device_of(c) != API_DEV_CUDA)
 		return api_failf(err, SINTER_E_USAGE, "run_device runs on CUDA memory: this model is compiled for %s",
-				 sinter_compiled_device(c));
+				 sinter_device_name(sinter_compiled_device(c)));
 	if (c->st.n)
 		return api_failf(err, SINTER_E_USAGE, "run_device of a model with state is not built yet (sinter_compiled_run "
 				 "keeps its state)");

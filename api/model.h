@@ -3,6 +3,7 @@
 #define SINTER_API_MODEL_H
 
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include <pthread.h>
 
@@ -87,6 +88,28 @@ void api_vals_free(const ir_graph *g, const ir_wstore *ws, ir_tensor *vals);
  * graph's outputs; frees nothing on failure but returns NULL. */
 sinter_tensor *api_wrap_outputs(const ir_graph *g, ir_tensor *outs);
 
+/* The public entry points that take options (sinter.c) check them and
+ * call these with a full options struct (never NULL, size set; every field
+ * past the caller's size zero) and a full stats struct (never NULL). The
+ * device's implementation: cuda_*.c, or sinter.c's stubs in a build
+ * without CUDA. */
+sinter_status api_model_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
+				sinter_compile_stats *stats, sinter_error *err);
+sinter_status api_model_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
+					sinter_compile_stats *stats, sinter_error *err);
+sinter_status api_package_load(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+			       sinter_compile_stats *stats, sinter_error *err);
+sinter_status api_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
+				sinter_error *err);
+/* Whether the device can be used; into why[cap]: what it is, or why not. */
+bool api_cuda_available(char *why, size_t cap);
+bool api_cpu_available(char *why, size_t cap);
+/* sinter_model_print_plan for the cpu device (cpu_api.c). */
+sinter_status api_cpu_print_plan(const sinter_model *m, char **text, sinter_error *err);
+/* Hands b's text to the caller as *text (b consumed; "" when empty);
+ * SINTER_E_INTERNAL when b ran out of memory. */
+sinter_status api_buf_take(sn_buf *b, char **text, sinter_error *err);
+
 /* Every compiled handle (struct sinter_compiled in cuda_api.c, api_cpu in
  * cpu_api.c) starts with its device, so the public entry points dispatch
  * on it. */
@@ -96,15 +119,15 @@ static inline api_device api_device_of(const sinter_compiled *c)
 	return *(const api_device *)(const void *)c;
 }
 
-/* The cpu device (cpu_api.c): sinter_compile with device "cpu", and the
+/* The cpu device (cpu_api.c): sinter_model_compile with device "cpu", and the
  * compiled handle's entry points for it. */
 bool api_cpu_built(void);
 sinter_status api_cpu_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
 			      sinter_compile_stats *stats, sinter_error *err);
 size_t api_cpu_num_inputs(const sinter_compiled *c);
 size_t api_cpu_num_outputs(const sinter_compiled *c);
-sinter_status api_cpu_input(const sinter_compiled *c, size_t i, sinter_tensor *d);
-sinter_status api_cpu_output(const sinter_compiled *c, size_t i, sinter_tensor *d);
+sinter_status api_cpu_input(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err);
+sinter_status api_cpu_output(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err);
 void api_cpu_free(sinter_compiled *c);
 sinter_status api_cpu_run(sinter_compiled *c, const sinter_tensor *inputs, size_t n, sinter_tensor **outputs,
 			  sinter_error *err);
@@ -115,12 +138,12 @@ sinter_status api_cpu_explain(const sinter_model *m, const sinter_compile_option
 /* sinter_compiled_profile on cpu: each step timed where it runs. */
 sinter_status api_cpu_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries, size_t *n,
 			      sinter_error *err);
-/* AOT packages of cpu plans (cpu_api.c). sinter_compile_kernels with
+/* AOT packages of cpu plans (cpu_api.c). sinter_model_compile_kernels with
  * device "cpu": the plan built, its objects compiled (or from the kernel
  * cache) and written with it into package when not NULL. */
 sinter_status api_cpu_compile_package(const sinter_model *m, const sinter_compile_options *o, const char *package,
 				      sinter_compile_stats *stats, sinter_error *err);
-/* sinter_load_package's routing, first thing in both builds: true when it
+/* sinter_package_load's routing, first thing in both builds: true when it
  * answered (*st): a cpu package loaded on cpu, or a package refused for
  * the device asked for (o->device "cpu" with a CUDA package, "cuda" with
  * a cpu one: SINTER_E_USAGE naming both); false leaves path to the CUDA

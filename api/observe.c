@@ -77,7 +77,7 @@ static void dot_type(sn_buf *b, const ir_graph *g, const ir_node *n)
 	sn_buf_puts(b, "]");
 }
 
-char *sinter_model_dot(const sinter_model *m)
+sinter_status sinter_model_print_dot(const sinter_model *m, char **text, sinter_error *err)
 {
 	const ir_graph *g = m->g;
 	sn_buf b = {0};
@@ -113,11 +113,7 @@ char *sinter_model_dot(const sinter_model *m)
 		sn_buf_printf(&b, "  out%u [label=\"output %u\", shape=oval, fillcolor=palegreen];\n  n%u -> out%u;\n", i,
 			      i, g->outputs[i], i);
 	sn_buf_puts(&b, "}\n");
-	if (b.oom) {
-		sn_buf_free(&b);
-		return NULL;
-	}
-	return b.s;
+	return api_buf_take(&b, text, err);
 }
 
 void api_trace_profile(const sinter_profile_entry *p, size_t n, double t0, const char *gpu)

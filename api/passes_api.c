@@ -6,13 +6,15 @@
 
 #include <string.h>
 
-int sinter_precision_parse(const char *s)
+sinter_status sinter_precision_parse(const char *s, sinter_precision *out, sinter_error *err)
 {
 	static const char *const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 	for (int i = 0; i < (int)SN_COUNT(names); i++)
-		if (s && !strcmp(s, names[i]))
-			return i;
-	return -1;
+		if (s && !strcmp(s, names[i])) {
+			*out = (sinter_precision)i;
+			return SINTER_OK;
+		}
+	return api_failf(err, SINTER_E_USAGE, "unknown precision '%s' (fp32, tf32, bf16, fp16 or fp8)", s ? s : "");
 }
 
 sinter_status sinter_model_optimize(sinter_model *m, const char *mode, const char *passes,

@@ -63,14 +63,161 @@ size_t sinter_dtype_size(sinter_dtype t)
 	return (unsigned)t < IR_NDTYPES ? ir_dtype_size((ir_dtype)t) : 0;
 }
 
-void sinter_options_init(sinter_options *o)
-{
-	memset(o, 0, sizeof *o);
-}
-
 void sinter_free(void *p)
 {
 	free(p);
+}
+
+/* ---- devices, options and stats ---- */
+
+const char *sinter_device_name(sinter_device d)
+{
+	static const char *const names[] = {"default", "cuda", "cpu", "ref"};
+	return (unsigned)d < SN_COUNT(names) ? names[d] : "?";
+}
+
+sinter_status sinter_device_available(sinter_device d, char *info, size_t cap, sinter_error *err)
+{
+	char why[512];
+	bool ok;
+	if (d == SINTER_DEVICE_CUDA)
+		ok = api_cuda_available(why, sizeof why);
+	else if (d == SINTER_DEVICE_CPU)
+		ok = api_cpu_available(why, sizeof why);
+	else if (d == SINTER_DEVICE_REF)
+		ok = snprintf(why, sizeof why, "the reference interpreter (plain C, fp64 accumulation)") > 0;
+	else
+		return api_failf(err, SINTER_E_USAGE, "device %d: name one (cuda, cpu or ref)", (int)d);
+	if (info && cap)
+		snprintf(info, cap, "%s", why);
+	return ok ? SINTER_OK : api_failf(err, SINTER_E_ENV, "%s", why);
+}
+
+/* A struct of a caller's (options) into the library's own, *full: the
+ * fields its size covers, zero for the rest. A caller built against a
+ * newer header may pass a larger struct: its extra fields must be zero
+ * (their defaults), or the library would ignore what it was asked. */
+static sinter_status sized_in(const void *in, size_t in_size, void *full, size_t full_size, const char *what,
+			      sinter_error *err)
+{
+	memset(full, 0, full_size);
+	if (!in) {
+		*(size_t *)full = full_size;
+		return SINTER_OK;
+	}
+	if (in_size < sizeof(size_t))
+		return api_failf(err, SINTER_E_USAGE, "%s.size is %zu: initialize the struct with %s_init", what,
+				 in_size, what);
+	for (size_t i = full_size; i < in_size; i++)
+		if (((const unsigned char *)in)[i])
+			return api_failf(err, SINTER_E_USAGE,
+					 "%s: a field this library (version %s) does not know is set (the caller was built "
+					 "against a newer sinter.h)",
+					 what, SINTER_VERSION);
+	memcpy(full, in, in_size < full_size ? in_size : full_size);
+	*(size_t *)full = full_size;
+	return SINTER_OK;
+}
+
+static sinter_status options_in(const sinter_compile_options *o, sinter_compile_options *full, sinter_error *err)
+{
+	sinter_status st = sized_in(o, o ? o->size : 0, full, sizeof *full, "sinter_compile_options", err);
+	if (!st && (unsigned)full->device > SINTER_DEVICE_REF)
+		st = api_failf(err, SINTER_E_USAGE, "unknown device %d (SINTER_DEVICE_CUDA, _CPU or _REF)",
+			       (int)full->device);
+	return st;
+}
+
+/* Devices that make no package, and explain no cache: ref. */
+static sinter_status no_ref(const sinter_compile_options *o, const char *what, sinter_error *err)
+{
+	if (o->device == SINTER_DEVICE_REF)
+		return api_failf(err, SINTER_E_USAGE, "%s: the reference interpreter (device ref) runs the model itself "
+				 "(cuda or cpu make one)", what);
+	return SINTER_OK;
+}
+
+static sinter_status stats_check(const sinter_compile_stats *s, sinter_error *err)
+{
+	if (s && s->size < sizeof(size_t))
+		return api_failf(err, SINTER_E_USAGE,
+				 "sinter_compile_stats.size is %zu: initialize the struct with sinter_compile_stats_init",
+				 s->size);
+	return SINTER_OK;
+}
+
+/* The library's stats into the caller's: the fields its size covers. */
+static void stats_out(sinter_compile_stats *s, const sinter_compile_stats *full)
+{
+	if (!s)
+		return;
+	size_t n = s->size < sizeof *full ? s->size : sizeof *full;
+	memcpy((char *)s + sizeof(size_t), (const char *)full + sizeof(size_t), n - sizeof(size_t));
+}
+
+sinter_status sinter_model_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
+				   sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	sinter_compile_options fo;
+	sinter_compile_stats fs;
+	sinter_compile_stats_init(&fs);
+	sinter_status st = options_in(o, &fo, err);
+	if (!st)
+		st = stats_check(stats, err);
+	if (!st)
+		st = api_model_compile(m, &fo, out, &fs, err);
+	if (!st)
+		stats_out(stats, &fs);
+	return st;
+}
+
+sinter_status sinter_model_compile_kernels(const sinter_model *m, const sinter_compile_options *o,
+					   const char *package, sinter_compile_stats *stats, sinter_error *err)
+{
+	sinter_compile_options fo;
+	sinter_compile_stats fs;
+	sinter_compile_stats_init(&fs);
+	sinter_status st = options_in(o, &fo, err);
+	if (!st)
+		st = stats_check(stats, err);
+	if (!st)
+		st = no_ref(&fo, "a package", err);
+	if (!st)
+		st = api_model_compile_kernels(m, &fo, package, &fs, err);
+	if (!st)
+		stats_out(stats, &fs);
+	return st;
+}
+
+sinter_status sinter_package_load(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+				  sinter_compile_stats *stats, sinter_error *err)
+{
+	*out = NULL;
+	sinter_compile_options fo;
+	sinter_compile_stats fs;
+	sinter_compile_stats_init(&fs);
+	sinter_status st = options_in(o, &fo, err);
+	if (!st)
+		st = stats_check(stats, err);
+	if (!st)
+		st = no_ref(&fo, "a package", err);
+	if (!st)
+		st = api_package_load(path, &fo, out, &fs, err);
+	if (!st)
+		stats_out(stats, &fs);
+	return st;
+}
+
+sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
+				   sinter_error *err)
+{
+	*report = NULL;
+	sinter_compile_options fo;
+	sinter_status st = options_in(o, &fo, err);
+	if (!st)
+		st = no_ref(&fo, "no cache", err);
+	return st ? st : api_cache_explain(m, &fo, report, err);
 }
 
 /* ---- models ---- */
@@ -155,7 +302,7 @@ static sinter_status wrap(ir_graph *g, const char *path, sinter_model **out, sin
 	return SINTER_OK;
 }
 
-static sir_bind *binds_of(const sinter_options *opt)
+static sir_bind *binds_of(const sinter_load_options *opt)
 {
 	if (!opt || !opt->nshapes)
 		return NULL;
@@ -192,10 +339,14 @@ static sinter_status onnx_defaults(sinter_model *m, sinter_error *err)
 	return SINTER_OK;
 }
 
-sinter_status sinter_model_load(const char *path, const sinter_options *opt,
+sinter_status sinter_model_load(const char *path, const sinter_load_options *opt,
 				sinter_model **out, sinter_error *err)
 {
 	*out = NULL;
+	sinter_load_options lo;
+	if (sized_in(opt, opt ? opt->size : 0, &lo, sizeof lo, "sinter_load_options", err))
+		return SINTER_E_USAGE;
+	opt = &lo;
 	sn_err e = {0};
 	ir_graph *g = NULL;
 	sir_bind *b = binds_of(opt);
@@ -340,10 +491,14 @@ sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sin
 }
 
 sinter_status sinter_model_parse(const char *text, size_t len, const char *name,
-				 const sinter_options *opt, sinter_model **out,
+				 const sinter_load_options *opt, sinter_model **out,
 				 sinter_error *err)
 {
 	*out = NULL;
+	sinter_load_options lo;
+	if (sized_in(opt, opt ? opt->size : 0, &lo, sizeof lo, "sinter_load_options", err))
+		return SINTER_E_USAGE;
+	opt = &lo;
 	sn_err e = {0};
 	ir_graph *g = NULL;
 	sir_bind *b = binds_of(opt);
@@ -435,30 +590,40 @@ const char *api_model_file(const sinter_model *m, const char *path, char **scrat
 	return NULL;
 }
 
-char *sinter_model_print(const sinter_model *m)
+sinter_status api_buf_take(sn_buf *b, char **text, sinter_error *err)
+{
+	*text = NULL;
+	if (b->oom) {
+		sn_buf_free(b);
+		return api_failf(err, SINTER_E_INTERNAL, "out of memory");
+	}
+	*text = b->s ? b->s : strdup("");
+	return *text ? SINTER_OK : api_failf(err, SINTER_E_INTERNAL, "out of memory");
+}
+
+sinter_status sinter_model_print(const sinter_model *m, char **text, sinter_error *err)
 {
 	sn_buf b = {0};
 	ir_print(m->g, &b);
-	if (b.oom) {
-		sn_buf_free(&b);
-		return NULL;
-	}
-	return b.s;
+	return api_buf_take(&b, text, err);
 }
 
-char *sinter_model_print_groups(const sinter_model *m, int target_sm, sinter_error *err)
+sinter_status sinter_model_print_plan(const sinter_model *m, sinter_device d, int target_sm, char **text,
+				      sinter_error *err)
 {
+	*text = NULL;
+	if (d == SINTER_DEVICE_CPU)
+		return api_cpu_print_plan(m, text, err);
+	if (d != SINTER_DEVICE_DEFAULT && d != SINTER_DEVICE_CUDA)
+		return api_failf(err, SINTER_E_USAGE, "unknown device %d", (int)d);
 	sn_buf b = {0};
 	sn_err e = {0};
 	cg_target t = {.sm = target_sm ? target_sm : 90};
 	if (cg_fusion_groups(m->g, &t, &b, &e) != SN_OK) {
 		sn_buf_free(&b);
-		api_fail(err, &e);
-		return NULL;
+		return api_fail(err, &e);
 	}
-	if (!b.s)
-		return strdup("");
-	return b.s;
+	return api_buf_take(&b, text, err);
 }
 
 void sinter_model_hash(const sinter_model *m, char hex[33])
@@ -555,18 +720,18 @@ static void describe(const ir_node *n, sinter_tensor *d)
 	d->nbytes = k < 0 ? 0 : (size_t)k * ir_dtype_size(n->dtype);
 }
 
-sinter_status sinter_model_input(const sinter_model *m, size_t i, sinter_tensor *d)
+sinter_status sinter_model_input(const sinter_model *m, size_t i, sinter_tensor *d, sinter_error *err)
 {
 	if (i >= api_user_inputs(m->g))
-		return api_failf(NULL, SINTER_E_USAGE, "no input %zu", i);
+		return api_failf(err, SINTER_E_USAGE, "no input %zu", i);
 	describe(&m->g->nodes[m->g->inputs[i]], d);
 	return SINTER_OK;
 }
 
-sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor *d)
+sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor *d, sinter_error *err)
 {
 	if (i >= api_user_outputs(m->g))
-		return api_failf(NULL, SINTER_E_USAGE, "no output %zu", i);
+		return api_failf(err, SINTER_E_USAGE, "no output %zu", i);
 	const ir_graph *g = m->g;
 	describe(&g->nodes[g->outputs[i]], d);
 	/* An output that is a graph input or a param keeps that value's name. */
@@ -599,12 +764,12 @@ static sinter_status cache_count(const char *dir, int (*count)(const char *, siz
 	return count(dir, entries, bytes, &e) == SN_OK ? SINTER_OK : api_fail(err, &e);
 }
 
-sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
+sinter_status sinter_cache_kernel_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
 {
 	return cache_count(dir, kc_stats, entries, bytes, err);
 }
 
-sinter_status sinter_plan_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
+sinter_status sinter_cache_plan_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err)
 {
 	return cache_count(dir, kc_plan_stats, entries, bytes, err);
 }
@@ -629,26 +794,21 @@ static sinter_status no_cuda(sinter_error *err)
 	return api_failf(err, SINTER_E_ENV, "this build of sinter has no CUDA backend (the CUDA toolkit was not found at build time)");
 }
 
-bool sinter_cuda_available(char *why, size_t cap)
+bool api_cuda_available(char *why, size_t cap)
 {
-	snprintf(why, cap, "this build of sinter has no CUDA backend");
+	snprintf(why, cap, "this build of sinter has no CUDA backend (the CUDA toolkit was not found at build time)");
 	return false;
 }
 
-void sinter_compile_options_init(sinter_compile_options *o)
-{
-	memset(o, 0, sizeof *o);
-}
-
-sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
+sinter_status api_model_compile_kernels(const sinter_model *m, const sinter_compile_options *o, const char *package,
 				     sinter_compile_stats *stats, sinter_error *err)
 {
-	if (o && o->device && !strcmp(o->device, "cpu"))
+	if (o->device == SINTER_DEVICE_CPU)
 		return api_cpu_compile_package(m, o, package, stats, err);
 	return no_cuda(err);
 }
 
-sinter_status sinter_load_package(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+sinter_status api_package_load(const char *path, const sinter_compile_options *o, sinter_compiled **out,
 				  sinter_compile_stats *stats, sinter_error *err)
 {
 	*out = NULL;
@@ -660,17 +820,17 @@ sinter_status sinter_load_package(const char *path, const sinter_compile_options
 
 size_t sinter_compiled_num_inputs(const sinter_compiled *c) { return api_host_num_inputs(c); }
 size_t sinter_compiled_num_outputs(const sinter_compiled *c) { return api_host_num_outputs(c); }
-sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *desc)
+sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *desc, sinter_error *err)
 {
-	return api_host_input(c, i, desc);
+	return api_host_input(c, i, desc, err);
 }
 
-sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
+sinter_status api_model_compile(const sinter_model *m, const sinter_compile_options *o,
 			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err)
 {
-	if (o && o->device && !strcmp(o->device, "cpu"))
+	if (o->device == SINTER_DEVICE_CPU)
 		return api_cpu_compile(m, o, out, stats, err);
-	if (o && o->device && !strcmp(o->device, "ref"))
+	if (o->device == SINTER_DEVICE_REF)
 		return api_ref_compile(m, o, out, stats, err);
 	*out = NULL;
 	return no_cuda(err);
@@ -694,9 +854,9 @@ sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, d
 	return api_host_bench(c, warmup, iters, ms, err);
 }
 
-sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc)
+sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc, sinter_error *err)
 {
-	return api_host_output(c, i, desc);
+	return api_host_output(c, i, desc, err);
 }
 
 sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
@@ -719,11 +879,11 @@ sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_prof
 	return api_cpu_profile(c, iters, entries, n, err);
 }
 
-sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
+sinter_status api_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
 				   sinter_error *err)
 {
 	*report = NULL;
-	if (o && o->device && !strcmp(o->device, "cpu"))
+	if (o->device == SINTER_DEVICE_CPU)
 		return api_cpu_explain(m, o, report, err);
 	return no_cuda(err);
 }

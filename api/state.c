@@ -67,7 +67,7 @@ void api_state_take(api_state *s, const ir_graph *g, ir_tensor *outs)
 	}
 }
 
-/* ---- states named from outside (sinter_options.states) ---- */
+/* ---- states named from outside (sinter_load_options.states) ---- */
 
 sinter_status api_mark_states(sinter_model *m, const sinter_state_binding *sb, size_t n, sinter_error *err)
 {
@@ -229,14 +229,14 @@ size_t api_host_num_outputs(const sinter_compiled *c)
 	return is_ref(c) ? sinter_model_num_outputs(ref_of(c)->m) : api_cpu_num_outputs(c);
 }
 
-sinter_status api_host_input(const sinter_compiled *c, size_t i, sinter_tensor *d)
+sinter_status api_host_input(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err)
 {
-	return is_ref(c) ? sinter_model_input(ref_of(c)->m, i, d) : api_cpu_input(c, i, d);
+	return is_ref(c) ? sinter_model_input(ref_of(c)->m, i, d, err) : api_cpu_input(c, i, d, err);
 }
 
-sinter_status api_host_output(const sinter_compiled *c, size_t i, sinter_tensor *d)
+sinter_status api_host_output(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err)
 {
-	return is_ref(c) ? sinter_model_output(ref_of(c)->m, i, d) : api_cpu_output(c, i, d);
+	return is_ref(c) ? sinter_model_output(ref_of(c)->m, i, d, err) : api_cpu_output(c, i, d, err);
 }
 
 void api_host_free(sinter_compiled *c)
@@ -288,7 +288,8 @@ static sinter_status state_of(sinter_compiled *c, api_state **out, pthread_mutex
 	}
 	*out = api_device_of(c) == API_DEV_CPU ? api_cpu_state(c) : api_cuda_state(c);
 	if (!*out)
-		return api_failf(err, SINTER_E_USAGE, "state on %s is not built in this build", sinter_compiled_device(c));
+		return api_failf(err, SINTER_E_USAGE, "state on %s is not built in this build",
+				 sinter_device_name(sinter_compiled_device(c)));
 	return SINTER_OK;
 }
 

@@ -3,7 +3,7 @@
  * values its last nstates outputs (ir.h); the public API shows neither:
  * a run takes the other inputs, returns the other outputs, and the handle
  * feeds its state buffers in and takes the updates back. The ref and cpu
- * devices keep them in host memory. Also the ref device: sinter_compile
+ * devices keep them in host memory. Also the ref device: sinter_model_compile
  * with device "ref" (the reference interpreter on the model as written),
  * and the dispatch of the compiled handle's entry points between the
  * host devices (ref, cpu). Prefix: api_state_, api_ref_, api_host_. */
@@ -33,7 +33,7 @@ void api_state_take(api_state *s, const ir_graph *g, ir_tensor *outs);
 static inline uint32_t api_user_inputs(const ir_graph *g) { return g->ninputs - g->nstates; }
 static inline uint32_t api_user_outputs(const ir_graph *g) { return g->noutputs - g->nstates; }
 
-/* Makes each bound input of m a state updated by its output (sinter_options'
+/* Makes each bound input of m a state updated by its output (sinter_load_options'
  * states): m's graph rebuilt with those inputs last and those outputs
  * last, in the bindings' order. SINTER_E_INPUT for a name m lacks, a type
  * that differs, an input or output named twice, or a model with states
@@ -41,7 +41,7 @@ static inline uint32_t api_user_outputs(const ir_graph *g) { return g->noutputs 
 sinter_status api_mark_states(sinter_model *m, const sinter_state_binding *sb, size_t n, sinter_error *err);
 
 /* The reference interpreter on m with state s (NULL: zeroed for this run
- * only): sinter_run_ref's body. */
+ * only): sinter_model_run_ref's body. */
 sinter_status api_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs, api_state *s,
 			  sinter_tensor **outputs, sinter_error *err);
 
@@ -53,8 +53,8 @@ sinter_status api_ref_compile(const sinter_model *m, const sinter_compile_option
  * in cpu_api.c. */
 size_t api_host_num_inputs(const sinter_compiled *c);
 size_t api_host_num_outputs(const sinter_compiled *c);
-sinter_status api_host_input(const sinter_compiled *c, size_t i, sinter_tensor *d);
-sinter_status api_host_output(const sinter_compiled *c, size_t i, sinter_tensor *d);
+sinter_status api_host_input(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err);
+sinter_status api_host_output(const sinter_compiled *c, size_t i, sinter_tensor *d, sinter_error *err);
 void api_host_free(sinter_compiled *c);
 sinter_status api_host_run(sinter_compiled *c, const sinter_tensor *inputs, size_t n, sinter_tensor **outputs,
 			   sinter_error *err);

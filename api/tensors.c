@@ -36,7 +36,7 @@ void sinter_tensors_free(sinter_tensor *ts, size_t n)
 	free(ts);
 }
 
-void sinter_remove_temp_files(void)
+void sinter_temp_files_remove(void)
 {
 	sn_out_remove_temps();
 }
@@ -72,7 +72,7 @@ static size_t drop_defaulted(const sinter_model *m, sinter_tensor *ts, size_t n)
 	return k;
 }
 
-sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
+sinter_status sinter_model_random_inputs(const sinter_model *m, uint64_t seed,
 				   sinter_tensor **inputs, size_t *n, sinter_error *err)
 {
 	const ir_graph *g = m->g;
@@ -99,7 +99,7 @@ sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
 	return SINTER_OK;
 }
 
-sinter_status sinter_random_tensors(const sinter_tensor *descs, size_t n, uint64_t seed, sinter_tensor **out,
+sinter_status sinter_tensors_random(const sinter_tensor *descs, size_t n, uint64_t seed, sinter_tensor **out,
 				    sinter_error *err)
 {
 	*out = NULL;
@@ -307,7 +307,7 @@ static sinter_status check_ref_memory(const ir_graph *g, sinter_error *err)
 			 g->nnodes, limit, room, have);
 }
 
-sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
+sinter_status sinter_model_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
 			     sinter_tensor **outputs, sinter_error *err)
 {
 	return api_run_ref(m, inputs, ninputs, NULL, outputs, err);

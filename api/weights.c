@@ -179,12 +179,7 @@ static sinter_status params_shaped(const sinter_model *m, sinter_error *err)
 	return SINTER_OK;
 }
 
-sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinter_error *err)
-{
-	return sinter_model_load_weights_files(m, path ? &path : NULL, path ? 1 : 0, NULL, err);
-}
-
-sinter_status sinter_model_load_weights_files(sinter_model *m, const char *const *paths, size_t n,
+sinter_status sinter_model_load_weights(sinter_model *m, const char *const *paths, size_t n,
 					      const char *prefix, sinter_error *err)
 {
 	const ir_graph *g = m->g;

@@ -8,6 +8,7 @@
  * prints one JSON line: cpu_ms (per call), wall_ms (mean), min_ms. */
 #define _POSIX_C_SOURCE 200809L
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,19 +40,20 @@ int main(int argc, char **argv)
 	sinter_model *m = NULL;
 	sinter_tensor *in = NULL;
 	size_t nin = 0;
-	if (sinter_model_load(argv[1], NULL, &m, &err) || sinter_model_load_weights(m, argv[2], &err) ||
+	if (sinter_model_load(argv[1], NULL, &m, &err) || sinter_model_load_weights(m, (const char *const[]){argv[2]}, 1, NULL, &err) ||
 	    sinter_tensors_read(argv[3], &in, &nin, &err)) {
 		fprintf(stderr, "%s\n", err.message);
 		return 1;
 	}
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.threads = atoi(argv[4]);
 	o.cache_dir = "";
 	sinter_compiled *c = NULL;
 	sinter_compile_stats st;
-	if (sinter_compile(m, &o, &c, &st, &err)) {
+	sinter_compile_stats_init(&st);
+	if (sinter_model_compile(m, &o, &c, &st, &err)) {
 		fprintf(stderr, "%s\n", err.message);
 		return 1;
 	}

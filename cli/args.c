@@ -375,7 +375,7 @@ int cli_parse_args(const char *cmd, int argc, char **argv, cli_opts *o)
 			break;
 		case O_PASSES: o->passes = val; break;
 		case O_PRECISION:
-			if (sinter_precision_parse(val) < 0)
+			if (sinter_precision_parse(val, &(sinter_precision){0}, NULL))
 				return cli_usage_error(cmd, "--precision takes fp32, tf32, bf16, fp16 or fp8, got '%s'", val);
 			o->precision = val;
 			break;

@@ -222,7 +222,8 @@ int cli_cmd_bench(cli_opts *o)
 		return cli_usage_error("bench", "unknown device '%s' (cpu or cuda)", o->device);
 	/* a package runs on the device it was compiled for (the library
 	 * refuses another one named): asked once it is loaded */
-	if (!cli_is_package(o->file) && (cpu ? !sinter_cpu_available(why, sizeof why) : !sinter_cuda_available(why, sizeof why))) {
+	if (!cli_is_package(o->file) &&
+	    sinter_device_available(cpu ? SINTER_DEVICE_CPU : SINTER_DEVICE_CUDA, why, sizeof why, NULL) != SINTER_OK) {
 		fprintf(stderr, "sinter bench: %s\n", why);
 		return SINTER_E_ENV;
 	}
@@ -248,7 +249,8 @@ int cli_cmd_bench(cli_opts *o)
 	sinter_compile_options co;
 	cli_compile_opts(o, &co);
 	co.cache_dir = dir;
-	sinter_compile_stats cold = {0};
+	sinter_compile_stats cold;
+	sinter_compile_stats_init(&cold);
 	sinter_compiled *c = NULL;
 	double *ms = NULL;
 	int iters = 0;
@@ -257,13 +259,14 @@ int cli_cmd_bench(cli_opts *o)
 	char line[1024] = "";
 	double t0 = cli_now();
 	if (pkg)
-		co.device = o->device;
-	if (pkg ? sinter_load_package(o->file, &co, &c, &cold, &err) : sinter_compile(p.m, &co, &c, &cold, &err))
+		co.device = cli_device(o->device);
+	if (pkg ? sinter_package_load(o->file, &co, &c, &cold, &err) : sinter_model_compile(p.m, &co, &c, &cold, &err))
 		goto fail;
 	if (pkg) {
-		cpu = !strcmp(sinter_compiled_device(c), "cpu");
-		if (cpu ? !sinter_cpu_available(why, sizeof why) : !sinter_cuda_available(why, sizeof why))
-			snprintf(why, sizeof why, "%s", sinter_compiled_device(c));
+		sinter_device dev = sinter_compiled_device(c);
+		cpu = dev == SINTER_DEVICE_CPU;
+		if (sinter_device_available(dev, why, sizeof why, NULL) != SINTER_OK)
+			snprintf(why, sizeof why, "%s", sinter_device_name(dev));
 	}
 	double cold_s = p.parse_s + (cli_now() - t0);
 	char inpath[64];

@@ -79,7 +79,7 @@ int cli_cmd_cache(int argc, char **argv)
 		uint64_t bytes;
 		size_t pn;
 		uint64_t pbytes;
-		if (sinter_cache_stats(dir, &n, &bytes, &err) || sinter_plan_cache_stats(dir, &pn, &pbytes, &err))
+		if (sinter_cache_kernel_stats(dir, &n, &bytes, &err) || sinter_cache_plan_stats(dir, &pn, &pbytes, &err))
 			return cli_report(&err);
 		size_t rej, nrec;
 		if (sinter_tuning_stats(dir, &nrec, &rej, &err))

@@ -1,6 +1,7 @@
 /* cache_records.c: sinter cache export|import|merge, tuning records moved
  * between machines (docs/CACHE.md). A client of sinter.h. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -9,6 +9,7 @@
 #define SINTER_CLI_H
 
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -117,6 +118,8 @@ size_t cli_input_files(const cli_opts *o, const char *ins[18]);
 void cli_prepared_free(cli_prepared *p);
 bool cli_is_package(const char *file);
 void cli_compile_opts(const cli_opts *o, sinter_compile_options *co);
+/* The library's device for a --device value: "cpu", "cuda", "ref", else DEFAULT. */
+sinter_device cli_device(const char *name);
 int cli_package_inputs(sinter_compiled *c, const cli_opts *o, sinter_tensor **ins, size_t *n, sinter_error *err);
 
 /* the commands */

@@ -36,13 +36,13 @@ int cli_cmd_compile(cli_opts *o)
 		return cli_usage_error("compile", "unknown device '%s' (cuda or cpu)", o->device);
 	if (cpu && (o->target || o->dump_dir))
 		return cli_usage_error("compile", "%s", "--device cpu compiles for this machine's CPU: no --target or --dump-dir");
-	if (cpu && !sinter_cpu_available(why, sizeof why)) {
+	if (cpu && sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		fprintf(stderr, "sinter compile: %s\n", why);
 		return SINTER_E_ENV;
 	}
 	if (o->target && parse_target(o->target, &co.target_sm))
 		return cli_usage_error("compile", "--target wants sm_XX or sm_XXa (e.g. sm_90), got '%s'", o->target);
-	if (!cpu && !o->target && !sinter_cuda_available(why, sizeof why)) {
+	if (!cpu && !o->target && sinter_device_available(SINTER_DEVICE_CUDA, why, sizeof why, NULL) != SINTER_OK) {
 		fprintf(stderr, "sinter compile: %s; pass --target sm_XX to compile without a GPU\n", why);
 		return SINTER_E_ENV;
 	}
@@ -65,12 +65,13 @@ int cli_cmd_compile(cli_opts *o)
 	}
 	double parse_s = cli_now() - t0;
 	sinter_compile_stats st;
+	sinter_compile_stats_init(&st);
 	if (!co.target_sm && !cpu) {
 		/* the present GPU's arch: sinter_cuda_available says "NAME (sm_XX)" */
 		const char *p = strstr(why, "(sm_");
 		co.target_sm = p ? atoi(p + 4) : 0;
 	}
-	if (sinter_compile_kernels(m, &co, o->out, &st, &err)) {
+	if (sinter_model_compile_kernels(m, &co, o->out, &st, &err)) {
 		sinter_model_free(m);
 		return cli_report(&err);
 	}

@@ -186,8 +186,8 @@ static int build(cli_opts *o, const char *seq, const char *batch, int64_t T, sin
 		return cli_report(err);
 	sinter_compile_options co;
 	cli_compile_opts(o, &co);
-	co.device = o->device;
-	if (sinter_compile(*m, &co, c, NULL, err))
+	co.device = cli_device(o->device);
+	if (sinter_model_compile(*m, &co, c, NULL, err))
 		return cli_report(err);
 	return 0;
 }
@@ -199,7 +199,7 @@ static int step(sinter_compiled *c, const sinter_tensor *desc, const int64_t *id
 	sinter_tensor in[2];
 	char n0[256], n1[256];
 	sinter_tensor d1;
-	if (sinter_compiled_input(c, 1, &d1)) {
+	if (sinter_compiled_input(c, 1, &d1, NULL)) {
 		snprintf(err->message, sizeof err->message, "the model has no position input (its second input, i64[])");
 		err->status = SINTER_E_INPUT;
 		return cli_report(err);
@@ -228,7 +228,7 @@ int cli_cmd_generate(cli_opts *o)
 	if (o->device && strcmp(o->device, "ref") && strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
 		return cli_usage_error("generate", "unknown device '%s' (ref, cpu or cuda)", o->device);
 	if (!o->device)
-		o->device = sinter_cpu_available(why, sizeof why) ? "cpu" : "ref";
+		o->device = sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) == SINTER_OK ? "cpu" : "ref";
 	int64_t *prompt;
 	size_t np;
 	int rc = parse_ids(o->prompt_ids, &prompt, &np);
@@ -250,7 +250,7 @@ int cli_cmd_generate(cli_opts *o)
 	sinter_tensor d0;
 	const char *seq = NULL, *batch = NULL;
 	char seqb[64] = "", batchb[64] = "";
-	if (sinter_model_num_inputs(probe) < 2 || sinter_model_input(probe, 0, &d0) || d0.dtype != SINTER_I64 ||
+	if (sinter_model_num_inputs(probe) < 2 || sinter_model_input(probe, 0, &d0, NULL) || d0.dtype != SINTER_I64 ||
 	    d0.rank < 1 || d0.rank > 2 || sinter_model_num_outputs(probe) < 1) {
 		sinter_model_free(probe);
 		free(prompt);
@@ -289,7 +289,7 @@ int cli_cmd_generate(cli_opts *o)
 		rc = build(o, seq, batch, (int64_t)np, &mp, &cp, &err);
 	sinter_tensor desc;
 	if (!rc)
-		sinter_compiled_input(cp, 0, &desc);
+		sinter_compiled_input(cp, 0, &desc, NULL);
 	double t_run = cli_now();
 	if (!rc)
 		rc = step(cp, &desc, prompt, np, 0, &lg, &err);
@@ -315,7 +315,7 @@ int cli_cmd_generate(cli_opts *o)
 				rc = cli_report(&err);
 		}
 		if (!rc)
-			sinter_compiled_input(cd, 0, &desc);
+			sinter_compiled_input(cd, 0, &desc, NULL);
 	}
 	double t_dec = cli_now();
 	while (!rc && n < np + (size_t)max_new) {

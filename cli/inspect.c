@@ -23,14 +23,14 @@ int cli_cmd_check(cli_opts *o)
 		printf("],\n \"inputs\": [");
 		for (size_t i = 0; i < sinter_model_num_inputs(m); i++) {
 			sinter_tensor d;
-			sinter_model_input(m, i, &d);
+			sinter_model_input(m, i, &d, NULL);
 			printf("%s", i ? ", " : "");
 			cli_json_desc(&d, m, (int)i);
 		}
 		printf("],\n \"outputs\": [");
 		for (size_t i = 0; i < sinter_model_num_outputs(m); i++) {
 			sinter_tensor d;
-			sinter_model_output(m, i, &d);
+			sinter_model_output(m, i, &d, NULL);
 			printf("%s", i ? ", " : "");
 			cli_json_desc(&d, NULL, 0);
 		}
@@ -49,7 +49,7 @@ int cli_cmd_print(cli_opts *o)
 	if (o->device && !cpu)
 		return cli_usage_error("print", "--device takes cpu (its plan's steps), got '%s'", o->device);
 	/* --device cpu shows the plan run --device cpu executes: the cpu
-	 * device's rules (sinter_compile's, which print_cpu_plan skips) */
+	 * device's rules (sinter_model_compile's, which print_cpu_plan skips) */
 	if (cpu && o->mode && !strcmp(o->mode, "max-autotune"))
 		return cli_usage_error("print", "mode '%s' on cpu: the cpu device takes default or reduce-overhead",
 				       o->mode);
@@ -68,18 +68,15 @@ int cli_cmd_print(cli_opts *o)
 	if (rc)
 		return rc;
 	sinter_error err = {0};
-	char *text = cpu ? sinter_model_print_cpu_plan(m, &err)
-		   : o->groups ? sinter_model_print_groups(m, 0, &err)
-		   : o->dot    ? sinter_model_dot(m)
-			       : sinter_model_print(m);
+	char *text = NULL;
+	sinter_status st = cpu || o->groups ? sinter_model_print_plan(m, cpu ? SINTER_DEVICE_CPU : SINTER_DEVICE_CUDA, 0,
+								      &text, &err)
+			   : o->dot ? sinter_model_print_dot(m, &text, &err)
+				    : sinter_model_print(m, &text, &err);
 	sinter_model_free(m);
-	if (!text && (o->groups || cpu)) {
+	if (st) {
 		fprintf(stderr, "sinter print: %s\n", err.message);
-		return err.status;
-	}
-	if (!text) {
-		fprintf(stderr, "sinter print: out of memory\n");
-		return SINTER_E_INTERNAL;
+		return st;
 	}
 	fputs(text, stdout);
 	sinter_free(text);

@@ -17,7 +17,7 @@ static int run_command(int argc, char **argv);
  * the handler returns and the re-raised signal is unblocked). */
 static void on_signal(int sig)
 {
-	sinter_remove_temp_files();
+	sinter_temp_files_remove();
 	raise(sig);
 }
 

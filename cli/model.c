@@ -9,8 +9,8 @@
 
 int cli_load(const cli_opts *o, sinter_model **m)
 {
-	sinter_options so;
-	sinter_options_init(&so);
+	sinter_load_options so;
+	sinter_load_options_init(&so);
 	so.shapes = o->shapes;
 	so.nshapes = o->nshapes;
 	so.states = o->states;
@@ -28,8 +28,10 @@ int cli_optimize(const cli_opts *o, sinter_model *m, bool always, int sm)
 	if (!always && !o->mode && !o->passes && !o->precision)
 		return 0;
 	sinter_error err;
-	int prec = o->precision ? sinter_precision_parse(o->precision) : SINTER_PREC_FP32;
-	if (sinter_model_optimize(m, o->mode, o->passes, (sinter_precision)prec, sm,
+	sinter_precision prec = SINTER_PREC_FP32;
+	if (o->precision && sinter_precision_parse(o->precision, &prec, &err))
+		return cli_report(&err);
+	if (sinter_model_optimize(m, o->mode, o->passes, prec, sm,
 				  o->passes || o->mode ? o->dump_dir : NULL, &err))
 		return cli_report(&err);
 	return 0;
@@ -56,7 +58,7 @@ static int bind_from_inputs(sinter_model *m, const sinter_tensor *ts, size_t n, 
 	int added = 0;
 	for (size_t i = 0; i < sinter_model_num_inputs(m); i++) {
 		sinter_tensor d;
-		sinter_model_input(m, i, &d);
+		sinter_model_input(m, i, &d, NULL);
 		const sinter_tensor *t = NULL;
 		for (size_t k = 0; k < n; k++)
 			if (d.name && !strcmp(ts[k].name, d.name))
@@ -155,7 +157,7 @@ int cli_prepare(cli_opts *o, bool default_random, cli_prepared *p)
 			 "sinter run: no inputs: pass --inputs FILE (.safetensors, .npz, .npy) or --init random");
 		goto fail;
 	}
-	if (!p->ins && sinter_random_inputs(p->m, o->seed, &p->ins, &p->nins, &err))
+	if (!p->ins && sinter_model_random_inputs(p->m, o->seed, &p->ins, &p->nins, &err))
 		goto fail;
 	p->load_s = cli_now() - t0;
 	return 0;
@@ -166,7 +168,7 @@ fail:
 
 sinter_status cli_load_weights(const cli_opts *o, sinter_model *m, sinter_error *err)
 {
-	return sinter_model_load_weights_files(m, o->weight_files, o->nweights, o->weights_prefix, err);
+	return sinter_model_load_weights(m, o->weight_files, o->nweights, o->weights_prefix, err);
 }
 
 size_t cli_input_files(const cli_opts *o, const char *ins[18])
@@ -185,6 +187,15 @@ bool cli_is_package(const char *file)
 	return n > 10 && !strcmp(file + n - 10, ".sinterpkg");
 }
 
+sinter_device cli_device(const char *name)
+{
+	return !name ? SINTER_DEVICE_DEFAULT
+	       : !strcmp(name, "cpu") ? SINTER_DEVICE_CPU
+	       : !strcmp(name, "cuda") ? SINTER_DEVICE_CUDA
+	       : !strcmp(name, "ref")  ? SINTER_DEVICE_REF
+				       : SINTER_DEVICE_DEFAULT;
+}
+
 /* The library's one options struct from the flags; the library decides
  * what the mode and precision mean. */
 void cli_compile_opts(const cli_opts *o, sinter_compile_options *co)
@@ -192,14 +203,15 @@ void cli_compile_opts(const cli_opts *o, sinter_compile_options *co)
 	sinter_compile_options_init(co);
 	co->mode = o->mode;
 	co->passes = o->passes;
-	co->precision = (sinter_precision)(o->precision ? sinter_precision_parse(o->precision) : 0);
+	if (o->precision) /* checked by the argument parser */
+		(void)sinter_precision_parse(o->precision, &co->precision, NULL);
 	co->cache_dir = o->no_cache ? "" : o->cache_dir;
 	co->dump_dir = o->dump_dir;
 	co->no_fusion = o->no_fusion;
 	co->tune_budget_s = o->tune_budget;
 	co->tune_progress = o->tune_progress;
 	co->cache_remote = o->cache_remote;
-	co->device = o->device && !strcmp(o->device, "cpu") ? "cpu" : NULL;
+	co->device = o->device && !strcmp(o->device, "cpu") ? SINTER_DEVICE_CPU : SINTER_DEVICE_DEFAULT;
 	co->threads = o->threads;
 }
 
@@ -211,8 +223,8 @@ int cli_package_inputs(sinter_compiled *c, const cli_opts *o, sinter_tensor **in
 	if (!d)
 		return SINTER_E_INTERNAL;
 	for (size_t i = 0; i < k; i++)
-		sinter_compiled_input(c, i, &d[i]);
-	int rc = sinter_random_tensors(d, k, o->seed, ins, err);
+		sinter_compiled_input(c, i, &d[i], NULL);
+	int rc = sinter_tensors_random(d, k, o->seed, ins, err);
 	*n = k;
 	free(d);
 	return rc;

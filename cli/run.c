@@ -8,7 +8,7 @@ static int run_package(cli_opts *o)
 {
 	sinter_compile_options co;
 	cli_compile_opts(o, &co);
-	co.device = o->device; /* the library refuses a package for another device than the one named */
+	co.device = cli_device(o->device); /* the library refuses a package for another device than the one named */
 	sinter_error err;
 	sinter_compiled *c = NULL;
 	sinter_tensor *ins = NULL, *outs = NULL;
@@ -19,7 +19,7 @@ static int run_package(cli_opts *o)
 	if (o->out && cli_check_tensors_ext("run", o->out))
 		return CLI_EXIT_USAGE;
 	double t0 = cli_now();
-	if (sinter_load_package(o->file, &co, &c, NULL, &err))
+	if (sinter_package_load(o->file, &co, &c, NULL, &err))
 		return cli_report(&err);
 	double load_s = cli_now() - t0;
 	if (o->inputs ? (int)sinter_tensors_read(o->inputs, &ins, &nins, &err) : cli_package_inputs(c, o, &ins, &nins, &err))
@@ -33,12 +33,12 @@ static int run_package(cli_opts *o)
 		printf("{\"ok\": true, \"file\": ");
 		cli_json_str(o->file);
 		printf(", \"device\": \"%s\", \"package\": true, \"run_s\": %.6f, \"load_s\": %.6f",
-		       sinter_compiled_device(c), run_s, load_s);
+		       sinter_device_name(sinter_compiled_device(c)), run_s, load_s);
 		cli_json_outputs(outs, nout);
 	} else {
 		for (size_t i = 0; i < nout; i++)
 			cli_summarize(&outs[i]);
-		printf("ran %s on %s in %.3f s (package loaded in %.3f s)\n", o->file, sinter_compiled_device(c), run_s,
+		printf("ran %s on %s in %.3f s (package loaded in %.3f s)\n", o->file, sinter_device_name(sinter_compiled_device(c)), run_s,
 		       load_s);
 	}
 	if (o->out && sinter_tensors_write(o->out, outs, nout, &err))
@@ -68,7 +68,9 @@ int cli_cmd_run(cli_opts *o)
 	/* no device named: cuda when a GPU is usable, else the compiled cpu
 	 * device when this build has it, else the reference interpreter */
 	if (!device)
-		device = sinter_cuda_available(why, sizeof why) ? "cuda" : sinter_cpu_available(why, sizeof why) ? "cpu" : "ref";
+		device = !sinter_device_available(SINTER_DEVICE_CUDA, why, sizeof why, NULL)  ? "cuda"
+			 : !sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) ? "cpu"
+											: "ref";
 	o->device = device;
 	bool cuda = strcmp(device, "ref") != 0; /* compiled: cuda or cpu */
 	cli_prepared p;
@@ -79,7 +81,8 @@ int cli_cmd_run(cli_opts *o)
 	sinter_tensor *outs = NULL;
 	sinter_compiled *c = NULL;
 	double t1 = cli_now(), t2, t0c = t1;
-	sinter_compile_stats cs = {0};
+	sinter_compile_stats cs;
+	sinter_compile_stats_init(&cs);
 	if (!cuda && (rc = cli_optimize(o, p.m, false, 0))) {
 		cli_prepared_free(&p);
 		return rc;
@@ -88,12 +91,12 @@ int cli_cmd_run(cli_opts *o)
 		/* the passes run inside compile, where the plan cache can skip them */
 		sinter_compile_options co;
 		cli_compile_opts(o, &co);
-		if (sinter_compile(p.m, &co, &c, &cs, &err))
+		if (sinter_model_compile(p.m, &co, &c, &cs, &err))
 			goto fail;
 		t1 = cli_now();
 		if (sinter_compiled_run(c, p.ins, p.nins, &outs, &err))
 			goto fail;
-	} else if (sinter_run_ref(p.m, p.ins, p.nins, &outs, &err)) {
+	} else if (sinter_model_run_ref(p.m, p.ins, p.nins, &outs, &err)) {
 		goto fail;
 	}
 	t2 = cli_now();

@@ -27,7 +27,7 @@ add_custom_target(sinter_public_static ALL DEPENDS ${SINTER_PUBLIC_A})
 add_custom_target(sinter_dist)
 add_dependencies(sinter_dist sinter_cli sinter_shared sinter_public_static)
 
-install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/sinter.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/sinter.h ${CMAKE_CURRENT_SOURCE_DIR}/include/sinter_tools.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS sinter_shared EXPORT sinterTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

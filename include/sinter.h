@@ -1,10 +1,27 @@
-/* sinter.h: the public C API of sinter, a graph compiler for neural networks.
+/* sinter.h: the public C API of sinter, a graph compiler for neural
+ * networks: the core (load a model, compile it for a device, run it and
+ * keep its state; errors; versions). Tensor files, random inputs and
+ * weights, printing, benches and profiles, caches and tuning records,
+ * logging, traces and the rest of what the sinter command uses are in
+ * sinter_tools.h.
  *
- * Handles are opaque. Every function that can fail returns a sinter_status
- * and, when err is not NULL, fills it with a message (with file:line:col and
- * the source line where there is a source). The library never exits or
- * aborts on bad input. Strings and arrays handed to the caller say who frees
- * them. The sinter command (cli/) uses nothing but this header.
+ * Conventions (docs/API.md):
+ *  - Names are noun-first: sinter_NOUN_VERB (sinter_model_load,
+ *    sinter_package_load, sinter_compiled_run).
+ *  - Handles are opaque; the comment of every constructor names its
+ *    destructor. Strings and arrays handed to the caller say who frees
+ *    them.
+ *  - Errors: every call that can fail returns a sinter_status and takes
+ *    an optional `sinter_error *err` last (NULL: no message); on failure
+ *    err holds the status and a message (with file:line:col and the source
+ *    line where there is a source). Calls that cannot fail (getters,
+ *    destructors) return their value. The library never exits or aborts
+ *    on bad input.
+ *  - Options are structs whose first field is their size (set by their
+ *    static inline _init): the library reads the fields that size covers
+ *    and takes the defaults (zero) for the rest, so a program built
+ *    against an older header runs with a newer library; fields past the
+ *    library's own must be zero.
  *
  * Linking: libsinter.so (pkg-config sinter; CMake find_package(sinter),
  * target sinter::sinter) or libsinter.a (pkg-config --static sinter;
@@ -16,20 +33,20 @@
  *  - Any function may run concurrently with any other on different handles
  *    (each thread its own sinter_model / sinter_compiled).
  *  - A sinter_model may be shared by threads that only read it: every
- *    function taking a `const sinter_model *`, and sinter_run_ref, may run
- *    concurrently on one model (weights read on first use are read once,
- *    under the model's lock). Functions taking a non-const model that
- *    change it (sinter_model_optimize, sinter_model_load_weights,
+ *    function taking a `const sinter_model *`, and sinter_model_run_ref,
+ *    may run concurrently on one model (weights read on first use are read
+ *    once, under the model's lock). Functions taking a non-const model
+ *    that change it (sinter_model_optimize, sinter_model_load_weights,
  *    sinter_model_init_random, sinter_model_free) need it to themselves.
  *  - A CUDA sinter_compiled is used by one thread at a time (it owns a
  *    CUDA stream, buffers and the last run's inputs); compile one per
  *    thread to run in parallel. A cpu one may be shared: its runs and
  *    benches from several threads take turns (a lock), each with its own
  *    right outputs; one per thread runs in parallel.
- *    sinter_compile_options and error structs belong to their caller.
- *  - sinter_version, sinter_dtype_*, sinter_precision_parse,
- *    sinter_cuda_available and the cache functions may be called from any
- *    thread at any time.
+ *    Options, stats and error structs belong to their caller.
+ *  - sinter_version, sinter_dtype_*, sinter_device_*, and (sinter_tools.h)
+ *    sinter_precision_parse and the cache functions may be called from
+ *    any thread at any time.
  * tests/unit/test_threads.c checks this under ThreadSanitizer
  * (-DSINTER_TSAN=ON). */
 #ifndef SINTER_H
@@ -38,6 +55,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +67,8 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
+/* ---- errors, versions, types ---- */
+
 /* Status codes; the CLI exits with the same numbers. */
 typedef enum sinter_status {
 	SINTER_OK = 0,
@@ -58,16 +78,25 @@ typedef enum sinter_status {
 	SINTER_E_INTERNAL = 4, /* a bug in sinter, or out of memory */
 } sinter_status;
 
+/* What a failed call says, when its caller passes one. */
 typedef struct sinter_error {
 	sinter_status status;
 	char message[4096];
 } sinter_error;
+
+/* The library's version, "MAJOR.MINOR.PATCH". Until the first release the
+ * API may change between versions (CHANGELOG.md says how). */
+const char *sinter_version(void);
 
 /* Element types, in the IR's order. */
 typedef enum sinter_dtype {
 	SINTER_F32, SINTER_F16, SINTER_BF16, SINTER_F8E4M3, SINTER_F8E5M2,
 	SINTER_I64, SINTER_I32, SINTER_I8, SINTER_U8, SINTER_BOOL,
 } sinter_dtype;
+/* "f32", "bf16", ...; "?" for a value out of range. */
+const char *sinter_dtype_name(sinter_dtype t);
+/* Bytes per element; 0 for a value out of range. */
+size_t sinter_dtype_size(sinter_dtype t);
 
 #define SINTER_MAX_RANK 8
 
@@ -82,11 +111,34 @@ typedef struct sinter_tensor {
 	size_t nbytes;
 } sinter_tensor;
 
-const char *sinter_version(void);
-const char *sinter_dtype_name(sinter_dtype t);
-size_t sinter_dtype_size(sinter_dtype t);
+/* Frees n tensors, their data and names, and the array. */
+void sinter_tensors_free(sinter_tensor *ts, size_t n);
+/* Frees a string or array the library handed over ("free with sinter_free"). */
+void sinter_free(void *p);
 
-/* ---- options ---- */
+/* ---- devices ---- */
+typedef enum sinter_device {
+	SINTER_DEVICE_DEFAULT, /* compiling: cuda; loading a package: the package's own */
+	SINTER_DEVICE_CUDA,    /* the present NVIDIA GPU (kernels through NVRTC, products
+				* through cuBLASLt) */
+	SINTER_DEVICE_CPU,     /* the host CPU: fused groups JIT-compiled with LLVM, products
+				* and convolutions through OpenBLAS, other steps on the
+				* reference interpreter (docs/DESIGN.md, The cpu device) */
+	SINTER_DEVICE_REF,     /* the reference interpreter on the model as written (no
+				* passes; the model must outlive the handle): a compiled
+				* handle that keeps state across runs (docs/DESIGN.md, State) */
+} sinter_device;
+/* "cuda", "cpu", "ref" ("default" for SINTER_DEVICE_DEFAULT, "?" out of range). */
+const char *sinter_device_name(sinter_device d);
+/* SINTER_OK when device d can be used here, SINTER_E_ENV (err says why)
+ * when not (no GPU, or the device not built), SINTER_E_USAGE for
+ * SINTER_DEVICE_DEFAULT or a value out of range. info[cap] (may be NULL)
+ * receives a description of the device when it can be used (CUDA:
+ * "NAME (sm_XX)"; cpu: the host CPU and its features), else the reason.
+ * REF is always available. */
+sinter_status sinter_device_available(sinter_device d, char *info, size_t cap, sinter_error *err);
+
+/* ---- models ---- */
 typedef struct sinter_shape_binding {
 	const char *name; /* a symbol of the graph, e.g. "N" */
 	int64_t value;
@@ -101,64 +153,67 @@ typedef struct sinter_state_binding {
 	const char *input;  /* an input's name, of the output's dtype and shape */
 } sinter_state_binding;
 
-typedef struct sinter_options {
+/* How a model is loaded. Initialize with sinter_load_options_init (it sets
+ * size); zero fields are the defaults. */
+typedef struct sinter_load_options {
+	size_t size;                        /* sizeof(sinter_load_options) */
 	const sinter_shape_binding *shapes; /* symbols bound at load time */
 	size_t nshapes;
 	const sinter_state_binding *states; /* inputs made states (a model without states of its own) */
 	size_t nstates;
-} sinter_options;
+} sinter_load_options;
+static inline void sinter_load_options_init(sinter_load_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->size = sizeof *o;
+}
 
-/* Zeroes o: no bindings. */
-void sinter_options_init(sinter_options *o);
-
-/* ---- models ---- */
 typedef struct sinter_model sinter_model;
 
 /* Reads, parses and verifies a .sir file, or imports a .onnx file (whose
  * initializers become the loaded weights). opt may be NULL.
  * Free the model with sinter_model_free. */
-sinter_status sinter_model_load(const char *path, const sinter_options *opt,
-				sinter_model **out, sinter_error *err);
+sinter_status sinter_model_load(const char *path, const sinter_load_options *opt, sinter_model **out,
+				sinter_error *err);
 /* The same from text in memory; name is used in messages and weights paths
  * are relative to the current directory. Free with sinter_model_free. */
-sinter_status sinter_model_parse(const char *text, size_t len, const char *name,
-				 const sinter_options *opt, sinter_model **out,
-				 sinter_error *err);
+sinter_status sinter_model_parse(const char *text, size_t len, const char *name, const sinter_load_options *opt,
+				 sinter_model **out, sinter_error *err);
 void sinter_model_free(sinter_model *m);
-/* Writes the model as sir_path (a .sir) plus its weights beside it
- * (the same name with .safetensors; the .sir's weights line names it):
- * how `sinter import` turns an ONNX file into sinter IR. */
-sinter_status sinter_model_save(const sinter_model *m, const char *sir_path, sinter_error *err);
-
-/* The canonical text of the model. The caller frees it with sinter_free. */
-char *sinter_model_print(const sinter_model *m);
-/* The fusion groups a CUDA compile for sm_<target_sm> would make of m (its
- * symbolic dims bound), one line per group; NULL with err set when they
- * cannot be made. Free with sinter_free. */
-char *sinter_model_print_groups(const sinter_model *m, int target_sm, sinter_error *err);
-/* The steps a cpu compile of m (as it stands: no passes) would run, one
- * line each, and how many of them fall back to the reference interpreter;
- * m must be fully shaped and its weights need not be loaded. NULL with
- * err set when the cpu device is not built or the plan cannot be made.
- * Free with sinter_free. */
-char *sinter_model_print_cpu_plan(const sinter_model *m, sinter_error *err);
-/* The structural hash (XXH3-128) as 32 lowercase hex digits plus NUL. */
-void sinter_model_hash(const sinter_model *m, char hex[33]);
-size_t sinter_model_num_nodes(const sinter_model *m);
-/* Symbols left unbound (0 when the model is fully shaped); name of the i-th. */
-size_t sinter_model_num_symbols(const sinter_model *m);
-const char *sinter_model_symbol(const sinter_model *m, size_t i);
 
 size_t sinter_model_num_inputs(const sinter_model *m);
 size_t sinter_model_num_outputs(const sinter_model *m);
 /* Describes input/output i (data NULL; name owned by the model). */
-sinter_status sinter_model_input(const sinter_model *m, size_t i, sinter_tensor *desc);
-sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor *desc);
+sinter_status sinter_model_input(const sinter_model *m, size_t i, sinter_tensor *desc, sinter_error *err);
+sinter_status sinter_model_output(const sinter_model *m, size_t i, sinter_tensor *desc, sinter_error *err);
 
-/* The symbol at dim `dim` of input i, or NULL when that dim is a number. */
-const char *sinter_model_input_symbol(const sinter_model *m, size_t i, int dim);
+/* Reads every param from safetensors files, as checkpoints ship: each of
+ * paths[0..n) a .safetensors file or a sharded checkpoint's index (a .json
+ * such as model.safetensors.index.json, whose "weight_map" names each
+ * key's shard beside it), read as one set of keys; n == 0: the file named
+ * by the model's `weights` line (relative to the model's file). Tensors
+ * are matched by key; a key in two files is SINTER_E_INPUT ("duplicate
+ * key K in A and B"). prefix: a key prefix one side carries and the other
+ * lacks ("transformer.", "model."): a param K reads prefix+K, or K less
+ * prefix, or K; NULL guesses it when no param's key is in the files as it
+ * is but all are under one prefix (said on stderr through the log); ""
+ * matches keys as they are. Floats convert among floats with correct
+ * rounding, integers among integers when the value fits; a missing key, a
+ * shape mismatch, a conversion between float and integer or an integer
+ * that does not fit is SINTER_E_INPUT; extra tensors are ignored. */
+sinter_status sinter_model_load_weights(sinter_model *m, const char *const *paths, size_t n, const char *prefix,
+					sinter_error *err);
 
-/* ---- graph passes ---- */
+/* Runs the model on the reference interpreter (plain C, fp64
+ * accumulation): the oracle for every device. inputs are matched to the
+ * graph's inputs by name (or by position when unnamed); weights must be
+ * loaded. *outputs (n = num_outputs) is freed with sinter_tensors_free.
+ * A model with state runs once from zeroed state (to keep state across
+ * runs, compile it with device REF). */
+sinter_status sinter_model_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
+				   sinter_tensor **outputs, sinter_error *err);
+
+/* ---- compiling for a device ---- */
 typedef enum sinter_precision {
 	SINTER_PREC_FP32, /* as declared */
 	SINTER_PREC_TF32, /* fp32 values; fp32 contractions may use TF32 tensor cores */
@@ -166,83 +221,19 @@ typedef enum sinter_precision {
 	SINTER_PREC_FP16,
 	SINTER_PREC_FP8,  /* bf16, with e4m3 matmul/linear weights (sm_89 and newer) */
 } sinter_precision;
-
-/* Rewrites the model with graph passes: the comma list `passes`, or when
- * it is NULL the pipeline of `mode` ("default", "reduce-overhead",
- * "max-autotune"). With weights loaded, derived weights (folded batch
- * norms, channels-last kernels, converted dtypes) are computed in fp64 and
- * stored in the weights' dtype; without, only the graph changes (for
- * printing). target_sm: 0 when unknown (fp8 checks it). dump_dir (or NULL)
- * receives the IR after each pass. */
-sinter_status sinter_model_optimize(sinter_model *m, const char *mode, const char *passes,
-				    sinter_precision precision, int target_sm, const char *dump_dir,
-				    sinter_error *err);
-/* The precision named by s ("fp32", "tf32", "bf16", "fp16", "fp8"); -1 if none. */
-int sinter_precision_parse(const char *s);
-
-/* ---- weights ---- */
-/* Reads every param from a .safetensors file (or a sharded checkpoint's
- * index, as below): path, or when NULL the file named by the model's
- * `weights` line (relative to the model's file). Tensors are matched by
- * key (a key prefix guessed as below); floats convert to a float param's
- * dtype with correct rounding, integers to an integer param's exactly; a
- * missing key, a shape mismatch or a conversion between float and integer
- * is SINTER_E_INPUT; extra tensors in the file are ignored. */
-sinter_status sinter_model_load_weights(sinter_model *m, const char *path, sinter_error *err);
-/* The same from several files read as one set of keys, as checkpoints
- * ship: each of paths[0..n) a .safetensors file or a sharded checkpoint's
- * index (a .json such as model.safetensors.index.json, whose "weight_map"
- * names each key's shard beside it). A key in two files is SINTER_E_INPUT
- * ("duplicate key K in A and B"). prefix: a key prefix one side carries
- * and the other lacks ("transformer.", "model."): a param K reads
- * prefix+K, or K less prefix, or K; NULL guesses it when no param's key is
- * in the files as it is but all are under one prefix (said on stderr
- * through the log); "" matches keys as they are. Floats convert among
- * floats, integers among integers when the value fits; a conversion
- * between the two, or an integer that does not fit, is SINTER_E_INPUT.
- * n == 0 is sinter_model_load_weights(m, NULL, err). */
-sinter_status sinter_model_load_weights_files(sinter_model *m, const char *const *paths, size_t n,
-					      const char *prefix, sinter_error *err);
-/* Fills every param deterministically from seed and the param's key, with
- * PyTorch-like default scales: conv/linear weights and biases uniform in
- * +-1/sqrt(fan_in), norm weights and running variances 1, norm biases and
- * running means 0, embedding tables N(0, 1). */
-sinter_status sinter_model_init_random(sinter_model *m, uint64_t seed, sinter_error *err);
-
-/* ---- running ---- */
-/* Random inputs for the model (floats N(0, 1); indices of a gather in
- * range; other integers in [0, 10)), none for an input with a default
- * (an ONNX graph input that has an initializer: a run that gives no
- * tensor for it takes the initializer, docs/ONNX.md). The model must be
- * fully shaped. The caller frees them with sinter_tensors_free. */
-sinter_status sinter_random_inputs(const sinter_model *m, uint64_t seed,
-				   sinter_tensor **inputs, size_t *n, sinter_error *err);
-/* Random tensors shaped as the descriptions descs[0..n) (floats N(0, 1),
- * integers in [0, 10), bools 0 or 1), named alike. Free with
- * sinter_tensors_free. */
-sinter_status sinter_random_tensors(const sinter_tensor *descs, size_t n, uint64_t seed, sinter_tensor **out,
-				    sinter_error *err);
-/* Runs the model on the reference interpreter (plain C, fp64
- * accumulation): the oracle for every backend. inputs are matched to the
- * graph's inputs by name (or by position when unnamed); weights must be
- * loaded. *outputs (n = num_outputs) is freed with sinter_tensors_free.
- * A model with state runs once from zeroed state (to keep state across
- * runs, compile it with device "ref"). */
-sinter_status sinter_run_ref(sinter_model *m, const sinter_tensor *inputs, size_t ninputs,
-			     sinter_tensor **outputs, sinter_error *err);
-
-/* ---- compiling for a device ---- */
-/* Whether a CUDA device can be used; when not, why (into why[cap]). */
-bool sinter_cuda_available(char *why, size_t cap);
-/* Whether this build has the cpu device (LLVM 16 and OpenBLAS found when
- * it was built); into why[cap]: the host CPU, or why not. */
-bool sinter_cpu_available(char *why, size_t cap);
+enum { SINTER_TUNE_AUTO, SINTER_TUNE_BAR, SINTER_TUNE_SUMMARY, SINTER_TUNE_JSON, SINTER_TUNE_QUIET };
 
 /* Everything that decides how a model is compiled and run, in one struct;
  * the modes' meaning is decided by the library, not by its callers.
- * Zeroed (sinter_compile_options_init) means: mode "default", fp32, the
- * present GPU, the default cache directory, plan cache on. */
+ * Initialize with sinter_compile_options_init (it sets size); zero fields
+ * mean: mode "default", fp32, device cuda (the present GPU), the default
+ * cache directory, plan cache on. */
 typedef struct sinter_compile_options {
+	size_t size;           /* sizeof(sinter_compile_options) */
+	sinter_device device;  /* DEFAULT: cuda (a package: its own). cpu takes fp32 and bf16,
+				* modes default and reduce-overhead (the same there), fully
+				* shaped models; no run_device. REF takes no other option
+				* and makes no package */
 	const char *mode;      /* "default" (NULL): passes, heuristic kernel configs, caches;
 				* "reduce-overhead": default + the plan captured once as a CUDA
 				* graph and replayed; "max-autotune": reduce-overhead + each
@@ -271,25 +262,23 @@ typedef struct sinter_compile_options {
 				* $SINTER_CACHE_REMOTE when set; "": none */
 	int tune_progress;     /* on stderr: SINTER_TUNE_AUTO (0: a bar on a terminal, else one
 				* summary line), _BAR, _SUMMARY, _JSON (a JSON object per line), _QUIET */
-	const char *device;    /* "cuda" (NULL), "ref" (the reference interpreter on the model as
-				* written, no passes; the model must outlive the handle) or
-				* "cpu": fused groups JIT-compiled with LLVM for
-				* the host CPU, products and convolutions through OpenBLAS, other
-				* steps on the reference interpreter (docs/DESIGN.md, The cpu device).
-				* cpu takes fp32, modes default and reduce-overhead (the same there),
-				* fully shaped models; no packages, no run_device, no profile */
 	int threads;           /* cpu: worker threads (0: the cores this process may use). sinter's
 				* own pool splits the work and OpenBLAS runs each call on one
 				* thread: compiling for cpu sets OpenBLAS's thread count to 1 for
 				* the whole process (openblas_set_num_threads), which an
 				* application that also calls OpenBLAS will see */
 } sinter_compile_options;
-enum { SINTER_TUNE_AUTO, SINTER_TUNE_BAR, SINTER_TUNE_SUMMARY, SINTER_TUNE_JSON, SINTER_TUNE_QUIET };
+static inline void sinter_compile_options_init(sinter_compile_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->size = sizeof *o;
+}
 
-/* Zeroes o: the defaults above. */
-void sinter_compile_options_init(sinter_compile_options *o);
-
+/* What a compile did and how long it took. Initialize with
+ * sinter_compile_stats_init (it sets size): the library fills the fields
+ * size covers. */
 typedef struct sinter_compile_stats {
+	size_t size;           /* sizeof(sinter_compile_stats) */
 	double passes_s, codegen_s, nvrtc_s, load_s, upload_s, plan_s; /* seconds; plan_s: plan
 				* cache lookup and read (a hit) or write (a miss) */
 	size_t kernels, unique_kernels, cache_hits, steps;
@@ -309,51 +298,77 @@ typedef struct sinter_compile_stats {
 				* on cpu nvrtc_s is LLVM's -O3 and code generation (0 on an
 				* object-cache hit), load_s ORC LLJIT's linking */
 } sinter_compile_stats;
+static inline void sinter_compile_stats_init(sinter_compile_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	s->size = sizeof *s;
+}
 
-/* Runs the passes o asks for on a copy of m, then renders and compiles every
- * kernel of the model for sm o->target_sm (90 when 0) with NVRTC, without a
- * GPU (nothing is loaded). The model must be fully shaped. When package is
- * not NULL, writes the plan, its cubins and the weight image (the weights
- * must be loaded) there as one file that runs where NVRTC is absent
- * (sinter_load_package); its matrix products pick their cuBLASLt algorithm
- * when loaded. */
-sinter_status sinter_compile_kernels(const sinter_model *m, const sinter_compile_options *o,
-				     const char *package, sinter_compile_stats *stats, sinter_error *err);
-
-/* A model compiled and loaded on the CUDA device, weights uploaded (they
- * must be loaded in m first: file weights are read only on a plan-cache
- * miss). The passes o asks for run on a copy: m is not changed. The plan
- * comes from the plan cache when it holds it (no passes, rendering, NVRTC
- * or cuBLASLt heuristic then); else it is built and stored there.
- * A model with unbound symbols (a symbolic batch) compiles lazily: each
- * run binds them from its inputs' shapes and uses the plan for those
- * values, built (or read from the plan cache) on first use and kept loaded,
- * up to o->max_plans at once; m must come from a file (sinter_model_load).
- * Free with sinter_compiled_free. */
+/* A model compiled and loaded on a device. Free with sinter_compiled_free. */
 typedef struct sinter_compiled sinter_compiled;
-sinter_status sinter_compile(const sinter_model *m, const sinter_compile_options *o,
-			     sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err);
-/* Loads an AOT package (sinter compile -o FILE.sinterpkg) on the present
- * GPU: no NVRTC needed. A package for another arch is refused naming both.
- * A cpu package (compiled with device "cpu") loads on the cpu device: its
- * objects are linked as they are (no LLVM, no cache), refused (exit
- * category 3) on a CPU without the features they were compiled for.
- * o->device "cpu" with a CUDA package, or "cuda" with a cpu one, is
- * SINTER_E_USAGE. o may be NULL (only device, threads, poison and mode
- * matter). Free with sinter_compiled_free. */
-sinter_status sinter_load_package(const char *path, const sinter_compile_options *o,
-				  sinter_compiled **out, sinter_compile_stats *stats, sinter_error *err);
-/* The device a compiled model (or package) runs on: "cuda", "cpu" or "ref". */
-const char *sinter_compiled_device(const sinter_compiled *c);
-/* Inputs and outputs of a compiled model (or package), as for a model's. */
+
+/* Compiles m for o->device (o may be NULL: the defaults) and loads it,
+ * weights uploaded (they must be loaded in m first: file weights are read
+ * only on a plan-cache miss). The passes o asks for run on a copy: m is
+ * not changed. The plan comes from the plan cache when it holds it (no
+ * passes, rendering, NVRTC or cuBLASLt heuristic then); else it is built
+ * and stored there. On cuda, a model with unbound symbols (a symbolic
+ * batch) compiles lazily: each run binds them from its inputs' shapes and
+ * uses the plan for those values, built (or read from the plan cache) on
+ * first use and kept loaded, up to o->max_plans at once; m must come from
+ * a file (sinter_model_load). stats (may be NULL) is filled.
+ * Free with sinter_compiled_free. */
+sinter_status sinter_model_compile(const sinter_model *m, const sinter_compile_options *o, sinter_compiled **out,
+				   sinter_compile_stats *stats, sinter_error *err);
+/* Compiles m ahead of time, loading nothing: on cuda, every kernel for sm
+ * o->target_sm (90 when 0) with NVRTC, without a GPU; on cpu, the plan's
+ * objects for this machine. The model must be fully shaped. When package
+ * is not NULL, writes the plan, its kernels and the weight image (the
+ * weights must be loaded) there as one file that runs where NVRTC (or
+ * LLVM) is absent (sinter_package_load); a CUDA package's matrix products
+ * pick their cuBLASLt algorithm when loaded. */
+sinter_status sinter_model_compile_kernels(const sinter_model *m, const sinter_compile_options *o,
+					   const char *package, sinter_compile_stats *stats, sinter_error *err);
+/* Loads an AOT package (sinter compile -o FILE.sinterpkg): a CUDA one on
+ * the present GPU, no NVRTC needed (a package for another arch is refused
+ * naming both); a cpu one on the cpu device, its objects linked as they are
+ * (no LLVM, no cache), refused (SINTER_E_ENV) on a CPU without the
+ * features they were compiled for. o->device CPU with a CUDA package, or
+ * CUDA with a cpu one, is SINTER_E_USAGE. o may be NULL (only device,
+ * threads, poison and mode matter). Free with sinter_compiled_free. */
+sinter_status sinter_package_load(const char *path, const sinter_compile_options *o, sinter_compiled **out,
+				  sinter_compile_stats *stats, sinter_error *err);
+void sinter_compiled_free(sinter_compiled *c);
+
+/* The device a compiled model (or package) runs on: CUDA, CPU or REF. */
+sinter_device sinter_compiled_device(const sinter_compiled *c);
+/* Inputs and outputs of a compiled model (or package), as for a model's (a
+ * symbolic dim of a lazily compiled model is -1). */
 size_t sinter_compiled_num_inputs(const sinter_compiled *c);
 size_t sinter_compiled_num_outputs(const sinter_compiled *c);
-sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *desc);
-void sinter_compiled_free(sinter_compiled *c);
-/* Runs on the device; inputs as for sinter_run_ref; *outputs (host) is
- * freed with sinter_tensors_free. */
+sinter_status sinter_compiled_input(const sinter_compiled *c, size_t i, sinter_tensor *desc, sinter_error *err);
+sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc, sinter_error *err);
+
+/* Runs on the device; inputs as for sinter_model_run_ref; *outputs (host)
+ * is freed with sinter_tensors_free. */
 sinter_status sinter_compiled_run(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
 				  sinter_tensor **outputs, sinter_error *err);
+/* Runs on device memory with no host copy (how the Python package runs
+ * torch CUDA tensors): inputs[i].data and outputs[i].data are device
+ * addresses (CUdeviceptr) on the compiled model's GPU, device 0's primary
+ * context, nbytes how many bytes lie there; inputs are matched as for
+ * sinter_compiled_run, outputs by position, and each must have exactly the
+ * model's dtype and shape (for a lazily compiled model, those its inputs
+ * bind). stream is a CUstream of that context (NULL: the legacy default
+ * stream): the run starts after the work queued on it so far, and work
+ * queued on it afterwards starts after the run (the outputs are written
+ * then); the call does not wait for the device. Inputs and outputs may be
+ * reused or freed in stream order. CUDA only. */
+sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
+					 const sinter_tensor *outputs, size_t noutputs, void *stream,
+					 sinter_error *err);
+
+/* ---- state ---- */
 /* State (docs/DESIGN.md, State): a model's states (.sir `state %x: TYPE`
  * inputs with their `update`, or ONNX inputs named by --state OUT=IN) are
  * neither inputs nor outputs of a compiled model: it keeps one buffer per
@@ -370,137 +385,6 @@ sinter_status sinter_compiled_state_read(sinter_compiled *c, sinter_tensor **sta
 sinter_status sinter_compiled_state_write(sinter_compiled *c, const sinter_tensor *states, size_t n,
 					  sinter_error *err);
 sinter_status sinter_compiled_state_reset(sinter_compiled *c, sinter_error *err);
-/* Output i of a compiled model: its name, dtype and shape (a symbolic dim
- * of a lazily compiled model is -1). */
-sinter_status sinter_compiled_output(const sinter_compiled *c, size_t i, sinter_tensor *desc);
-/* Runs on device memory with no host copy (how the Python package runs
- * torch CUDA tensors): inputs[i].data and outputs[i].data are device
- * addresses (CUdeviceptr) on the compiled model's GPU, device 0's primary
- * context, nbytes how many bytes lie there; inputs are matched as for
- * sinter_compiled_run, outputs by position, and each must have exactly the
- * model's dtype and shape (for a lazily compiled model, those its inputs
- * bind). stream is a CUstream of that context (NULL: the legacy default
- * stream): the run starts after the work queued on it so far, and work
- * queued on it afterwards starts after the run (the outputs are written
- * then); the call does not wait for the device. Inputs and outputs may be
- * reused or freed in stream order. */
-sinter_status sinter_compiled_run_device(sinter_compiled *c, const sinter_tensor *inputs, size_t ninputs,
-					 const sinter_tensor *outputs, size_t noutputs, void *stream,
-					 sinter_error *err);
-/* Device time of `iters` calls (CUDA events) after `warmup` calls, with the
- * inputs of the last run in place: ms[0..iters). */
-sinter_status sinter_compiled_bench(sinter_compiled *c, int warmup, int iters, double *ms,
-				    sinter_error *err);
-
-/* A per-step profile: each step of the plan launched and timed alone
- * (CUDA events) over `iters` calls. Entries are per step, in plan order;
- * free the array with sinter_free. */
-typedef struct sinter_profile_entry {
-	const char *kernel; /* kernel name, or "cublasLt"; owned by c */
-	const char *op;     /* the IR op it computes */
-	double ms;          /* device time per call */
-	double bytes;       /* operands read once, output written once */
-	double flops;       /* for contractions and convolutions, else 0 */
-} sinter_profile_entry;
-sinter_status sinter_compiled_profile(sinter_compiled *c, int iters, sinter_profile_entry **entries,
-				      size_t *n, sinter_error *err);
-
-/* ---- caches ---- */
-/* Entries and bytes of the kernel cache in dir (NULL: the default). */
-sinter_status sinter_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err);
-/* Entries and bytes of the plan cache in dir (NULL: the default). */
-sinter_status sinter_plan_cache_stats(const char *dir, size_t *entries, uint64_t *bytes, sinter_error *err);
-/* Deletes the kernel cache's and the plan cache's entries; *removed counts them. */
-sinter_status sinter_cache_clear(const char *dir, size_t *removed, sinter_error *err);
-/* Tuning records (max-autotune's decisions; docs/CACHE.md) in dir's local
- * store (NULL: the default dir). stats: *valid records, *rejected entries
- * that fail a check. export: every valid record into a record file (*n).
- * import: a record file's valid records into the store, the faster winning
- * per kernel and device (*read, *written, *rejected lines). merge: a and b
- * into out, one record per kernel and device, the faster (*n, *rejected).
- * clear: deletes the records and the plan cache's tuning lists and key files. */
-sinter_status sinter_tuning_stats(const char *dir, size_t *valid, size_t *rejected, sinter_error *err);
-sinter_status sinter_tuning_export(const char *dir, const char *file, size_t *n, sinter_error *err);
-sinter_status sinter_tuning_import(const char *dir, const char *file, size_t *read, size_t *written,
-				   size_t *rejected, sinter_error *err);
-sinter_status sinter_tuning_merge(const char *a, const char *b, const char *out, size_t *n, size_t *rejected,
-				  sinter_error *err);
-sinter_status sinter_tuning_clear(const char *dir, size_t *removed, sinter_error *err);
-/* Why a compile of m with o would or would not hit the caches, as text
- * (free with sinter_free): the plan entry (hit, or the nearest stored plan
- * and each key component that differs: options, device, versions, weights,
- * model, shapes, tuning records), max-autotune's records, and how many of
- * the plan's kernels the kernel cache holds. Needs the GPU (its name and
- * versions are part of the key); m's weights as for sinter_compile. */
-sinter_status sinter_cache_explain(const sinter_model *m, const sinter_compile_options *o, char **report,
-				   sinter_error *err);
-/* The default cache directory into out[cap]. */
-sinter_status sinter_cache_dir(char *out, size_t cap, sinter_error *err);
-
-/* ---- tensor files ---- */
-/* Reads every tensor of a .safetensors file (F64 is converted to F32), or
- * of NumPy's .npz (named as its entries) or .npy (one tensor, named "":
- * it matches an input by position); NumPy's float64 becomes f32, int16 and
- * uint16 i32, uint32 i64; Fortran-ordered and big-endian arrays are
- * reordered. Free with sinter_tensors_free. */
-sinter_status sinter_tensors_read(const char *path, sinter_tensor **ts, size_t *n, sinter_error *err);
-/* Checks, before any work, that path can be written as an output: it is
- * not a directory, its folder exists and is writable, and it is not the
- * same file (device and inode) as m's source file, the weights file m's
- * weights line names, or any of the n paths in inputs (NULL entries are
- * skipped). m may be NULL. SINTER_E_INPUT for a path that cannot work as
- * given, SINTER_E_ENV for a folder that refuses writes. */
-sinter_status sinter_output_check(const sinter_model *m, const char *path, const char *const *inputs,
-				  size_t n, sinter_error *err);
-/* Writes tensors to a .safetensors file, atomically (a unique temp file in
- * the same folder, fsync, rename: a failure leaves the old file); or, by
- * extension, a .npz (np.savez's layout, one NAME.npy per tensor) or a .npy
- * (exactly one tensor). NumPy has no bf16 or fp8: they are written as
- * float32, exactly. */
-sinter_status sinter_tensors_write(const char *path, const sinter_tensor *ts, size_t n, sinter_error *err);
-/* Frees n tensors, their data and names, and the array. */
-void sinter_tensors_free(sinter_tensor *ts, size_t n);
-/* Removes the temp file of every write in progress in this process (an
- * output, a package, a cache entry: ".NAME.tmp-..." beside NAME), which
- * an interrupted process would leave behind. Async-signal-safe (unlink
- * only): for a SIGINT or SIGTERM handler that then re-raises the signal,
- * as the sinter command's does. A write whose temp file it removed fails
- * or writes nothing. */
-void sinter_remove_temp_files(void);
-
-void sinter_free(void *p);
-
-/* ---- logging, traces, graphs ---- */
-/* Log levels: warnings by default; $SINTER_LOG (quiet|warn|info|debug)
- * sets the level a process starts with. info: compile stages with their
- * times, plan-cache and kernel-cache results with reasons; debug: every
- * kernel's cache lookup, per-pass detail. */
-typedef enum sinter_log_level {
-	SINTER_LOG_QUIET, SINTER_LOG_WARN, SINTER_LOG_INFO, SINTER_LOG_DEBUG,
-} sinter_log_level;
-/* Process-wide; any thread. */
-void sinter_log_set_level(sinter_log_level level);
-sinter_log_level sinter_log_get_level(void);
-/* Where messages go (one line each, no newline): fn, or NULL for stderr
- * ("sinter: info: ..."). fn may be called from any thread, one call at a
- * time. */
-void sinter_log_set_handler(void (*fn)(void *ctx, sinter_log_level level, const char *msg), void *ctx);
-/* A progress line on stderr for work that lasts over two seconds (the
- * reference interpreter's nodes, NVRTC's kernels); off by default (the
- * sinter command turns it on when stderr is a terminal). */
-void sinter_progress_enable(bool on);
-/* Records a Chrome trace (JSON Object Format; Perfetto and chrome://tracing
- * open it) from now on: host spans of the compile stages, loads and runs
- * on one track per thread, and, on a device track, each step's device time
- * measured by sinter_compiled_profile (named "op kernel"). Process-wide. */
-void sinter_trace_start(void);
-/* Writes what was recorded since sinter_trace_start to path (atomically)
- * and stops recording. */
-sinter_status sinter_trace_write(const char *path, sinter_error *err);
-/* The model's graph as Graphviz dot text (`dot -Tsvg`): one box per node
- * with its op, name and type, edges from operands. Free with sinter_free;
- * NULL when out of memory. */
-char *sinter_model_dot(const sinter_model *m);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -111,7 +111,7 @@ int sn_out_check(const char *path, sn_err *e);
 bool sn_same_file(const char *a, const char *b);
 /* Unlinks the temp file of every write in progress (open, not yet
  * committed or aborted): async-signal-safe, for a SIGINT or SIGTERM
- * handler that then re-raises the signal (sinter_remove_temp_files). */
+ * handler that then re-raises the signal (sinter_temp_files_remove). */
 void sn_out_remove_temps(void);
 /* Creates the temp file for path (mode as for open, before the umask). */
 int sn_out_open(sn_out *o, const char *path, unsigned mode, sn_err *e);

@@ -21,6 +21,7 @@ fails=0
 check() { if ! eval "$1"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
 libdir=$(dirname "$(find "$prefix" -name sinter.pc)")/..
 check '[ -f "$prefix/include/sinter.h" ]'
+check '[ -f "$prefix/include/sinter_tools.h" ]'
 check '[ -x "$prefix/bin/sinter" ]'
 check '[ -f "$libdir/libsinter.a" ]'
 check '[ -L "$libdir/libsinter.so" ]'
@@ -34,9 +35,20 @@ check '[ -z "$extra" ]'
 extra=$(nm -g --defined-only "$libdir/libsinter.a" 2>/dev/null | awk 'NF == 3 {print $3}' | grep -v '^sinter_' || true)
 check '[ -z "$extra" ]'
 [ -z "$extra" ] || echo "libsinter.a globals beyond sinter_: $(echo $extra | head -c 300)"
-# every function declared in sinter.h is exported
-for f in $(grep -oE '\bsinter_[a-z0-9_]+\(' "$prefix/include/sinter.h" | tr -d '(' | sort -u); do
+# every function declared in sinter.h and sinter_tools.h is exported (the
+# static inline _init functions are the caller's own)
+declared() { grep -v 'static inline' "$1" | grep -oE '\bsinter_[a-z0-9_]+\(' | tr -d '(' | sort -u; }
+for f in $(declared "$prefix/include/sinter.h") $(declared "$prefix/include/sinter_tools.h"); do
 	nm -D --defined-only "$libdir/libsinter.so" | grep -qw "$f" || { echo "FAIL: $f not exported"; fails=$((fails + 1)); }
+done
+# the core header stays small (issue 31 item 18): at most 30 functions
+ncore=$(declared "$prefix/include/sinter.h" | wc -l)
+echo "sinter.h: $ncore functions"
+check '[ "$ncore" -le 30 ]'
+# and the library exports nothing the headers do not declare
+for f in $(nm -D --defined-only "$libdir/libsinter.so" | awk '{print $3}' | grep '^sinter_'); do
+	grep -qw "$f" "$prefix/include/sinter.h" "$prefix/include/sinter_tools.h" ||
+		{ echo "FAIL: $f exported, not declared"; fails=$((fails + 1)); }
 done
 "$prefix/bin/sinter" --version >/dev/null || { echo "FAIL: installed sinter --version"; fails=$((fails + 1)); }
 

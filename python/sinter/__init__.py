@@ -17,17 +17,18 @@ Compiled.device, repr).
 Pure Python over libsinter.so (ctypes); see _lib for how it is found."""
 import contextlib
 import ctypes
+import enum
 import os
 import threading
 
 import numpy as np
 
-from ._lib import (SinterError, FreedError, check, lib, Tensor, Error, Options, ShapeBinding, StateBinding, CompileOptions,
-                   CompileStats, ProfileEntry)
+from ._lib import (SinterError, FreedError, check, lib, Tensor, Error, Options, ShapeBinding, StateBinding,
+                   CompileOptions, CompileStats, ProfileEntry, DEVICE_DEFAULT, DEVICE_CUDA, DEVICE_CPU, DEVICE_REF)
 
 __all__ = ["load", "load_package", "compile", "compile_model", "compile_package", "Model", "Compiled", "Outputs",
-           "SinterError", "FreedError", "version", "default_device", "cuda_available", "cpu_available", "read_tensors",
-           "write_tensors", "DEVICES"]
+           "SinterError", "FreedError", "version", "default_device", "device_available", "cuda_available",
+           "cpu_available", "read_tensors", "write_tensors", "Device", "DEVICES"]
 
 # sinter_dtype order (sinter.h)
 DTYPES = ["f32", "f16", "bf16", "f8e4m3", "f8e5m2", "i64", "i32", "i8", "u8", "bool"]
@@ -40,8 +41,21 @@ try:  # NumPy has no bfloat16 or float8; ml_dtypes (onnx's dependency) has
 except ImportError:
     pass
 
+class Device(str, enum.Enum):
+    """The devices (sinter.h's sinter_device). A Device is its name as a str: device="cpu" and
+    device=sinter.Device.CPU are the same, and Compiled.device == "cpu"
+    holds."""
+    CUDA = "cuda"
+    CPU = "cpu"
+    REF = "ref"
+
+    def __str__(self):
+        return self.value
+
+
 # the devices, best first: default_device() is the first one present
-DEVICES = ("cuda", "cpu", "ref")
+DEVICES = (Device.CUDA, Device.CPU, Device.REF)
+_C_DEVICE = {Device.CUDA: DEVICE_CUDA, Device.CPU: DEVICE_CPU, Device.REF: DEVICE_REF}
 
 
 def version():
@@ -62,19 +76,26 @@ def __getattr__(name):  # module attribute, looked up on first use (PEP 562)
     raise AttributeError("module 'sinter' has no attribute %r" % name)
 
 
+def device_available(device):
+    """(True, what it is) or (False, why not) for device "cuda" or "cpu"
+    (sinter_device_available); "ref" is always present."""
+    device = _device(device)
+    if device == Device.REF:
+        return True, "the reference interpreter"
+    info = ctypes.create_string_buffer(512)
+    st = lib().sinter_device_available(_C_DEVICE[device], info, len(info), None)
+    return st == 0, info.value.decode()
+
+
 def cuda_available():
     """(True, device name) or (False, why not)."""
-    why = ctypes.create_string_buffer(512)
-    ok = lib().sinter_cuda_available(why, len(why))
-    return bool(ok), why.value.decode()
+    return device_available(Device.CUDA)
 
 
 def cpu_available():
     """(True, what it runs on) or (False, why not): the cpu device (LLVM's
     JIT and OpenBLAS), absent from a library built without them."""
-    why = ctypes.create_string_buffer(512)
-    ok = lib().sinter_cpu_available(why, len(why))
-    return bool(ok), why.value.decode()
+    return device_available(Device.CPU)
 
 
 _default = None
@@ -87,17 +108,18 @@ def default_device():
     CLI's `sinter run` finds it."""
     global _default
     if _default is None:
-        _default = "cuda" if cuda_available()[0] else "cpu" if cpu_available()[0] else "ref"
+        _default = Device.CUDA if cuda_available()[0] else Device.CPU if cpu_available()[0] else Device.REF
     return _default
 
 
 def _device(device, allowed=DEVICES):
+    """device as a Device (None: the best present)."""
     if device is None:
         return default_device()
     if device not in allowed:
         raise SinterError(2, "device takes %s (or None: the best present, %r), got %r"
-                          % (", ".join(repr(d) for d in allowed), default_device(), device))
-    return device
+                          % (", ".join(repr(str(d)) for d in allowed), str(default_device()), device))
+    return Device(device)
 
 
 def _np_dtype(code):
@@ -243,9 +265,9 @@ class _Handle:
 
 
 def _model_descs(h, n_fn, fn):
-    t, out = Tensor(), []
+    t, out, err = Tensor(), [], Error()
     for i in range(n_fn(h)):
-        check(fn(h, i, ctypes.byref(t)), Error(2, b"no such tensor"))
+        check(fn(h, i, ctypes.byref(t), ctypes.byref(err)), err)
         out.append(_desc(t))
     return out
 
@@ -303,11 +325,9 @@ class Model:
 
     def text(self):
         """The canonical IR text."""
-        L = lib()
+        L, err, p = lib(), Error(), ctypes.c_void_p()
         with self._h.use() as h:
-            p = L.sinter_model_print(h)
-        if not p:
-            raise SinterError(4, "out of memory")
+            check(L.sinter_model_print(h, ctypes.byref(p), ctypes.byref(err)), err)
         try:
             return ctypes.string_at(p).decode()
         finally:
@@ -319,11 +339,21 @@ class Model:
             lib().sinter_model_hash(h, buf)
         return buf.value.decode()
 
-    def load_weights(self, path=None):
-        """Params from a .safetensors file (None: the model's weights line)."""
+    def load_weights(self, paths=None, prefix=None):
+        """Params from safetensors files (sinter_model_load_weights): a path,
+        or a list of them read as one set of keys (a sharded checkpoint's
+        index .json among them); None: the model's weights line. prefix: a
+        key prefix one side carries ("model."); None guesses it, "" takes
+        keys as they are."""
+        if paths is None:
+            paths = []
+        elif isinstance(paths, (str, bytes, os.PathLike)):
+            paths = [paths]
+        arr = (ctypes.c_char_p * max(1, len(paths)))(*[os.fsencode(p) for p in paths])
         err = Error()
         with self._h.use(exclusive=True) as h:
-            check(lib().sinter_model_load_weights(h, os.fsencode(path) if path else None, ctypes.byref(err)), err)
+            check(lib().sinter_model_load_weights(h, arr, len(paths), None if prefix is None else prefix.encode(),
+                                                  ctypes.byref(err)), err)
         return self
 
     def init_random(self, seed=0):
@@ -338,7 +368,7 @@ class Model:
         L, err = lib(), Error()
         ptr, n = ctypes.POINTER(Tensor)(), ctypes.c_size_t()
         with self._h.use() as h:
-            check(L.sinter_random_inputs(h, seed, ctypes.byref(ptr), ctypes.byref(n), ctypes.byref(err)), err)
+            check(L.sinter_model_random_inputs(h, seed, ctypes.byref(ptr), ctypes.byref(n), ctypes.byref(err)), err)
         names = [ptr[i].name.decode() for i in range(n.value)]
         return dict(zip(names, _take_outputs(ptr, n.value)))
 
@@ -362,8 +392,8 @@ class Model:
             ins = _Inputs(inputs, descs)
             L, err = lib(), Error()
             ptr = ctypes.POINTER(Tensor)()
-            check(L.sinter_run_ref(h, ins.arr, ins.n, ctypes.byref(ptr), ctypes.byref(err)), err)
-            return Outputs(_take_outputs(ptr, L.sinter_model_num_outputs(h)), "ref")
+            check(L.sinter_model_run_ref(h, ins.arr, ins.n, ctypes.byref(ptr), ctypes.byref(err)), err)
+            return Outputs(_take_outputs(ptr, L.sinter_model_num_outputs(h)), Device.REF)
 
 
 def _options(shapes, states=None):
@@ -376,25 +406,23 @@ def _options(shapes, states=None):
     for i, (out, inp) in enumerate((states or {}).items()):
         keep += [out.encode(), inp.encode()]
         sts[i].output, sts[i].input = keep[-2], keep[-1]
-    return Options(binds, len(shapes or {}), sts, len(states or {})), (binds, sts, keep)
+    return (Options(shapes=binds, nshapes=len(shapes or {}), states=sts, nstates=len(states or {})),
+            (binds, sts, keep))
 
 
 def _compile_options(mode=None, precision=None, cache_dir=None, target_sm=0, device=None, threads=0):
-    o = CompileOptions()
-    lib().sinter_compile_options_init(ctypes.byref(o))
+    o = CompileOptions()  # size set, the rest zero: the defaults
     keep = []
-    if device is not None:
-        keep.append(device.encode())
-        o.device = keep[-1]
+    o.device = DEVICE_DEFAULT if device is None else _C_DEVICE[Device(device)]
     o.threads = int(threads)
     if mode:
         keep.append(mode.encode())
         o.mode = keep[-1]
     if precision:
-        p = lib().sinter_precision_parse(precision.encode())
-        if p < 0:
+        p = ctypes.c_int()
+        if lib().sinter_precision_parse(precision.encode(), ctypes.byref(p), None):
             raise SinterError(2, "precision takes fp32, tf32, bf16, fp16 or fp8, got %r" % (precision,))
-        o.precision = p
+        o.precision = p.value
     if cache_dir is not None:
         keep.append(os.fsencode(cache_dir))
         o.cache_dir = keep[-1]
@@ -414,11 +442,10 @@ class Compiled:
         self._h = _Handle(handle, lib().sinter_compiled_free, "compiled model") if model is None else None
         if self._h is not None:
             with self._h.use() as h:
-                self.device = lib().sinter_compiled_device(h).decode()
+                self.device = Device(lib().sinter_device_name(lib().sinter_compiled_device(h)).decode())
         else:
-            self.device = "ref"
-        self.stats = {k: getattr(stats, k) for k, _ in CompileStats._fields_ if not k.startswith("_")} if stats \
-            else {}
+            self.device = Device.REF
+        self.stats = {k: getattr(stats, k) for k, _ in CompileStats._fields_ if k != "size"} if stats else {}
         self._keep = keep
         self._closed = False
 
@@ -622,13 +649,13 @@ def load_package(path, device=None, mode=None, threads=0):
         _device(device, ("cuda", "cpu"))
     o, keep = _compile_options(mode=mode, device=device, threads=threads)
     h, st, err = ctypes.c_void_p(), CompileStats(), Error()
-    check(lib().sinter_load_package(os.fsencode(path), ctypes.byref(o), ctypes.byref(h), ctypes.byref(st),
+    check(lib().sinter_package_load(os.fsencode(path), ctypes.byref(o), ctypes.byref(h), ctypes.byref(st),
                                     ctypes.byref(err)), err)
     return Compiled(h.value, st, keep)
 
 
 def compile_model(model, mode=None, precision=None, cache_dir=None, device=None, threads=0):
-    """A Model compiled (sinter_compile) for device: None (the best present,
+    """A Model compiled (sinter_model_compile) for device: None (the best present,
     default_device()), "cuda" (the present GPU), "cpu" (this CPU; threads:
     its worker threads, 0: the cores this process may use) or "ref" (no
     compilation: runs use the reference interpreter on the model, which
@@ -644,14 +671,14 @@ def compile_model(model, mode=None, precision=None, cache_dir=None, device=None,
     o, keep = _compile_options(mode=mode, precision=precision, cache_dir=cache_dir, device=device, threads=threads)
     h, st, err = ctypes.c_void_p(), CompileStats(), Error()
     with model._h.use() as mh:
-        check(lib().sinter_compile(mh, ctypes.byref(o), ctypes.byref(h), ctypes.byref(st), ctypes.byref(err)), err)
+        check(lib().sinter_model_compile(mh, ctypes.byref(o), ctypes.byref(h), ctypes.byref(st), ctypes.byref(err)), err)
     return Compiled(h.value, st, keep)
 
 
 def compile_package(model, path, device=None, mode=None, precision=None, cache_dir=None, target_sm=0):
     """Writes an AOT package of model (its weights loaded) to path, to run
     later with load_package where no compiler is present
-    (sinter_compile_kernels): for device "cpu" (this CPU's features) or
+    (sinter_model_compile_kernels): for device "cpu" (this CPU's features) or
     "cuda" (sm target_sm, 90 when 0; no GPU needed to write one); None: the
     best present, default_device(), which must then not be "ref". Returns
     the compile stats."""
@@ -665,9 +692,9 @@ def compile_package(model, path, device=None, mode=None, precision=None, cache_d
                                device=device)
     st, err = CompileStats(), Error()
     with model._h.use() as mh:
-        check(lib().sinter_compile_kernels(mh, ctypes.byref(o), os.fsencode(os.fspath(path)), ctypes.byref(st),
+        check(lib().sinter_model_compile_kernels(mh, ctypes.byref(o), os.fsencode(os.fspath(path)), ctypes.byref(st),
                                            ctypes.byref(err)), err)
-    return {k: getattr(st, k) for k, _ in CompileStats._fields_ if not k.startswith("_")}
+    return {k: getattr(st, k) for k, _ in CompileStats._fields_ if k != "size"}
 
 
 def read_tensors(path):

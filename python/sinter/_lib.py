@@ -1,6 +1,9 @@
 """_lib: finds libsinter.so and declares the C API of include/sinter.h
-through ctypes. Every struct here mirrors one of sinter.h; the ctest
-python.layout compares the offsets with the C compiler's."""
+and include/sinter_tools.h through ctypes. Every struct here mirrors one of
+sinter.h; the ctest python.numpy compares the offsets with the C
+compiler's. The option and stats structs start with their size: a mirror
+sets it to its own ctypes.sizeof (Sized), and the library reads (or fills)
+the fields that size covers, so a newer library needs no padding here."""
 import ctypes
 import ctypes.util
 import glob
@@ -69,26 +72,34 @@ class StateBinding(ctypes.Structure):
     _fields_ = [("output", ctypes.c_char_p), ("input", ctypes.c_char_p)]
 
 
-class Options(ctypes.Structure):
-    # sinter_options: states (--state OUT=IN) left empty (zeroed) here
-    _fields_ = [("shapes", ctypes.POINTER(ShapeBinding)), ("nshapes", ctypes.c_size_t),
+class Sized(ctypes.Structure):
+    """A struct whose first field, size, is its size (sinter.h's options
+    and stats): set when made, as the C API's static inline _init does."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.size = ctypes.sizeof(self)
+
+
+class Options(Sized):
+    _fields_ = [("size", ctypes.c_size_t), ("shapes", ctypes.POINTER(ShapeBinding)), ("nshapes", ctypes.c_size_t),
                 ("states", ctypes.POINTER(StateBinding)), ("nstates", ctypes.c_size_t)]
 
 
 WARN_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
 
 
-class CompileOptions(ctypes.Structure):
-    # The fields Python sets come first in sinter.h; `_reserve` leaves room for
-    # fields a newer library adds at the end (sinter_compile_options_init
-    # zeroes them: their defaults).
-    _fields_ = [("mode", ctypes.c_char_p), ("precision", ctypes.c_int), ("passes", ctypes.c_char_p),
+# sinter_device
+DEVICE_DEFAULT, DEVICE_CUDA, DEVICE_CPU, DEVICE_REF = 0, 1, 2, 3
+
+
+class CompileOptions(Sized):
+    _fields_ = [("size", ctypes.c_size_t), ("device", ctypes.c_int), ("mode", ctypes.c_char_p), ("precision", ctypes.c_int), ("passes", ctypes.c_char_p),
                 ("target_sm", ctypes.c_int), ("dump_dir", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
                 ("no_plan_cache", ctypes.c_bool), ("poison", ctypes.c_bool), ("no_fusion", ctypes.c_bool),
                 ("max_plans", ctypes.c_int), ("warn", ctypes.c_void_p), ("warn_ctx", ctypes.c_void_p),
                 ("tune_budget_s", ctypes.c_double), ("tune_kernel_s", ctypes.c_double),
-                ("cache_remote", ctypes.c_char_p), ("tune_progress", ctypes.c_int), ("device", ctypes.c_char_p),
-                ("threads", ctypes.c_int), ("_reserve", ctypes.c_char * 1024)]
+                ("cache_remote", ctypes.c_char_p), ("tune_progress", ctypes.c_int), ("threads", ctypes.c_int)]
 
 
 class ProfileEntry(ctypes.Structure):
@@ -96,13 +107,17 @@ class ProfileEntry(ctypes.Structure):
                 ("bytes", ctypes.c_double), ("flops", ctypes.c_double)]
 
 
-class CompileStats(ctypes.Structure):
-    _fields_ = [("passes_s", ctypes.c_double), ("codegen_s", ctypes.c_double), ("nvrtc_s", ctypes.c_double),
-                ("load_s", ctypes.c_double), ("upload_s", ctypes.c_double), ("plan_s", ctypes.c_double),
+class CompileStats(Sized):
+    _fields_ = [("size", ctypes.c_size_t), ("passes_s", ctypes.c_double), ("codegen_s", ctypes.c_double),
+                ("nvrtc_s", ctypes.c_double), ("load_s", ctypes.c_double), ("upload_s", ctypes.c_double), ("plan_s", ctypes.c_double),
                 ("kernels", ctypes.c_size_t), ("unique_kernels", ctypes.c_size_t), ("cache_hits", ctypes.c_size_t),
                 ("steps", ctypes.c_size_t), ("arena_bytes", ctypes.c_size_t), ("weight_bytes", ctypes.c_size_t),
                 ("context_s", ctypes.c_double), ("key_s", ctypes.c_double), ("blas_s", ctypes.c_double),
-                ("capture_s", ctypes.c_double), ("plan_hit", ctypes.c_bool), ("_reserve", ctypes.c_char * 1024)]
+                ("capture_s", ctypes.c_double), ("plan_hit", ctypes.c_bool), ("tune_kernels", ctypes.c_size_t),
+                ("tune_from_records", ctypes.c_size_t), ("tune_tuned", ctypes.c_size_t),
+                ("tune_candidates", ctypes.c_size_t), ("tune_timings", ctypes.c_size_t),
+                ("tune_failed", ctypes.c_size_t), ("tune_rejected", ctypes.c_size_t), ("tune_s", ctypes.c_double),
+                ("tune_speedup", ctypes.c_double), ("ref_steps", ctypes.c_size_t)]
 
 
 def _candidates():
@@ -158,36 +173,36 @@ _PROTOS = {
     "sinter_model_parse": (c_status, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, P(Options),
                                       P(ctypes.c_void_p), P(Error)]),
     "sinter_model_free": (None, [ctypes.c_void_p]),
-    "sinter_model_print": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "sinter_model_print": (c_status, [ctypes.c_void_p, P(ctypes.c_void_p), P(Error)]),
     "sinter_model_hash": (None, [ctypes.c_void_p, ctypes.c_char_p]),
     "sinter_model_num_inputs": (ctypes.c_size_t, [ctypes.c_void_p]),
     "sinter_model_num_outputs": (ctypes.c_size_t, [ctypes.c_void_p]),
     "sinter_model_num_symbols": (ctypes.c_size_t, [ctypes.c_void_p]),
-    "sinter_model_input": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
-    "sinter_model_output": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
-    "sinter_model_load_weights": (c_status, [ctypes.c_void_p, ctypes.c_char_p, P(Error)]),
+    "sinter_model_input": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor), P(Error)]),
+    "sinter_model_output": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor), P(Error)]),
+    "sinter_model_load_weights": (c_status, [ctypes.c_void_p, P(ctypes.c_char_p), ctypes.c_size_t, ctypes.c_char_p,
+                                             P(Error)]),
     "sinter_model_init_random": (c_status, [ctypes.c_void_p, ctypes.c_uint64, P(Error)]),
     "sinter_model_optimize": (c_status, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
                                          ctypes.c_int, ctypes.c_char_p, P(Error)]),
-    "sinter_precision_parse": (ctypes.c_int, [ctypes.c_char_p]),
-    "sinter_random_inputs": (c_status, [ctypes.c_void_p, ctypes.c_uint64, P(P(Tensor)), P(ctypes.c_size_t),
+    "sinter_precision_parse": (c_status, [ctypes.c_char_p, P(ctypes.c_int), P(Error)]),
+    "sinter_model_random_inputs": (c_status, [ctypes.c_void_p, ctypes.c_uint64, P(P(Tensor)), P(ctypes.c_size_t),
                                         P(Error)]),
-    "sinter_run_ref": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(P(Tensor)), P(Error)]),
-    "sinter_cuda_available": (ctypes.c_bool, [ctypes.c_char_p, ctypes.c_size_t]),
-    "sinter_cpu_available": (ctypes.c_bool, [ctypes.c_char_p, ctypes.c_size_t]),
-    "sinter_compile_options_init": (None, [P(CompileOptions)]),
-    "sinter_compile": (c_status, [ctypes.c_void_p, P(CompileOptions), P(ctypes.c_void_p), P(CompileStats),
+    "sinter_model_run_ref": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(P(Tensor)), P(Error)]),
+    "sinter_device_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sinter_device_available": (c_status, [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, P(Error)]),
+    "sinter_model_compile": (c_status, [ctypes.c_void_p, P(CompileOptions), P(ctypes.c_void_p), P(CompileStats),
                                   P(Error)]),
-    "sinter_compile_kernels": (c_status, [ctypes.c_void_p, P(CompileOptions), ctypes.c_char_p, P(CompileStats),
+    "sinter_model_compile_kernels": (c_status, [ctypes.c_void_p, P(CompileOptions), ctypes.c_char_p, P(CompileStats),
                                           P(Error)]),
-    "sinter_load_package": (c_status, [ctypes.c_char_p, P(CompileOptions), P(ctypes.c_void_p),
+    "sinter_package_load": (c_status, [ctypes.c_char_p, P(CompileOptions), P(ctypes.c_void_p),
                                        P(CompileStats), P(Error)]),
     "sinter_compiled_num_inputs": (ctypes.c_size_t, [ctypes.c_void_p]),
     "sinter_compiled_num_outputs": (ctypes.c_size_t, [ctypes.c_void_p]),
-    "sinter_compiled_input": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
-    "sinter_compiled_output": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor)]),
+    "sinter_compiled_input": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor), P(Error)]),
+    "sinter_compiled_output": (c_status, [ctypes.c_void_p, ctypes.c_size_t, P(Tensor), P(Error)]),
     "sinter_compiled_free": (None, [ctypes.c_void_p]),
-    "sinter_compiled_device": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "sinter_compiled_device": (ctypes.c_int, [ctypes.c_void_p]),
     "sinter_compiled_run": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(P(Tensor)), P(Error)]),
     "sinter_compiled_run_device": (c_status, [ctypes.c_void_p, P(Tensor), ctypes.c_size_t, P(Tensor),
                                               ctypes.c_size_t, ctypes.c_void_p, P(Error)]),

@@ -5,8 +5,10 @@
  *
  *   embed MODEL.sir [SYM=VALUE ...]        e.g. embed samples/resblock.sir N=2
  *
- * Only include/sinter.h is used; link with the sinter library. */
+ * include/sinter.h (the core) and include/sinter_tools.h (random weights
+ * and inputs) are used; link with the sinter library. */
 #include <sinter.h>
+#include <sinter_tools.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +38,8 @@ int main(int argc, char **argv)
 		binds[nb].name = argv[i];
 		binds[nb++].value = strtoll(eq + 1, NULL, 10);
 	}
-	sinter_options opt;
-	sinter_options_init(&opt);
+	sinter_load_options opt;
+	sinter_load_options_init(&opt);
 	opt.shapes = binds;
 	opt.nshapes = nb;
 
@@ -47,7 +49,7 @@ int main(int argc, char **argv)
 		return fail(&err);
 	sinter_tensor *in = NULL, *out = NULL;  /* freed by sinter_tensors_free */
 	size_t nin = 0;
-	if (sinter_model_init_random(m, 1, &err) || sinter_random_inputs(m, 1, &in, &nin, &err)) {
+	if (sinter_model_init_random(m, 1, &err) || sinter_model_random_inputs(m, 1, &in, &nin, &err)) {
 		sinter_model_free(m);
 		return fail(&err);
 	}
@@ -55,13 +57,13 @@ int main(int argc, char **argv)
 	char why[256];
 	sinter_compiled *c = NULL;              /* freed by sinter_compiled_free */
 	int rc = 0;
-	if (sinter_cuda_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CUDA, why, sizeof why, NULL) == SINTER_OK) {
 		printf("running on %s\n", why);
-		if (sinter_compile(m, NULL, &c, NULL, &err) || sinter_compiled_run(c, in, nin, &out, &err))
+		if (sinter_model_compile(m, NULL, &c, NULL, &err) || sinter_compiled_run(c, in, nin, &out, &err))
 			rc = fail(&err);
 	} else {
 		printf("no GPU (%s): running on the reference interpreter\n", why);
-		if (sinter_run_ref(m, in, nin, &out, &err))
+		if (sinter_model_run_ref(m, in, nin, &out, &err))
 			rc = fail(&err);
 	}
 	for (size_t i = 0; !rc && i < sinter_model_num_outputs(m); i++) {

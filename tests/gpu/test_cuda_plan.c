@@ -5,6 +5,7 @@
  * batch runs at batch 1, 3 and 17 from one compiled object, each batch
  * against the reference interpreter on fresh random inputs. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "gpu_check.h"
 
@@ -36,7 +37,7 @@ static void on_warn(void *ctx, const char *msg)
 static sinter_model *load(const char *path, int64_t n)
 {
 	sinter_shape_binding b = {"N", n};
-	sinter_options o = {.shapes = &b, .nshapes = n > 0};
+	sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &b, .nshapes = n > 0};
 	sinter_model *m = NULL;
 	sinter_error err;
 	if (sinter_model_load(path, &o, &m, &err)) {
@@ -52,9 +53,10 @@ static sinter_tensor *compile_run(const sinter_model *m, const sinter_compile_op
 {
 	sinter_compiled *c = NULL;
 	sinter_compile_stats st;
+	sinter_compile_stats_init(&st);
 	sinter_tensor *out = NULL;
 	sinter_error err;
-	if (sinter_compile(m, o, &c, &st, &err) || sinter_compiled_run(c, in, nin, &out, &err)) {
+	if (sinter_model_compile(m, o, &c, &st, &err) || sinter_compiled_run(c, in, nin, &out, &err)) {
 		fprintf(stderr, "compile/run: %s\n", err.message);
 		out = NULL;
 	}
@@ -101,7 +103,7 @@ static void corrupt_plans(const char *dir, int how)
 int main(void)
 {
 	char why[512];
-	if (!sinter_cuda_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CUDA, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: no CUDA device (%s)\n", why);
 		return GPU_SKIP;
 	}
@@ -120,7 +122,7 @@ int main(void)
 	sinter_model *m = load(sir, 8);
 	sinter_tensor *in = NULL;
 	size_t nin = 0;
-	CHECK(m && !sinter_model_load_weights(m, NULL, &err) && !sinter_random_inputs(m, 11, &in, &nin, &err));
+	CHECK(m && !sinter_model_load_weights(m, NULL, 0, NULL, &err) && !sinter_model_random_inputs(m, 11, &in, &nin, &err));
 	if (!m || !in)
 		return 1;
 	size_t nout = sinter_model_num_outputs(m);
@@ -158,11 +160,11 @@ int main(void)
 	CHECK(m0 && !sinter_model_init_random(m0, 6, &err) && !sinter_model_save(m0, sir, &err));
 	sinter_model_free(m0);
 	sinter_model *m2 = load(sir, 8);
-	CHECK(m2 && !sinter_model_load_weights(m2, NULL, &err));
+	CHECK(m2 && !sinter_model_load_weights(m2, NULL, 0, NULL, &err));
 	nwarn = 0;
 	b = compile_run(m2, &o, in, nin, &hit);
 	sinter_tensor *r = NULL;
-	CHECK(!sinter_run_ref(m2, in, nin, &r, &err));
+	CHECK(!sinter_model_run_ref(m2, in, nin, &r, &err));
 	double e2 = b && r ? rel_l2(&r[0], &b[0]) : INFINITY;
 	CHECK(b && !hit && nwarn == 1 && strstr(warned, "stale") && !same(a, b, nout) && e2 < 2e-2);
 	printf("plan cache: stale weights: \"%s\", rebuilt, new outputs vs ref %.3g: %s\n", warned, e2,
@@ -172,10 +174,11 @@ int main(void)
 
 	/* AOT package: the same plan from one file */
 	sinter_compile_stats st;
-	CHECK(!sinter_compile_kernels(m2, &o, pkg, &st, &err));
+	sinter_compile_stats_init(&st);
+	CHECK(!sinter_model_compile_kernels(m2, &o, pkg, &st, &err));
 	sinter_compiled *c = NULL;
 	sinter_tensor *p1 = NULL, *p2 = NULL;
-	CHECK(!sinter_load_package(pkg, &o, &c, &st, &err) && !sinter_compiled_run(c, in, nin, &p1, &err));
+	CHECK(!sinter_package_load(pkg, &o, &c, &st, &err) && !sinter_compiled_run(c, in, nin, &p1, &err));
 	sinter_compiled_free(c);
 	p2 = compile_run(m2, &o, in, nin, &hit);
 	CHECK(hit && same(p1, p2, nout));
@@ -188,11 +191,11 @@ int main(void)
 	sinter_compile_options nc = o;
 	nc.no_plan_cache = true;
 	nc.cache_dir = "";
-	sinter_status cst = sinter_compile(m2, &nc, &c, &st, &err);
+	sinter_status cst = sinter_model_compile(m2, &nc, &c, &st, &err);
 	CHECK(cst == SINTER_E_ENV && strstr(err.message, "NVRTC"));
 	sinter_compiled_free(c);
 	c = NULL;
-	bool pkg_ok = !sinter_load_package(pkg, &o, &c, &st, &err) && !sinter_compiled_run(c, in, nin, &p1, &err);
+	bool pkg_ok = !sinter_package_load(pkg, &o, &c, &st, &err) && !sinter_compiled_run(c, in, nin, &p1, &err);
 	CHECK(pkg_ok && same(p1, p2, nout));
 	printf("package with NVRTC unloadable: compile refused (exit %d), package runs, same outputs: %s\n", (int)cst,
 	       pkg_ok && same(p1, p2, nout) ? "ok" : "FAIL");
@@ -204,8 +207,8 @@ int main(void)
 	snprintf(pkg80, sizeof pkg80, "%s/mlp80.sinterpkg", dir);
 	sinter_compile_options o80 = o;
 	o80.target_sm = 80;
-	CHECK(!sinter_compile_kernels(m2, &o80, pkg80, &st, &err));
-	sinter_status lst = sinter_load_package(pkg80, &o, &c, &st, &err);
+	CHECK(!sinter_model_compile_kernels(m2, &o80, pkg80, &st, &err));
+	sinter_status lst = sinter_package_load(pkg80, &o, &c, &st, &err);
 	snprintf(want, sizeof want, "sm_%d", 80);
 	CHECK(lst == SINTER_E_ENV && strstr(err.message, want) && strstr(err.message, "the GPU") && !c);
 	printf("package for sm_80: \"%s\": %s\n", err.message, lst == SINTER_E_ENV ? "ok" : "FAIL");
@@ -216,18 +219,18 @@ int main(void)
 
 	/* dynamic batch: one compiled object, batches 1, 3, 17, 3 */
 	sinter_model *dyn = load(sir, 0);
-	CHECK(dyn && sinter_model_num_symbols(dyn) == 1 && !sinter_model_load_weights(dyn, NULL, &err));
+	CHECK(dyn && sinter_model_num_symbols(dyn) == 1 && !sinter_model_load_weights(dyn, NULL, 0, NULL, &err));
 	o.precision = SINTER_PREC_FP32;
 	c = NULL;
-	CHECK(dyn && !sinter_compile(dyn, &o, &c, &st, &err));
+	CHECK(dyn && !sinter_model_compile(dyn, &o, &c, &st, &err));
 	const int64_t batches[] = {1, 3, 17, 3};
 	for (int k = 0; c && k < 4; k++) {
 		sinter_model *mb = load(sir, batches[k]);
 		sinter_tensor *bi = NULL, *got = NULL, *want = NULL;
 		size_t nb = 0;
-		bool ok = mb && !sinter_model_load_weights(mb, NULL, &err) &&
-			  !sinter_random_inputs(mb, 100 + (uint64_t)k, &bi, &nb, &err) &&
-			  !sinter_compiled_run(c, bi, nb, &got, &err) && !sinter_run_ref(mb, bi, nb, &want, &err);
+		bool ok = mb && !sinter_model_load_weights(mb, NULL, 0, NULL, &err) &&
+			  !sinter_model_random_inputs(mb, 100 + (uint64_t)k, &bi, &nb, &err) &&
+			  !sinter_compiled_run(c, bi, nb, &got, &err) && !sinter_model_run_ref(mb, bi, nb, &want, &err);
 		double e = ok ? rel_l2(&want[0], &got[0]) : INFINITY;
 		CHECK(ok && got[0].shape[0] == batches[k] && e < 1e-5);
 		printf("dynamic batch %lld: rel L2 vs ref %.3g: %s\n", (long long)batches[k], e, e < 1e-5 ? "ok" : "FAIL");

@@ -123,7 +123,7 @@ static void run_case(const char *file, int64_t n, pass_precision pr, const char 
 	char path[512];
 	sample_path(path, sizeof path, file);
 	sinter_shape_binding b = {"N", n};
-	sinter_options opt = {.shapes = &b, .nshapes = 1};
+	sinter_load_options opt = {.size = sizeof(sinter_load_options), .shapes = &b, .nshapes = 1};
 	sinter_model *m = NULL;
 	sinter_error err = {0};
 	sn_err e = {0};

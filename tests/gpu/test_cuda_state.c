@@ -18,7 +18,7 @@ enum { PROMPT = 5, NEW = 8 };
 static sinter_model *tiny(int64_t T)
 {
 	sinter_shape_binding b[2] = {{"N", 1}, {"T", T}};
-	sinter_options so = {.shapes = b, .nshapes = 2};
+	sinter_load_options so = {.size = sizeof(sinter_load_options), .shapes = b, .nshapes = 2};
 	sinter_model *m = NULL;
 	sinter_error err;
 	if (sinter_model_load("tests/state/tiny_llama.sir", &so, &m, &err) ||
@@ -34,11 +34,11 @@ static sinter_compiled *compile(sinter_model *m, const char *dev)
 {
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = dev;
+	o.device = !strcmp(dev, "cpu") ? SINTER_DEVICE_CPU : !strcmp(dev, "ref") ? SINTER_DEVICE_REF : SINTER_DEVICE_CUDA;
 	o.mode = !strcmp(dev, "cuda") ? "reduce-overhead" : NULL;
 	sinter_compiled *c = NULL;
 	sinter_error err;
-	if (sinter_compile(m, &o, &c, NULL, &err))
+	if (sinter_model_compile(m, &o, &c, NULL, &err))
 		fprintf(stderr, "%s: %s\n", dev, err.message);
 	return c;
 }
@@ -136,7 +136,7 @@ out:
 int main(void)
 {
 	char why[512];
-	if (!sinter_cuda_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CUDA, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: no CUDA device (%s)\n", why);
 		return GPU_SKIP;
 	}

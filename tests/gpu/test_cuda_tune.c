@@ -8,6 +8,7 @@
  * records whose config this build cannot render are rejected, counted,
  * and the kernels tuned again. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "gpu_check.h"
 
@@ -55,7 +56,7 @@ static sinter_tensor *compile_run(const sinter_model *m, const sinter_compile_op
 	sinter_tensor *out = NULL;
 	sinter_error err;
 	memset(st, 0, sizeof *st);
-	if (sinter_compile(m, o, &c, st, &err) || sinter_compiled_run(c, in, nin, &out, &err)) {
+	if (sinter_model_compile(m, o, &c, st, &err) || sinter_compiled_run(c, in, nin, &out, &err)) {
 		fprintf(stderr, "compile/run: %s\n", err.message);
 		out = NULL;
 	}
@@ -87,7 +88,7 @@ static void show(const char *what, const sinter_compile_stats *s)
 int main(void)
 {
 	char why[512];
-	if (!sinter_cuda_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CUDA, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: no CUDA device (%s)\n", why);
 		return GPU_SKIP;
 	}
@@ -105,8 +106,8 @@ int main(void)
 	sinter_tensor *in = NULL, *ref = NULL;
 	size_t nin = 0;
 	if (sinter_model_parse(model_text, sizeof model_text - 1, "tune.sir", NULL, &m, &err) ||
-	    sinter_model_init_random(m, 3, &err) || sinter_random_inputs(m, 17, &in, &nin, &err) ||
-	    sinter_run_ref(m, in, nin, &ref, &err)) {
+	    sinter_model_init_random(m, 3, &err) || sinter_model_random_inputs(m, 17, &in, &nin, &err) ||
+	    sinter_model_run_ref(m, in, nin, &ref, &err)) {
 		fprintf(stderr, "setup: %s\n", err.message);
 		return 1;
 	}
@@ -121,6 +122,10 @@ int main(void)
 
 	/* cold: tuned now */
 	sinter_compile_stats s1, s2, s3, s4;
+	sinter_compile_stats_init(&s1);
+	sinter_compile_stats_init(&s2);
+	sinter_compile_stats_init(&s3);
+	sinter_compile_stats_init(&s4);
 	sinter_tensor *a = compile_run(m, &o, in, nin, &s1);
 	show("cold", &s1);
 	double e1 = rel_l2(a, ref);
@@ -188,6 +193,8 @@ int main(void)
 	o.cache_dir = d4;
 	o.tune_budget_s = 1e-6;
 	sinter_compile_stats s5, s6;
+	sinter_compile_stats_init(&s5);
+	sinter_compile_stats_init(&s6);
 	sinter_tensor *f = compile_run(m, &o, in, nin, &s5);
 	show("no budget", &s5);
 	CHECK(f && !s5.plan_hit && s5.tune_tuned + s5.tune_from_records < s5.tune_kernels);

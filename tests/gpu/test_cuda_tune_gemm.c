@@ -13,6 +13,7 @@
  * bit-identical outputs; a record naming a config the template refuses
  * is rejected, counted, and the product tuned again. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "gpu_check.h"
 
@@ -63,7 +64,7 @@ static sinter_tensor *compile_run(const sinter_model *m, const sinter_compile_op
 	sinter_error err;
 	memset(st, 0, sizeof *st);
 	*cublas = *kernels = -1;
-	if (sinter_compile(m, o, &c, st, &err) || sinter_compiled_run(c, in, nin, &out, &err)) {
+	if (sinter_model_compile(m, o, &c, st, &err) || sinter_compiled_run(c, in, nin, &out, &err)) {
 		fprintf(stderr, "compile/run: %s\n", err.message);
 		out = NULL;
 	} else {
@@ -117,7 +118,7 @@ static void show(const char *what, const sinter_compile_stats *s, int cublas, in
 int main(void)
 {
 	char why[512];
-	if (!sinter_cuda_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CUDA, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: no CUDA device (%s)\n", why);
 		return GPU_SKIP;
 	}
@@ -136,9 +137,9 @@ int main(void)
 	sinter_tensor *in = NULL, *ref = NULL, *in2 = NULL, *ref2 = NULL;
 	size_t nin = 0;
 	if (sinter_model_parse(model_text, sizeof model_text - 1, "tune_gemm.sir", NULL, &m, &err) ||
-	    sinter_model_init_random(m, 5, &err) || sinter_random_inputs(m, 23, &in, &nin, &err) ||
-	    sinter_run_ref(m, in, nin, &ref, &err) || sinter_random_inputs(m, 977, &in2, &nin, &err) ||
-	    sinter_run_ref(m, in2, nin, &ref2, &err)) {
+	    sinter_model_init_random(m, 5, &err) || sinter_model_random_inputs(m, 23, &in, &nin, &err) ||
+	    sinter_model_run_ref(m, in, nin, &ref, &err) || sinter_model_random_inputs(m, 977, &in2, &nin, &err) ||
+	    sinter_model_run_ref(m, in2, nin, &ref2, &err)) {
 		fprintf(stderr, "setup: %s\n", err.message);
 		return 1;
 	}
@@ -155,6 +156,10 @@ int main(void)
 
 	/* cold: the template's configs timed beside cuBLASLt's algorithms */
 	sinter_compile_stats s1, s2, s3, s4;
+	sinter_compile_stats_init(&s1);
+	sinter_compile_stats_init(&s2);
+	sinter_compile_stats_init(&s3);
+	sinter_compile_stats_init(&s4);
 	int bl, tk;
 	sinter_tensor *a = compile_run(m, &o, in, nin, &s1, &bl, &tk);
 	show("cold", &s1, bl, tk);

@@ -4,6 +4,7 @@
  * on the reference interpreter on random inputs and checks every output
  * against the same sum worked out here in double. Prints "consume: ok". */
 #include <sinter.h>
+#include <sinter_tools.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -43,8 +44,8 @@ int main(int argc, char **argv)
 	    sinter_model_parse(model, strlen(model), "consume", NULL, &m, &err))
 		return fail(&err);
 	int rc = 0;
-	if (sinter_model_load_weights(m, wpath, &err) || sinter_random_inputs(m, 7, &in, &nin, &err) ||
-	    sinter_run_ref(m, in, nin, &out, &err))
+	if (sinter_model_load_weights(m, &wpath, 1, NULL, &err) || sinter_model_random_inputs(m, 7, &in, &nin, &err) ||
+	    sinter_model_run_ref(m, in, nin, &out, &err))
 		rc = fail(&err);
 	int bad = 0;
 	for (int i = 0; !rc && i < 4; i++)

@@ -7,6 +7,7 @@
 #define SINTER_STATE_CASE_H
 
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "../unit/check.h"
 
@@ -74,17 +75,17 @@ static void on_device(sinter_model *m, const char *dev, const char *mode)
 {
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = dev;
+	o.device = !strcmp(dev, "cpu") ? SINTER_DEVICE_CPU : !strcmp(dev, "ref") ? SINTER_DEVICE_REF : SINTER_DEVICE_CUDA;
 	o.mode = mode;
 	o.cache_dir = "";
 	sinter_compiled *c = NULL;
 	sinter_error err;
-	if (sinter_compile(m, &o, &c, NULL, &err) != SINTER_OK) {
+	if (sinter_model_compile(m, &o, &c, NULL, &err) != SINTER_OK) {
 		fprintf(stderr, "%s: compile: %s\n", dev, err.message);
 		CHECK(0);
 		return;
 	}
-	CHECK_STR(sinter_compiled_device(c), dev);
+	CHECK_STR(sinter_device_name(sinter_compiled_device(c)), dev);
 	CHECK(sinter_compiled_num_inputs(c) == 3);
 	CHECK(sinter_compiled_num_outputs(c) == 2);
 

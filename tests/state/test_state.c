@@ -9,7 +9,7 @@
  * sum and count), a write naming no state, the model API's one-shot run
  * from zeroed state, the I/O counts that leave states out, the printer's
  * fixed point, the parser's errors for misused state, and an ONNX
- * graph's input made a state (sinter_options.states) with its errors. */
+ * graph's input made a state (sinter_load_options.states) with its errors. */
 #include "state_case.h"
 #include "../unit/onnx_writer.h"
 
@@ -17,7 +17,7 @@
 
 /* An ONNX graph that takes its state as an input and returns the new one
  * (y = relu(past + x), present = past + x), the state input first: made a
- * state with sinter_options.states (sinter --state present=past). */
+ * state with sinter_load_options.states (sinter --state present=past). */
 static void onnx_state(void)
 {
 	pbw g = {0};
@@ -35,8 +35,8 @@ static void onnx_state(void)
 	free(mb.p);
 
 	sinter_state_binding sb[] = {{"present", "past"}};
-	sinter_options so;
-	sinter_options_init(&so);
+	sinter_load_options so;
+	sinter_load_options_init(&so);
 	so.states = sb;
 	so.nstates = 1;
 	sinter_model *m = NULL;
@@ -49,16 +49,17 @@ static void onnx_state(void)
 	}
 	CHECK(sinter_model_num_inputs(m) == 1 && sinter_model_num_outputs(m) == 1);
 	sinter_tensor d;
-	CHECK(!sinter_model_input(m, 0, &d) && !strcmp(d.name, "x"));
-	CHECK(!sinter_model_output(m, 0, &d) && !strcmp(d.name, "y"));
-	char *text = sinter_model_print(m);
+	CHECK(!sinter_model_input(m, 0, &d, NULL) && !strcmp(d.name, "x"));
+	CHECK(!sinter_model_output(m, 0, &d, NULL) && !strcmp(d.name, "y"));
+	char *text = NULL;
+	(void)sinter_model_print(m, &text, NULL);
 	CHECK(text && strstr(text, "state %past: f32[2,3]") && strstr(text, "update %past = %present"));
 	sinter_free(text);
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "ref";
+	o.device = SINTER_DEVICE_REF;
 	sinter_compiled *c = NULL;
-	CHECK(sinter_compile(m, &o, &c, NULL, &err) == SINTER_OK);
+	CHECK(sinter_model_compile(m, &o, &c, NULL, &err) == SINTER_OK);
 	double sum[6] = {0};
 	for (int k = 0; c && k < 3; k++) {
 		float x[6];
@@ -105,7 +106,7 @@ static void onnx_state(void)
 static void cpu_in_place(void)
 {
 	sinter_shape_binding b[2] = {{"N", 1}, {"T", 1}};
-	sinter_options so = {.shapes = b, .nshapes = 2};
+	sinter_load_options so = {.size = sizeof(sinter_load_options), .shapes = b, .nshapes = 2};
 	sinter_model *m = NULL;
 	sinter_error err;
 	CHECK(sinter_model_load(SINTER_SOURCE_DIR "/tests/state/tiny_llama.sir", &so, &m, &err) == SINTER_OK);
@@ -114,11 +115,12 @@ static void cpu_in_place(void)
 	CHECK(sinter_model_init_random(m, 1, &err) == SINTER_OK);
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = "";
 	sinter_compiled *c = NULL;
 	sinter_compile_stats cs;
-	CHECK(sinter_compile(m, &o, &c, &cs, &err) == SINTER_OK);
+	sinter_compile_stats_init(&cs);
+	CHECK(sinter_model_compile(m, &o, &c, &cs, &err) == SINTER_OK);
 	printf("cpu: tiny_llama's decode step: arena %zu bytes\n", cs.arena_bytes);
 	CHECK(c && cs.arena_bytes < 8192);
 	sinter_compiled_free(c);
@@ -150,11 +152,14 @@ int main(void)
 	CHECK(sinter_model_init_random(m, 1, &err) == SINTER_OK); /* no params: nothing drawn */
 
 	/* the printer writes the states back: a fixed point */
-	char *p1 = sinter_model_print(m);
+	char *p1 = NULL;
+	CHECK(sinter_model_print(m, &p1, &err) == SINTER_OK);
 	CHECK(p1 && strstr(p1, "state %cache: f32[4,3]") && strstr(p1, "update %cache = %cache.next"));
 	sinter_model *m2 = NULL;
 	CHECK(p1 && sinter_model_parse(p1, strlen(p1), "p1.sir", NULL, &m2, &err) == SINTER_OK);
-	char *p2 = m2 ? sinter_model_print(m2) : NULL;
+	char *p2 = NULL;
+	if (m2)
+		CHECK(sinter_model_print(m2, &p2, &err) == SINTER_OK);
 	CHECK(p1 && p2 && !strcmp(p1, p2));
 	char h1[33], h2[33];
 	sinter_model_hash(m, h1);
@@ -169,20 +174,20 @@ int main(void)
 	inputs in;
 	make_inputs(&in, 1);
 	sinter_tensor *out = NULL;
-	CHECK(sinter_run_ref(m, in.t, 3, &out, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, in.t, 3, &out, &err) == SINTER_OK);
 	if (out) {
 		double x[6], r[3];
 		for (int i = 0; i < 6; i++)
 			x[i] = in.x[i];
 		for (int i = 0; i < 3; i++)
 			r[i] = in.row[i];
-		check_outputs("sinter_run_ref", out, x, r);
+		check_outputs("sinter_model_run_ref", out, x, r);
 		sinter_tensors_free(out, 2);
 	}
 
 	on_device(m, "ref", NULL);
 	char why[256];
-	if (sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) == SINTER_OK) {
 		on_device(m, "cpu", NULL);
 		cpu_in_place();
 	} else {

@@ -22,6 +22,7 @@
  * node, in fp32 and bf16. Padding masks keep key 0, so that no row is wholly hidden (NaN or a
  * uniform average, which a comparison would not see through). */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 
@@ -302,9 +303,9 @@ static void run_form(const form *f, bool cpu, uint64_t seed)
 		return;
 	sinter_tensor *ins = NULL, *want = NULL;
 	size_t nin = 0, nout = sinter_model_num_outputs(m0);
-	CHECK(sinter_random_inputs(m0, seed, &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m0, seed, &ins, &nin, &err) == SINTER_OK);
 	fix_masks(ins, nin, seed);
-	if (sinter_run_ref(m0, ins, nin, &want, &err) != SINTER_OK) {
+	if (sinter_model_run_ref(m0, ins, nin, &want, &err) != SINTER_OK) {
 		fprintf(stderr, "%s: ref: %s\n", f->name, err.message);
 		CHECK(0);
 	}
@@ -321,7 +322,8 @@ static void run_form(const form *f, bool cpu, uint64_t seed)
 			fprintf(stderr, "%s %s: passes: %s\n", f->name, pn, err.message);
 			CHECK(0);
 		}
-		char *text = sinter_model_print(m);
+		char *text = NULL;
+		(void)sinter_model_print(m, &text, NULL);
 		int na = text ? count(text, " = scaled_dot_product_attention(") : -1;
 		int ns = text ? count(text, " = softmax(") : -1;
 		int ng = text && f->gone ? count(text, f->gone) : 0;
@@ -333,7 +335,7 @@ static void run_form(const form *f, bool cpu, uint64_t seed)
 		CHECK(ng == 0);
 		sinter_free(text);
 		sinter_tensor *got = NULL;
-		if (sinter_run_ref(m, ins, nin, &got, &err) != SINTER_OK) {
+		if (sinter_model_run_ref(m, ins, nin, &got, &err) != SINTER_OK) {
 			fprintf(stderr, "%s %s: ref: %s\n", f->name, pn, err.message);
 			CHECK(0);
 		}
@@ -345,13 +347,13 @@ static void run_form(const form *f, bool cpu, uint64_t seed)
 			continue;
 		sinter_compile_options o;
 		sinter_compile_options_init(&o);
-		o.device = "cpu";
+		o.device = SINTER_DEVICE_CPU;
 		o.precision = prec;
 		o.cache_dir = "";
 		o.threads = 2;
 		sinter_compiled *c = NULL;
 		got = NULL;
-		if (sinter_compile(m0, &o, &c, NULL, &err) != SINTER_OK ||
+		if (sinter_model_compile(m0, &o, &c, NULL, &err) != SINTER_OK ||
 		    sinter_compiled_run(c, ins, nin, &got, &err) != SINTER_OK) {
 			fprintf(stderr, "%s %s: cpu: %s\n", f->name, pn, err.message);
 			CHECK(0);
@@ -394,7 +396,8 @@ static void models(void)
 				sinter_model_free(m);
 				continue;
 			}
-			char *text = sinter_model_print(m);
+			char *text = NULL;
+			(void)sinter_model_print(m, &text, NULL);
 			int na = text ? count(text, " = scaled_dot_product_attention(") : -1;
 			int ns = text ? count(text, " = softmax(") : -1;
 			int ne = text ? count(text, " = expand(") : -1;
@@ -409,7 +412,7 @@ static void models(void)
 int main(void)
 {
 	char why[256];
-	bool cpu = sinter_cpu_available(why, sizeof why);
+	bool cpu = sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) == SINTER_OK;
 	if (!cpu)
 		printf("cpu device: skipped: %s\n", why);
 	/* $SINTER_TEST_SEED replays a run (its seed is printed) */

@@ -14,6 +14,7 @@
  * inputs bit for bit. The cpu parts are skipped, saying so, in a build
  * without the cpu device. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 #include "onnx_writer.h"
@@ -87,12 +88,12 @@ static bool run_cpu(sinter_model *m, bool no_fusion, const sinter_tensor *ins, s
 {
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = "";
 	o.threads = 2;
 	o.no_fusion = no_fusion;
 	sinter_compiled *c = NULL;
-	if (sinter_compile(m, &o, &c, NULL, &err) != SINTER_OK || sinter_compiled_run(c, ins, nin, out, &err) != SINTER_OK) {
+	if (sinter_model_compile(m, &o, &c, NULL, &err) != SINTER_OK || sinter_compiled_run(c, ins, nin, out, &err) != SINTER_OK) {
 		fprintf(stderr, "cpu: %s\n", err.message);
 		sinter_compiled_free(c);
 		return false;
@@ -107,9 +108,9 @@ static void check_model(sinter_model *m, int a, const char *label)
 {
 	sinter_tensor *ins = NULL, *ref = NULL;
 	size_t nin = 0;
-	CHECK(sinter_random_inputs(m, 1000 + (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m, 1000 + (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
 	CHECK(ins && any_nonzero(ins, nin));
-	CHECK(sinter_run_ref(m, ins, nin, &ref, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, ins, nin, &ref, &err) == SINTER_OK);
 	if (!ins || !ref) {
 		fprintf(stderr, "%s: %s\n", label, err.message);
 		sinter_tensors_free(ins, nin);
@@ -247,8 +248,8 @@ static void stacked_caches(int L)
 	CHECK(sinter_model_init_random(m, 11, &err) == SINTER_OK);
 	sinter_tensor *ins = NULL, *ref = NULL;
 	size_t nin = 0;
-	CHECK(sinter_random_inputs(m, 2000 + (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
-	CHECK(sinter_run_ref(m, ins, nin, &ref, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m, 2000 + (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, ins, nin, &ref, &err) == SINTER_OK);
 	CHECK(ref && ref[1].rank == 5 && ref[1].shape[0] == L && ref[1].shape[3] == 6);
 	/* the past keys sit in the stack as they came: [l, 0, h, 0..5, :] */
 	bool past_ok = ref != NULL;
@@ -291,7 +292,7 @@ static void stacked_caches(int L)
 int main(void)
 {
 	char why[256];
-	have_cpu = sinter_cpu_available(why, sizeof why);
+	have_cpu = sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) == SINTER_OK;
 	if (!have_cpu)
 		printf("cpu device: skipped: %s\n", why);
 	concat_case(1, "f32", 0);

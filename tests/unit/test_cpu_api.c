@@ -1,8 +1,8 @@
 /* test_cpu_api.c: the cpu device through the public API only. A model with
  * a fused pointwise chain, a layer_norm, a softmax, a linear with its
  * epilogue and an op that falls back (cumsum) is compiled with
- * sinter_compile_options.device = "cpu" and run on fresh random inputs;
- * its outputs are compared with sinter_run_ref's (relative L2 < 2e-5, as
+ * sinter_compile_options.device = SINTER_DEVICE_CPU and run on fresh random inputs;
+ * its outputs are compared with sinter_model_run_ref's (relative L2 < 2e-5, as
  * tests/cpu_ref.py argues). The object cache: a second compile into the
  * same folder runs no LLVM pass (cache_hits = kernels); an entry
  * overwritten with garbage is reported, rebuilt, and the results stay the
@@ -11,6 +11,7 @@
  * ones. Built only with the
  * cpu device (skipped otherwise, saying so). */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 
@@ -97,7 +98,7 @@ static int spoil(const char *dir)
 int main(void)
 {
 	char why[256];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: %s\n", why);
 		return 0;
 	}
@@ -109,12 +110,12 @@ int main(void)
 	CHECK(sinter_model_init_random(m, 7, &err) == SINTER_OK);
 	sinter_tensor *ins = NULL, *want = NULL;
 	size_t nin = 0;
-	CHECK(sinter_random_inputs(m, (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
-	CHECK(sinter_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m, (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
 
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = dir;
 	o.threads = 2;
 	o.warn = on_warn;
@@ -124,7 +125,8 @@ int main(void)
 			CHECK(spoil(dir) > 0);
 		sinter_compiled *c = NULL;
 		sinter_compile_stats st;
-		if (sinter_compile(m, &o, &c, &st, &err) != SINTER_OK) {
+		sinter_compile_stats_init(&st);
+		if (sinter_model_compile(m, &o, &c, &st, &err) != SINTER_OK) {
 			fprintf(stderr, "compile: %s\n", err.message);
 			CHECK(0);
 			break;
@@ -168,14 +170,15 @@ int main(void)
 		CHECK(sinter_model_init_random(g, 3, &err) == SINTER_OK);
 		sinter_compiled *gc = NULL;
 		sinter_compile_stats gs;
-		CHECK(sinter_compile(g, &o, &gc, &gs, &err) == SINTER_OK && gs.ref_steps == 0);
+		sinter_compile_stats_init(&gs);
+		CHECK(sinter_model_compile(g, &o, &gc, &gs, &err) == SINTER_OK && gs.ref_steps == 0);
 		int64_t idx[3] = {4, -5, 2};
 		int64_t shape[1] = {3};
 		sinter_tensor in = {.name = "i", .dtype = SINTER_I64, .rank = 1, .data = idx, .nbytes = sizeof idx};
 		memcpy(in.shape, shape, sizeof shape);
 		sinter_tensor *got = NULL, *want = NULL;
 		CHECK(gc && sinter_compiled_run(gc, &in, 1, &got, &err) == SINTER_OK);
-		CHECK(sinter_run_ref(g, &in, 1, &want, &err) == SINTER_OK);
+		CHECK(sinter_model_run_ref(g, &in, 1, &want, &err) == SINTER_OK);
 		CHECK(got && want && !memcmp(got[0].data, want[0].data, 48));
 		sinter_tensors_free(got, 1);
 		sinter_tensors_free(want, 1);
@@ -199,15 +202,15 @@ int main(void)
 		CHECK(sinter_model_parse(wm, strlen(wm), "winograd_input.sir", NULL, &wg, &err) == SINTER_OK);
 		CHECK(sinter_model_init_random(wg, 5, &err) == SINTER_OK); /* no params: an empty weight set */
 		sinter_compiled *wc = NULL;
-		if (sinter_compile(wg, &o, &wc, NULL, &err) != SINTER_OK)
+		if (sinter_model_compile(wg, &o, &wc, NULL, &err) != SINTER_OK)
 			fprintf(stderr, "compile: %s\n", err.message);
 		CHECK(wc != NULL);
 		for (int run = 0; wc && run < 2; run++) {
 			sinter_tensor *wi = NULL, *got = NULL, *want = NULL;
 			size_t nwi = 0;
-			CHECK(sinter_random_inputs(wg, (uint64_t)getpid() + 11u * (uint64_t)run, &wi, &nwi, &err) == SINTER_OK);
+			CHECK(sinter_model_random_inputs(wg, (uint64_t)getpid() + 11u * (uint64_t)run, &wi, &nwi, &err) == SINTER_OK);
 			CHECK(sinter_compiled_run(wc, wi, nwi, &got, &err) == SINTER_OK);
-			CHECK(sinter_run_ref(wg, wi, nwi, &want, &err) == SINTER_OK);
+			CHECK(sinter_model_run_ref(wg, wi, nwi, &want, &err) == SINTER_OK);
 			double e = got && want ? rel_l2(&got[0], &want[0]) : 1;
 			printf("winograd, weights as an input, run %d: relative L2 %.3g\n", run, e);
 			CHECK(e < 2e-5);
@@ -221,10 +224,10 @@ int main(void)
 	/* what the cpu device does not take is a usage error */
 	o.precision = SINTER_PREC_FP16; /* bf16 is taken: test_cpu_bf16.c */
 	sinter_compiled *c = NULL;
-	CHECK(sinter_compile(m, &o, &c, NULL, &err) == SINTER_E_USAGE && !c);
+	CHECK(sinter_model_compile(m, &o, &c, NULL, &err) == SINTER_E_USAGE && !c);
 	o.precision = SINTER_PREC_FP32;
-	o.device = "tpu";
-	CHECK(sinter_compile(m, &o, &c, NULL, &err) != SINTER_OK && !c);
+	o.device = (sinter_device)7; /* no such device */
+	CHECK(sinter_model_compile(m, &o, &c, NULL, &err) == SINTER_E_USAGE && !c);
 	size_t removed;
 	sinter_cache_clear(dir, &removed, NULL);
 	char cmd[600];

@@ -21,6 +21,7 @@
  * error). A timestep embedding with timesteps up to 1000 within 2e-2 in
  * bf16 (its angles stay f32). Skipped without the cpu device. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 
@@ -95,14 +96,14 @@ static sinter_compiled *compile(sinter_model *m, const char *dir, sinter_precisi
 {
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = dir;
 	o.threads = 2;
 	o.precision = p;
 	o.passes = p == SINTER_PREC_FP32 ? "" : NULL; /* the graph as written unless a precision is asked for */
 	sinter_compiled *c = NULL;
 	sinter_error err;
-	if (sinter_compile(m, &o, &c, st, &err) != SINTER_OK)
+	if (sinter_model_compile(m, &o, &c, st, &err) != SINTER_OK)
 		fprintf(stderr, "compile: %s\n", err.message);
 	return c;
 }
@@ -125,6 +126,7 @@ static void test_cast(const char *dir)
 	if (!m)
 		return;
 	sinter_compile_stats st;
+	sinter_compile_stats_init(&st);
 	sinter_compiled *c = compile(m, dir, SINTER_PREC_FP32, &st);
 	CHECK(c != NULL && st.ref_steps == 0); /* generated code, not the reference interpreter */
 	float x[COUNT(cases)];
@@ -159,6 +161,7 @@ static void test_gemm(const char *dir)
 	if (!m)
 		return;
 	sinter_compile_stats st;
+	sinter_compile_stats_init(&st);
 	sinter_compiled *c = compile(m, dir, SINTER_PREC_FP32, &st);
 	CHECK(c != NULL && st.ref_steps == 0);
 	/* rows of bf16 bits: 1 = 3F80, 1 + 2^-7 = 3F81, 2^-8 = 3B80,
@@ -208,9 +211,11 @@ static void test_precision(const char *dir)
 	sinter_error err;
 	sinter_tensor *ins = NULL, *want = NULL, *got = NULL;
 	size_t nin = 0;
-	CHECK(sinter_random_inputs(m, (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
-	CHECK(sinter_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m, (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
 	sinter_compile_stats s32, s16;
+	sinter_compile_stats_init(&s32);
+	sinter_compile_stats_init(&s16);
 	sinter_compiled *c32 = compile(m, dir, SINTER_PREC_FP32, &s32);
 	sinter_compiled *c16 = compile(m, dir, SINTER_PREC_BF16, &s16);
 	CHECK(c32 && c16);
@@ -223,6 +228,7 @@ static void test_precision(const char *dir)
 	/* the plan cache carries bf16 plans: a second compile is a hit (no
 	 * pass, no LLVM), same bits out */
 	sinter_compile_stats s2;
+	sinter_compile_stats_init(&s2);
 	sinter_compiled *c2 = compile(m, dir, SINTER_PREC_BF16, &s2);
 	sinter_tensor *got2 = NULL;
 	CHECK(c2 && s2.plan_hit && s2.weight_bytes == s16.weight_bytes);
@@ -242,10 +248,10 @@ static void test_precision(const char *dir)
 	CHECK(c == NULL);
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = dir;
 	o.precision = SINTER_PREC_FP16;
-	CHECK(sinter_compile(m, &o, &c, NULL, &err) == SINTER_E_USAGE && strstr(err.message, "fp16") != NULL);
+	CHECK(sinter_model_compile(m, &o, &c, NULL, &err) == SINTER_E_USAGE && strstr(err.message, "fp16") != NULL);
 	sinter_tensors_free(ins, nin);
 	sinter_tensors_free(want, 1);
 	sinter_model_free(m);
@@ -285,7 +291,7 @@ static void test_timestep(const char *dir)
 	sinter_tensor in = {.name = "t", .dtype = SINTER_I64, .rank = 1, .shape = {32}, .data = t, .nbytes = sizeof t};
 	sinter_tensor *want = NULL, *got = NULL;
 	sinter_error err;
-	CHECK(sinter_run_ref(m, &in, 1, &want, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, &in, 1, &want, &err) == SINTER_OK);
 	sinter_compiled *c = compile(m, dir, SINTER_PREC_BF16, NULL);
 	CHECK(c && sinter_compiled_run(c, &in, 1, &got, &err) == SINTER_OK);
 	if (got && want) {
@@ -302,7 +308,7 @@ static void test_timestep(const char *dir)
 int main(void)
 {
 	char why[256];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: %s\n", why);
 		return 0;
 	}

@@ -3,13 +3,14 @@
  * and a cpu package, by the public API. A model with an additive f32 mask
  * (broadcast over heads) and a bool mask (broadcast over batch and rows),
  * with grouped-query heads, is compiled for --device cpu into a fresh cache
- * folder and run on fresh random inputs against sinter_run_ref; a second
+ * folder and run on fresh random inputs against sinter_model_run_ref; a second
  * compile must be a plan hit with no warning at all (the plan reader once
  * refused the masked form as "a bad attention step", deleted the entry and
  * rebuilt it on every run) and give the same bits; a package written from
  * it must load and give the same bits again. Skipped (saying so) without
  * the cpu device. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 
@@ -56,16 +57,17 @@ static sinter_tensor *compile_run(sinter_model *m, const char *cache, const sint
 {
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = cache;
 	o.threads = 2;
 	o.warn = on_warn;
 	sinter_error err;
 	sinter_compiled *c = NULL;
 	sinter_compile_stats st;
+	sinter_compile_stats_init(&st);
 	sinter_tensor *out = NULL;
 	*hit = false;
-	if (sinter_compile(m, &o, &c, &st, &err) != SINTER_OK) {
+	if (sinter_model_compile(m, &o, &c, &st, &err) != SINTER_OK) {
 		fprintf(stderr, "compile: %s\n", err.message);
 		CHECK(0);
 		return NULL;
@@ -91,7 +93,7 @@ static bool same_bits(const sinter_tensor *a, const sinter_tensor *b)
 int main(void)
 {
 	char why[256];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: %s\n", why);
 		return 0;
 	}
@@ -114,7 +116,7 @@ int main(void)
 	const char *env = getenv("SINTER_TEST_SEED");
 	uint64_t seed = env && *env ? strtoull(env, NULL, 10) : (uint64_t)getpid();
 	printf("seed %llu\n", (unsigned long long)seed);
-	CHECK(sinter_random_inputs(m, seed, &ins, &nin, &err) == SINTER_OK && nin == 5);
+	CHECK(sinter_model_random_inputs(m, seed, &ins, &nin, &err) == SINTER_OK && nin == 5);
 	if (nin != 5)
 		return check_done("cpu_masked_attn");
 	/* key 0 is kept in every row of the bool mask: no row is all masked
@@ -122,7 +124,7 @@ int main(void)
 	uint8_t *keep = ins[4].data;
 	for (int h = 0; h < 4; h++)
 		keep[h * 8] = 1;
-	CHECK(sinter_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
 
 	bool hit = false;
 	sinter_tensor *a = compile_run(m, cache, ins, nin, &hit);
@@ -143,22 +145,22 @@ int main(void)
 	/* a package round trip */
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = cache;
 	o.threads = 2;
 	o.warn = on_warn;
-	CHECK(sinter_compile_kernels(m, &o, pkg, NULL, &err) == SINTER_OK);
+	CHECK(sinter_model_compile_kernels(m, &o, pkg, NULL, &err) == SINTER_OK);
 	sinter_compile_options lo;
 	sinter_compile_options_init(&lo);
 	lo.threads = 2;
 	lo.warn = on_warn;
 	sinter_compiled *pc = NULL;
 	sinter_tensor *p = NULL;
-	if (sinter_load_package(pkg, &lo, &pc, NULL, &err) != SINTER_OK) {
+	if (sinter_package_load(pkg, &lo, &pc, NULL, &err) != SINTER_OK) {
 		fprintf(stderr, "load package: %s\n", err.message);
 		CHECK(0);
 	} else {
-		CHECK(!strcmp(sinter_compiled_device(pc), "cpu"));
+		CHECK(sinter_compiled_device(pc) == SINTER_DEVICE_CPU);
 		CHECK(sinter_compiled_run(pc, ins, nin, &p, &err) == SINTER_OK);
 	}
 	CHECK(same_bits(a, p));

@@ -16,6 +16,7 @@
  * step), so the test cannot pass on the reference interpreter alone.
  * Built only with the cpu device (skipped otherwise, saying so). */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 
@@ -51,7 +52,8 @@ static sinter_compiled *build(const char *text, sinter_model **m, size_t *ref_st
 	}
 	sinter_compiled *c = NULL;
 	sinter_compile_stats st;
-	if (sinter_compile(*m, &opts, &c, &st, &err) != SINTER_OK) {
+	sinter_compile_stats_init(&st);
+	if (sinter_model_compile(*m, &opts, &c, &st, &err) != SINTER_OK) {
 		fprintf(stderr, "compile: %s\n", err.message);
 		CHECK(0);
 		return NULL;
@@ -143,7 +145,7 @@ static void unary_ops(void)
 	sinter_tensor *got = NULL, *want = NULL;
 	sinter_error err;
 	CHECK(c && sinter_compiled_run(c, &in, 1, &got, &err) == SINTER_OK);
-	CHECK(m && sinter_run_ref(m, &in, 1, &want, &err) == SINTER_OK);
+	CHECK(m && sinter_model_run_ref(m, &in, 1, &want, &err) == SINTER_OK);
 	if (got && want) {
 		const float *e = got[0].data, *s = got[1].data, *si = got[2].data, *h = got[3].data;
 		/* the cases of the issue, by value */
@@ -220,7 +222,7 @@ static void gemm_gelu(void)
 	sinter_tensor *got = NULL, *want = NULL;
 	sinter_error err;
 	CHECK(c && sinter_compiled_run(c, in, 2, &got, &err) == SINTER_OK);
-	CHECK(m && sinter_run_ref(m, in, 2, &want, &err) == SINTER_OK);
+	CHECK(m && sinter_model_run_ref(m, in, 2, &want, &err) == SINTER_OK);
 	if (got && want) {
 		const float *g = got[0].data, *gw = want[0].data;
 		int64_t wu = 0;
@@ -273,7 +275,7 @@ static void nan_reductions(void)
 	sinter_tensor *got = NULL, *want = NULL;
 	sinter_error err;
 	CHECK(c && sinter_compiled_run(c, &in, 1, &got, &err) == SINTER_OK);
-	CHECK(m && sinter_run_ref(m, &in, 1, &want, &err) == SINTER_OK);
+	CHECK(m && sinter_model_run_ref(m, &in, 1, &want, &err) == SINTER_OK);
 	if (got && want) {
 		for (int k = 0; k < 2; k++) {
 			const float *g = got[k].data, *w = want[k].data;
@@ -409,7 +411,7 @@ static void long_attention(void)
 	sinter_tensor *got = NULL, *want = NULL;
 	sinter_error err;
 	CHECK(c && sinter_compiled_run(c, in, 3, &got, &err) == SINTER_OK);
-	CHECK(m && sinter_run_ref(m, in, 3, &want, &err) == SINTER_OK);
+	CHECK(m && sinter_model_run_ref(m, in, 3, &want, &err) == SINTER_OK);
 	if (got && want) {
 		double worst = 0;
 		for (int i = 0; i < 4; i++) {
@@ -457,7 +459,7 @@ static void big_norms(void)
 	sinter_tensor *got = NULL, *want = NULL;
 	sinter_error err;
 	CHECK(c && sinter_compiled_run(c, in, 3, &got, &err) == SINTER_OK);
-	CHECK(m && sinter_run_ref(m, in, 3, &want, &err) == SINTER_OK);
+	CHECK(m && sinter_model_run_ref(m, in, 3, &want, &err) == SINTER_OK);
 	for (int k = 0; got && want && k < 2; k++) {
 		const float *g = got[k].data, *wt = want[k].data;
 		double worst_abs = 0;
@@ -502,12 +504,12 @@ static void int_division(void)
 	if (st != SINTER_OK)
 		printf("i64 division by zero on cpu: %s\n", err.message);
 	CHECK(st == SINTER_OK || strstr(err.message, "division by zero") != NULL);
-	CHECK(m && sinter_run_ref(m, in, 2, &want, &err) == SINTER_E_INPUT);
+	CHECK(m && sinter_model_run_ref(m, in, 2, &want, &err) == SINTER_E_INPUT);
 	sinter_tensors_free(got, 2);
 	got = NULL;
 	b[7] = -4;
 	CHECK(c && sinter_compiled_run(c, in, 2, &got, &err) == SINTER_OK);
-	CHECK(m && sinter_run_ref(m, in, 2, &want, &err) == SINTER_OK);
+	CHECK(m && sinter_model_run_ref(m, in, 2, &want, &err) == SINTER_OK);
 	if (got && want) {
 		CHECK(!memcmp(got[0].data, want[0].data, sizeof a));
 		CHECK(!memcmp(got[1].data, want[1].data, sizeof a));
@@ -529,7 +531,7 @@ static void int_division(void)
 	CHECK(refs == 0);
 	got = want = NULL;
 	CHECK(c && sinter_compiled_run(c, in, 1, &got, &err) == SINTER_OK);
-	CHECK(m && sinter_run_ref(m, in, 1, &want, &err) == SINTER_OK);
+	CHECK(m && sinter_model_run_ref(m, in, 1, &want, &err) == SINTER_OK);
 	CHECK(got && want && !memcmp(got[0].data, want[0].data, sizeof a));
 	sinter_tensors_free(got, 1);
 	sinter_tensors_free(want, 1);
@@ -540,12 +542,12 @@ static void int_division(void)
 int main(void)
 {
 	char why[256];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: %s\n", why);
 		return 0;
 	}
 	sinter_compile_options_init(&opts);
-	opts.device = "cpu";
+	opts.device = SINTER_DEVICE_CPU;
 	opts.cache_dir = ""; /* no cache: every plan and kernel made now */
 	opts.threads = 2;
 	unary_ops();

@@ -18,6 +18,7 @@
  * Skipped (saying so) without the cpu device. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 #include "ir/log.h"
@@ -95,7 +96,7 @@ static sinter_compiled *compile_to(sinter_model *m, const char *dir, bool plans,
 {
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = dir;
 	o.threads = 2;
 	o.no_plan_cache = !plans;
@@ -109,7 +110,7 @@ static sinter_compiled *compile_to(sinter_model *m, const char *dir, bool plans,
 	}
 	sinter_compiled *c = NULL;
 	sinter_error err;
-	sinter_status st = sinter_compile(m, &o, &c, NULL, &err);
+	sinter_status st = sinter_model_compile(m, &o, &c, NULL, &err);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -123,7 +124,7 @@ static char *explain(sinter_model *m, const char *dir)
 {
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = dir;
 	char *text = NULL;
 	sinter_error err;
@@ -137,7 +138,7 @@ static char *explain(sinter_model *m, const char *dir)
 int main(void)
 {
 	char why[256];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (!(sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) == SINTER_OK)) {
 		printf("skipped: %s\n", why);
 		return 0;
 	}
@@ -174,7 +175,7 @@ int main(void)
 	CHECK(sinter_compiled_profile(c, 5, &p, &n, &err) == SINTER_E_USAGE); /* no run yet */
 	sinter_tensor *ins = NULL, *outs = NULL;
 	size_t nin = 0;
-	CHECK(sinter_random_inputs(m, 11, &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m, 11, &ins, &nin, &err) == SINTER_OK);
 	CHECK(sinter_compiled_run(c, ins, nin, &outs, &err) == SINTER_OK);
 	sinter_tensors_free(outs, 2);
 	sinter_trace_start();

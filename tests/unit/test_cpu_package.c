@@ -1,5 +1,5 @@
-/* test_cpu_package.c: AOT packages of cpu plans (sinter_compile_kernels
- * with device "cpu", sinter_load_package).
+/* test_cpu_package.c: AOT packages of cpu plans (sinter_model_compile_kernels
+ * with device "cpu", sinter_package_load).
  *   - round trip: a model with a fused pointwise chain, a layer_norm, a
  *     linear with its epilogue, a softmax and a fallback (cumsum) is
  *     compiled to a package; the package, loaded with no cache at all
@@ -16,6 +16,7 @@
  *     cuda, are usage errors naming the device each runs on.
  * Skipped without the cpu device. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 #include "codegen/cl.h"
@@ -60,7 +61,7 @@ static double rel_l2(const sinter_tensor *a, const sinter_tensor *b)
 static void opts(sinter_compile_options *o, sinter_precision p, const char *cache)
 {
 	sinter_compile_options_init(o);
-	o->device = "cpu";
+	o->device = SINTER_DEVICE_CPU;
 	o->cache_dir = cache;
 	o->threads = 2;
 	o->precision = p;
@@ -97,17 +98,17 @@ static void spit(const char *path, const void *b, size_t n)
 
 /* Loading path on cpu fails with want, the message naming the file and
  * holding what when it is not NULL. */
-static void refused(const char *path, const char *device, sinter_status want, const char *what)
+static void refused(const char *path, sinter_device device, sinter_status want, const char *what)
 {
 	sinter_compile_options o;
 	opts(&o, SINTER_PREC_FP32, "");
 	o.device = device;
 	sinter_compiled *c = NULL;
 	sinter_error err = {0};
-	sinter_status st = sinter_load_package(path, &o, &c, NULL, &err);
+	sinter_status st = sinter_package_load(path, &o, &c, NULL, &err);
 	bool ok = st == want && !c && strstr(err.message, path) && (!what || strstr(err.message, what));
 	if (!ok)
-		printf("load %s (device %s): status %d (want %d): %s\n", path, device ? device : "-", (int)st, (int)want,
+		printf("load %s (device %s): status %d (want %d): %s\n", path, sinter_device_name(device), (int)st, (int)want,
 		       err.message);
 	CHECK(ok);
 	sinter_compiled_free(c);
@@ -123,29 +124,31 @@ static void round_trip(sinter_model *m, sinter_precision p, const sinter_tensor 
 	opts(&o, p, cache);
 	sinter_error err;
 	sinter_compile_stats cs;
-	if (sinter_compile_kernels(m, &o, pkg, &cs, &err) != SINTER_OK) {
+	sinter_compile_stats_init(&cs);
+	if (sinter_model_compile_kernels(m, &o, pkg, &cs, &err) != SINTER_OK) {
 		printf("compile_kernels: %s\n", err.message);
 		CHECK(0);
 	}
 	CHECK(cs.kernels >= 2 && cs.ref_steps == 1);
 	sinter_compiled *c = NULL, *pc = NULL;
-	CHECK(sinter_compile(m, &o, &c, NULL, &err) == SINTER_OK);
+	CHECK(sinter_model_compile(m, &o, &c, NULL, &err) == SINTER_OK);
 	/* the package: no cache at all, nothing compiled */
 	sinter_compile_options lo;
 	opts(&lo, SINTER_PREC_FP32, "");
-	lo.device = NULL; /* routed by its contents */
+	lo.device = SINTER_DEVICE_DEFAULT; /* routed by its contents */
 	sinter_compile_stats ls;
-	CHECK(sinter_load_package(pkg, &lo, &pc, &ls, &err) == SINTER_OK);
+	sinter_compile_stats_init(&ls);
+	CHECK(sinter_package_load(pkg, &lo, &pc, &ls, &err) == SINTER_OK);
 	if (!c || !pc) {
 		printf("%s\n", err.message);
 		sinter_compiled_free(c);
 		return;
 	}
-	CHECK(!strcmp(sinter_compiled_device(pc), "cpu"));
+	CHECK(sinter_compiled_device(pc) == SINTER_DEVICE_CPU);
 	CHECK(ls.plan_hit && ls.nvrtc_s == 0 && ls.kernels == cs.kernels && ls.weight_bytes == cs.weight_bytes);
 	CHECK(sinter_compiled_num_inputs(pc) == 2 && sinter_compiled_num_outputs(pc) == 3);
 	sinter_tensor d;
-	CHECK(sinter_compiled_input(pc, 0, &d) == SINTER_OK && d.dtype == SINTER_F32 && d.rank == 2 && d.shape[1] == 37);
+	CHECK(sinter_compiled_input(pc, 0, &d, NULL) == SINTER_OK && d.dtype == SINTER_F32 && d.rank == 2 && d.shape[1] == 37);
 	sinter_tensor *a = NULL, *b = NULL;
 	CHECK(sinter_compiled_run(c, ins, nin, &a, &err) == SINTER_OK);
 	CHECK(sinter_compiled_run(pc, ins, nin, &b, &err) == SINTER_OK);
@@ -210,7 +213,7 @@ static bool rehost(const char *pkg, const char *host, const char *out)
 int main(void)
 {
 	char why[256];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: %s\n", why);
 		return 0;
 	}
@@ -221,8 +224,8 @@ int main(void)
 	CHECK(sinter_model_init_random(m, 5, &err) == SINTER_OK);
 	sinter_tensor *ins = NULL, *want = NULL;
 	size_t nin = 0;
-	CHECK(sinter_random_inputs(m, (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
-	CHECK(sinter_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m, (uint64_t)getpid(), &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
 	char pkg[600], pkg16[600], bad[600];
 	snprintf(pkg, sizeof pkg, "%s/m.sinterpkg", dir);
 	snprintf(pkg16, sizeof pkg16, "%s/m16.sinterpkg", dir);
@@ -239,19 +242,19 @@ int main(void)
 		memcpy(b, bytes, n);
 		b[200] ^= 0x10; /* in the tables */
 		spit(bad, b, n);
-		refused(bad, "cpu", SINTER_E_INPUT, "checksum mismatch");
-		refused(bad, NULL, SINTER_E_INPUT, "checksum mismatch");
+		refused(bad, SINTER_DEVICE_CPU, SINTER_E_INPUT, "checksum mismatch");
+		refused(bad, SINTER_DEVICE_DEFAULT, SINTER_E_INPUT, "checksum mismatch");
 		memcpy(b, bytes, n);
 		b[n - 3] ^= 0x01; /* in the weight image, at the end */
 		spit(bad, b, n);
-		refused(bad, NULL, SINTER_E_INPUT, "weight image checksum mismatch");
+		refused(bad, SINTER_DEVICE_DEFAULT, SINTER_E_INPUT, "weight image checksum mismatch");
 		const size_t cuts[] = {0, 7, 8, 63, 64, 65, 200, 4096, n / 2, n - 4096, n - 1};
 		for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
 			spit(bad, bytes, cuts[i]);
-			refused(bad, "cpu", SINTER_E_INPUT, NULL);
+			refused(bad, SINTER_DEVICE_CPU, SINTER_E_INPUT, NULL);
 		}
 		spit(bad, "not a plan at all", 17);
-		refused(bad, "cpu", SINTER_E_INPUT, "not a sinter cpu plan");
+		refused(bad, SINTER_DEVICE_CPU, SINTER_E_INPUT, "not a sinter cpu plan");
 		free(b);
 	}
 	free(bytes);
@@ -263,14 +266,14 @@ int main(void)
 		opts(&o, SINTER_PREC_FP32, cache);
 		o.no_plan_cache = false;
 		sinter_compiled *c = NULL;
-		CHECK(sinter_compile(m, &o, &c, NULL, &err) == SINTER_OK);
+		CHECK(sinter_model_compile(m, &o, &c, NULL, &err) == SINTER_OK);
 		sinter_compiled_free(c);
 		CHECK(find_entry(cache, entry, sizeof entry));
-		refused(entry, "cpu", SINTER_E_INPUT, "not a package");
+		refused(entry, SINTER_DEVICE_CPU, SINTER_E_INPUT, "not a package");
 	}
 	/* foreign code */
 	CHECK(rehost(pkg, "llvm 16 riscv64-unknown-linux-gnu generic-rv64 +m,+a,+f,+d,+c,+v openblas x", bad));
-	refused(bad, NULL, SINTER_E_ENV, "riscv64-unknown-linux-gnu");
+	refused(bad, SINTER_DEVICE_DEFAULT, SINTER_E_ENV, "riscv64-unknown-linux-gnu");
 	{
 		/* this machine's own triple, with a feature no CPU has */
 		cl_plan *p = NULL;
@@ -285,20 +288,20 @@ int main(void)
 			snprintf(host, sizeof host, "llvm 16 %s %s +sinter-imaginary-feature openblas x", triple, cpu);
 			cl_plan_free(p);
 			CHECK(rehost(pkg, host, bad));
-			refused(bad, NULL, SINTER_E_ENV, "sinter-imaginary-feature");
+			refused(bad, SINTER_DEVICE_DEFAULT, SINTER_E_ENV, "sinter-imaginary-feature");
 		}
 	}
 	/* the wrong device */
-	refused(pkg, "cuda", SINTER_E_USAGE, "runs on cpu, not on cuda");
+	refused(pkg, SINTER_DEVICE_CUDA, SINTER_E_USAGE, "runs on cpu, not on cuda");
 	{
 		/* a CUDA package: written by NVRTC where there is one, else its header */
 		sinter_compile_options o;
 		sinter_compile_options_init(&o);
 		o.target_sm = 90;
 		o.cache_dir = "";
-		if (sinter_compile_kernels(m, &o, bad, NULL, &err) != SINTER_OK)
+		if (sinter_model_compile_kernels(m, &o, bad, NULL, &err) != SINTER_OK)
 			spit(bad, "SINTPLAN and then nothing a plan needs", 38);
-		refused(bad, "cpu", SINTER_E_USAGE, "a CUDA package");
+		refused(bad, SINTER_DEVICE_CPU, SINTER_E_USAGE, "a CUDA package");
 	}
 	sinter_tensors_free(ins, nin);
 	sinter_tensors_free(want, 3);

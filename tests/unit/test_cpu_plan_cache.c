@@ -3,7 +3,7 @@
  * product with its epilogue, a convolution with its epilogue, a pooling
  * and an op that falls back (cumsum) is compiled for --device cpu into a
  * fresh cache folder; every compiled handle runs fresh random inputs and
- * its outputs are compared with sinter_run_ref's (the convolution, 3x3
+ * its outputs are compared with sinter_model_run_ref's (the convolution, 3x3
  * stride 1 on a 5x5 map, takes the Winograd path with edge tiles). Checked: a second
  * compile is a plan hit that JIT-compiles nothing; another fusion flag,
  * another model text or other weights miss; an entry with a flipped
@@ -16,6 +16,7 @@
  * Skipped (saying
  * so) without the cpu device. */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 
@@ -115,8 +116,9 @@ static void compile_run(sinter_model *m, const sinter_compile_options *o, bool *
 	sinter_error err;
 	sinter_compiled *c = NULL;
 	sinter_compile_stats st;
+	sinter_compile_stats_init(&st);
 	*hit = false;
-	if (sinter_compile(m, o, &c, &st, &err) != SINTER_OK) {
+	if (sinter_model_compile(m, o, &c, &st, &err) != SINTER_OK) {
 		fprintf(stderr, "compile: %s\n", err.message);
 		CHECK(0);
 		return;
@@ -129,8 +131,8 @@ static void compile_run(sinter_model *m, const sinter_compile_options *o, bool *
 	CHECK(st.ref_steps == 1); /* cumsum */
 	sinter_tensor *ins = NULL, *want = NULL, *got = NULL;
 	size_t nin = 0;
-	CHECK(sinter_random_inputs(m, (uint64_t)getpid() * 1000 + seq++, &ins, &nin, &err) == SINTER_OK);
-	CHECK(sinter_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m, (uint64_t)getpid() * 1000 + seq++, &ins, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
 	CHECK(sinter_compiled_run(c, ins, nin, &got, &err) == SINTER_OK);
 	for (int k = 0; got && want && k < 3; k++) {
 		double e = rel_l2(&got[k], &want[k]);
@@ -170,7 +172,7 @@ static long file_size(const char *path)
 int main(void)
 {
 	char why[256];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: %s\n", why);
 		return 0;
 	}
@@ -185,7 +187,7 @@ int main(void)
 	CHECK(sinter_model_init_random(m, 7, &err) == SINTER_OK);
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = dir;
 	o.threads = 2;
 	o.warn = on_warn;
@@ -208,12 +210,13 @@ int main(void)
 		long full = file_size(path);
 		sinter_compiled *c = NULL;
 		sinter_compile_stats st;
-		CHECK(sinter_compile(m, &o, &c, &st, &err) == SINTER_OK && st.plan_hit);
+		sinter_compile_stats_init(&st);
+		CHECK(sinter_model_compile(m, &o, &c, &st, &err) == SINTER_OK && st.plan_hit);
 		CHECK(truncate(path, 4096) == 0);
 		sinter_tensor *ins = NULL, *want = NULL, *got = NULL;
 		size_t nin = 0;
-		CHECK(sinter_random_inputs(m, (uint64_t)getpid() * 1000 + seq++, &ins, &nin, &err) == SINTER_OK);
-		CHECK(sinter_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
+		CHECK(sinter_model_random_inputs(m, (uint64_t)getpid() * 1000 + seq++, &ins, &nin, &err) == SINTER_OK);
+		CHECK(sinter_model_run_ref(m, ins, nin, &want, &err) == SINTER_OK);
 		CHECK(c && sinter_compiled_run(c, ins, nin, &got, &err) == SINTER_OK);
 		for (int k = 0; got && want && k < 3; k++)
 			CHECK(rel_l2(&got[k], &want[k]) < 2e-5);

@@ -16,6 +16,7 @@
  *  - a plan with row groups goes through the plan cache and back.
  * Built only with the cpu device (skipped otherwise, saying so). */
 #include "sinter.h"
+#include "sinter_tools.h"
 
 #include "check.h"
 
@@ -69,7 +70,7 @@ static void check_model(const char *label, const char *text, int64_t n, size_t w
 			const size_t *nan_at, size_t nnan)
 {
 	sinter_shape_binding bind = {"N", n};
-	sinter_options lo = {.shapes = &bind, .nshapes = n > 0};
+	sinter_load_options lo = {.size = sizeof(sinter_load_options), .shapes = &bind, .nshapes = n > 0};
 	sinter_model *m = NULL;
 	sinter_error err;
 	if (sinter_model_parse(text, strlen(text), label, &lo, &m, &err) != SINTER_OK ||
@@ -81,7 +82,8 @@ static void check_model(const char *label, const char *text, int64_t n, size_t w
 	}
 	sinter_compiled *c = NULL;
 	sinter_compile_stats st;
-	if (sinter_compile(m, &opts, &c, &st, &err) != SINTER_OK) {
+	sinter_compile_stats_init(&st);
+	if (sinter_model_compile(m, &opts, &c, &st, &err) != SINTER_OK) {
 		fprintf(stderr, "%s: compile: %s\n", label, err.message);
 		CHECK(0);
 		sinter_model_free(m);
@@ -92,13 +94,13 @@ static void check_model(const char *label, const char *text, int64_t n, size_t w
 	CHECK(st.ref_steps == 0);
 	sinter_tensor *in = NULL, *got = NULL, *want = NULL;
 	size_t nin = 0;
-	CHECK(sinter_random_inputs(m, 7, &in, &nin, &err) == SINTER_OK);
+	CHECK(sinter_model_random_inputs(m, 7, &in, &nin, &err) == SINTER_OK);
 	if (in && nan_in >= 0 && (size_t)nan_in < nin && in[nan_in].dtype == SINTER_F32)
 		for (size_t i = 0; i < nnan; i++)
 			if (nan_at[i] < in[nan_in].nbytes / 4)
 				((float *)in[nan_in].data)[nan_at[i]] = NAN;
 	CHECK(in && sinter_compiled_run(c, in, nin, &got, &err) == SINTER_OK);
-	CHECK(in && sinter_run_ref(m, in, nin, &want, &err) == SINTER_OK);
+	CHECK(in && sinter_model_run_ref(m, in, nin, &want, &err) == SINTER_OK);
 	size_t nout = sinter_model_num_outputs(m), nans = 0;
 	for (size_t k = 0; got && want && k < nout; k++) {
 		double r = rel_l2(&got[k], &want[k]);
@@ -165,7 +167,7 @@ static void cached(void)
 	CHECK(text != NULL);
 	CHECK(mkdtemp(dir) != NULL);
 	sinter_shape_binding bind = {"N", 2};
-	sinter_options lo = {.shapes = &bind, .nshapes = 1};
+	sinter_load_options lo = {.size = sizeof(sinter_load_options), .shapes = &bind, .nshapes = 1};
 	sinter_compile_options o = opts;
 	o.cache_dir = dir;
 	sinter_model *m = NULL;
@@ -174,12 +176,13 @@ static void cached(void)
 	size_t nin = 0, nout = 0;
 	bool hit[2] = {false, false};
 	if (text && sinter_model_parse(text, strlen(text), "norms.sir", &lo, &m, &err) == SINTER_OK &&
-	    sinter_model_init_random(m, 1, &err) == SINTER_OK && sinter_random_inputs(m, 3, &in, &nin, &err) == SINTER_OK) {
+	    sinter_model_init_random(m, 1, &err) == SINTER_OK && sinter_model_random_inputs(m, 3, &in, &nin, &err) == SINTER_OK) {
 		nout = sinter_model_num_outputs(m);
 		for (int k = 0; k < 2; k++) {
 			sinter_compiled *c = NULL;
 			sinter_compile_stats st;
-			CHECK(sinter_compile(m, &o, &c, &st, &err) == SINTER_OK);
+			sinter_compile_stats_init(&st);
+			CHECK(sinter_model_compile(m, &o, &c, &st, &err) == SINTER_OK);
 			hit[k] = st.plan_hit;
 			CHECK(c && st.steps == 6 && sinter_compiled_run(c, in, nin, &out[k], &err) == SINTER_OK);
 			sinter_compiled_free(c);
@@ -248,12 +251,12 @@ static void forms(void)
 int main(void)
 {
 	char why[256];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		printf("skipped: %s\n", why);
 		return 0;
 	}
 	sinter_compile_options_init(&opts);
-	opts.device = "cpu";
+	opts.device = SINTER_DEVICE_CPU;
 	opts.cache_dir = ""; /* no cache: every plan and kernel made now */
 	opts.threads = 2;
 	norms();

@@ -63,7 +63,7 @@ static void space_for(rt_nvrtc *nv, int sm)
 		char path[512];
 		snprintf(path, sizeof path, SINTER_SOURCE_DIR "/samples/%s.sir", samples[si][0]);
 		sinter_shape_binding b = {"N", atoll(samples[si][1])};
-		sinter_options o = {.shapes = &b, .nshapes = 1};
+		sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &b, .nshapes = 1};
 		sinter_model *m = NULL;
 		sinter_error err;
 		CHECK(!sinter_model_load(path, &o, &m, &err));

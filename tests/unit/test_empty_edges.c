@@ -14,6 +14,7 @@
  *    empty outputs.
  * The cpu parts are skipped, saying so, without the cpu device. */
 #include "sinter.h"
+#include "sinter_tools.h"
 #include "ir/ir.h"
 
 #include "check.h"
@@ -56,15 +57,15 @@ static void cpu_vs_ref(const char *what, const char *text, const sinter_tensor *
 	sinter_error err;
 	sinter_compile_options o;
 	sinter_compile_options_init(&o);
-	o.device = "cpu";
+	o.device = SINTER_DEVICE_CPU;
 	o.cache_dir = "";
 	o.threads = 2;
 	sinter_compiled *c = NULL;
 	sinter_tensor *got = NULL, *want = NULL;
 	bool ok = sinter_model_parse(text, strlen(text), "edges.sir", NULL, &m, &err) == SINTER_OK &&
-		  sinter_model_init_random(m, 3, &err) == SINTER_OK && sinter_compile(m, &o, &c, NULL, &err) == SINTER_OK &&
+		  sinter_model_init_random(m, 3, &err) == SINTER_OK && sinter_model_compile(m, &o, &c, NULL, &err) == SINTER_OK &&
 		  sinter_compiled_run(c, in, nin, &got, &err) == SINTER_OK &&
-		  sinter_run_ref(m, in, nin, &want, &err) == SINTER_OK;
+		  sinter_model_run_ref(m, in, nin, &want, &err) == SINTER_OK;
 	if (!ok)
 		fprintf(stderr, "%s: %s\n", what, err.message);
 	CHECK(ok);
@@ -110,7 +111,7 @@ int main(void)
 {
 	ir_edges();
 	char why[256];
-	if (sinter_cpu_available(why, sizeof why))
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) == SINTER_OK)
 		cpu_edges();
 	else
 		printf("cpu parts skipped: %s\n", why);

@@ -7,6 +7,7 @@
  * failure. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "sinter.h"
+#include "sinter_tools.h"
 #include "frontend/onnx.h"
 #include "frontend/safetensors.h"
 #include "frontend/sir.h"
@@ -185,7 +186,7 @@ static void test_sir_weights_line(void)
 		CHECK(sinter_model_load(P("w/m.sir"), NULL, &m, &err) == SINTER_OK);
 		if (!m)
 			continue;
-		sinter_status st = sinter_model_load_weights(m, NULL, &err);
+		sinter_status st = sinter_model_load_weights(m, NULL, 0, NULL, &err);
 		if (i == 0) {
 			CHECK(st == SINTER_OK);
 		} else {
@@ -194,7 +195,7 @@ static void test_sir_weights_line(void)
 		}
 		/* the same file from the command line is the user's choice */
 		if (i == 3)
-			CHECK(sinter_model_load_weights(m, P("outside.safetensors"), &err) == SINTER_OK);
+			CHECK(sinter_model_load_weights(m, (const char *const[]){P("outside.safetensors")}, 1, NULL, &err) == SINTER_OK);
 		sinter_model_free(m);
 	}
 	unlink(P("w/up"));

@@ -458,7 +458,7 @@ static void samples(void)
 			char path[512];
 			snprintf(path, sizeof path, "%s/samples/%s.sir", SINTER_SOURCE_DIR, names[i]);
 			sinter_shape_binding bind = {"N", 2};
-			sinter_options o = {.shapes = &bind, .nshapes = 1};
+			sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &bind, .nshapes = 1};
 			sinter_model *m = NULL;
 			sinter_error err = {0};
 			CHECK(sinter_model_load(path, &o, &m, &err) == SINTER_OK &&

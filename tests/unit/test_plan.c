@@ -22,7 +22,7 @@ static bool contains(const char *s, const char *sub) { return s && strstr(s, sub
 static sinter_model *load(const char *path, int64_t n)
 {
 	sinter_shape_binding b = {"N", n};
-	sinter_options o = {.shapes = &b, .nshapes = 1};
+	sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &b, .nshapes = 1};
 	sinter_model *m = NULL;
 	sinter_error err;
 	if (sinter_model_load(path, &o, &m, &err)) {

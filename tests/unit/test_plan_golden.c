@@ -70,7 +70,7 @@ int main(void)
 				bool unfused = mi == SN_COUNT(modes);
 				const char *mode = unfused ? "default" : modes[mi];
 				sinter_shape_binding bind = {"N", 2};
-				sinter_options o = {.shapes = &bind, .nshapes = 1};
+				sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &bind, .nshapes = 1};
 				sinter_model *m = NULL;
 				sinter_error err = {0};
 				bool ok = sinter_model_load(path, &o, &m, &err) == SINTER_OK &&

@@ -20,7 +20,7 @@
 static sinter_model *parse(const char *text, int64_t n)
 {
 	sinter_shape_binding b = {"N", n};
-	sinter_options o = {.shapes = &b, .nshapes = n ? 1 : 0};
+	sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &b, .nshapes = n ? 1 : 0};
 	sinter_model *m = NULL;
 	sinter_error err = {0};
 	if (sinter_model_parse(text, strlen(text), "test.sir", &o, &m, &err) != SINTER_OK)
@@ -31,7 +31,7 @@ static sinter_model *parse(const char *text, int64_t n)
 static sinter_model *load(const char *path, int64_t n)
 {
 	sinter_shape_binding b = {"N", n};
-	sinter_options o = {.shapes = &b, .nshapes = 1};
+	sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &b, .nshapes = 1};
 	sinter_model *m = NULL;
 	sinter_error err = {0};
 	if (sinter_model_load(path, &o, &m, &err) != SINTER_OK)

@@ -4,6 +4,7 @@
  * messages. Runs in tests/ (fixtures in st/). */
 #include "frontend/safetensors.h"
 #include "sinter.h"
+#include "sinter_tools.h"
 #include "check.h"
 
 #include <dirent.h>
@@ -822,7 +823,7 @@ static void test_api_weights(void)
 			continue;
 		logged[0] = 0;
 		sinter_log_set_handler(keep_log, NULL);
-		sinter_status st = sinter_model_load_weights_files(m, ok[c].files, ok[c].n, ok[c].prefix, &err);
+		sinter_status st = sinter_model_load_weights(m, ok[c].files, ok[c].n, ok[c].prefix, &err);
 		sinter_log_set_handler(NULL, NULL);
 		CHECK(st == SINTER_OK);
 		/* a guessed prefix is said, one given is not */
@@ -835,7 +836,7 @@ static void test_api_weights(void)
 		if (st)
 			fprintf(stderr, "  case %zu: %s\n", c, err.message);
 		sinter_tensor *out = NULL;
-		if (!st && sinter_run_ref(m, &in, 1, &out, &err) == SINTER_OK) {
+		if (!st && sinter_model_run_ref(m, &in, 1, &out, &err) == SINTER_OK) {
 			const float *y = out[0].data;
 			for (int i = 0; i < 3; i++)
 				CHECK_NEAR(y[i], (double)x[i] * w[i] + b[i], 1e-6);
@@ -865,7 +866,7 @@ static void test_api_weights(void)
 		CHECK(sinter_model_load(sir, NULL, &m, &err) == SINTER_OK);
 		if (!m)
 			continue;
-		sinter_status st = sinter_model_load_weights_files(m, bad[c].files, bad[c].n, bad[c].prefix, &err);
+		sinter_status st = sinter_model_load_weights(m, bad[c].files, bad[c].n, bad[c].prefix, &err);
 		CHECK(st == SINTER_E_INPUT && has(err.message, bad[c].msg));
 		sinter_model_free(m);
 	}
@@ -880,7 +881,7 @@ static void test_api_weights(void)
 		sinter_error err = {0};
 		CHECK(sinter_model_load(sir, NULL, &m, &err) == SINTER_OK);
 		snprintf(want_dup, sizeof want_dup, "duplicate key \"h.b\" in %s and %s", f2, f3);
-		CHECK(m && sinter_model_load_weights_files(m, dd, 3, NULL, &err) == SINTER_E_INPUT);
+		CHECK(m && sinter_model_load_weights(m, dd, 3, NULL, &err) == SINTER_E_INPUT);
 		CHECK_STR(err.message, want_dup);
 		sinter_model_free(m);
 		unlink(f3);
@@ -899,11 +900,11 @@ static void test_api_weights(void)
 		CHECK(sinter_model_load(isir, NULL, &m, &err) == SINTER_OK);
 		if (!m)
 			continue;
-		CHECK(sinter_model_load_weights(m, ints, &err) == SINTER_OK);
+		CHECK(sinter_model_load_weights(m, (const char *const[]){ints}, 1, NULL, &err) == SINTER_OK);
 		int32_t xi[3] = {10, 20, 30};
 		sinter_tensor tin = {.name = "x", .dtype = SINTER_I32, .rank = 1, .shape = {3}, .data = xi, .nbytes = 12};
 		sinter_tensor *out = NULL;
-		sinter_status st = sinter_run_ref(m, &tin, 1, &out, &err);
+		sinter_status st = sinter_model_run_ref(m, &tin, 1, &out, &err);
 		if (!big) {
 			CHECK(st == SINTER_OK);
 			const int32_t *y = out ? out[0].data : NULL;
@@ -947,7 +948,7 @@ static void test_messages(void)
 		snprintf(want, sizeof want, "%s: the weights file \"%s\" names a folder (%s), not a file", sir, lines[i],
 			 real ? real : "?");
 		free(real);
-		CHECK(sinter_model_load_weights(m, NULL, &err) == SINTER_E_INPUT);
+		CHECK(sinter_model_load_weights(m, NULL, 0, NULL, &err) == SINTER_E_INPUT);
 		CHECK_STR(err.message, want);
 		sinter_model_free(m);
 	}

@@ -74,7 +74,7 @@ static void rule(void)
 static void resnet(void)
 {
 	sinter_shape_binding sb = {"N", 1};
-	sinter_options o = {.shapes = &sb, .nshapes = 1};
+	sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &sb, .nshapes = 1};
 	sinter_model *m = NULL;
 	sinter_error err;
 	CHECK(!sinter_model_load(SINTER_SOURCE_DIR "/samples/resnet50.sir", &o, &m, &err));

@@ -6,7 +6,7 @@
  *  - one model shared by threads that only read it: its weights are drawn
  *    on first use (under the model's lock) by whichever thread comes first;
  *  - the cache functions on one folder from every thread, and when NVRTC is
- *    present sinter_compile_kernels of one model into one kernel cache;
+ *    present sinter_model_compile_kernels of one model into one kernel cache;
  *  - logging at info level into a handler, and a trace recording, while
  *    all of that runs (the trace then holds every thread's runs);
  *  - one compiled cpu model run by two threads at once, many times (the
@@ -15,6 +15,7 @@
 #include "check.h"
 
 #include <sinter.h>
+#include <sinter_tools.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,7 +42,7 @@ static void on_log(void *ctx, sinter_log_level level, const char *msg)
 static sinter_status run_own(uint64_t seed, sinter_tensor **out, char hash[33], sinter_error *err)
 {
 	sinter_shape_binding b = {"N", 1};
-	sinter_options o = {.shapes = &b, .nshapes = 1};
+	sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &b, .nshapes = 1};
 	sinter_model *m = NULL;
 	sinter_tensor *in = NULL;
 	size_t nin = 0;
@@ -49,11 +50,12 @@ static sinter_status run_own(uint64_t seed, sinter_tensor **out, char hash[33], 
 	if (!st)
 		st = sinter_model_init_random(m, seed, err);
 	if (!st)
-		st = sinter_random_inputs(m, seed + 1, &in, &nin, err);
+		st = sinter_model_random_inputs(m, seed + 1, &in, &nin, err);
 	if (!st)
-		st = sinter_run_ref(m, in, nin, out, err);
+		st = sinter_model_run_ref(m, in, nin, out, err);
 	if (!st) {
-		char *text = sinter_model_print(m);
+		char *text = NULL;
+		(void)sinter_model_print(m, &text, NULL);
 		st = text ? SINTER_OK : SINTER_E_INTERNAL;
 		sinter_free(text);
 		sinter_model_hash(m, hash);
@@ -80,18 +82,18 @@ static void *worker(void *arg)
 	job *j = arg;
 	j->st = run_own(100 + (uint64_t)j->id, &j->own_out, j->hash, &j->err);
 	if (!j->st)
-		j->st = sinter_run_ref((sinter_model *)j->shared, j->shared_in, 1, &j->shared_out, &j->err);
+		j->st = sinter_model_run_ref((sinter_model *)j->shared, j->shared_in, 1, &j->shared_out, &j->err);
 	if (!j->st && have_nvrtc) {
 		sinter_compile_options co;
 		sinter_compile_options_init(&co);
 		co.target_sm = 90;
 		co.cache_dir = cache_dir;
-		j->st = sinter_compile_kernels(j->shared, &co, NULL, NULL, &j->err);
+		j->st = sinter_model_compile_kernels(j->shared, &co, NULL, NULL, &j->err);
 	}
 	if (!j->st)
-		j->st = sinter_cache_stats(cache_dir, &j->entries, &j->bytes, &j->err);
+		j->st = sinter_cache_kernel_stats(cache_dir, &j->entries, &j->bytes, &j->err);
 	char why[128];
-	(void)sinter_cuda_available(why, sizeof why);
+	(void)sinter_device_available(SINTER_DEVICE_CUDA, why, sizeof why, NULL);
 	(void)sinter_version();
 	return NULL;
 }
@@ -130,7 +132,7 @@ static void *cpu_worker(void *arg)
 static void shared_cpu_model(void)
 {
 	char why[128];
-	if (!sinter_cpu_available(why, sizeof why)) {
+	if (sinter_device_available(SINTER_DEVICE_CPU, why, sizeof why, NULL) != SINTER_OK) {
 		printf("no cpu device: one compiled cpu model shared, skipped\n");
 		return;
 	}
@@ -149,16 +151,16 @@ static void shared_cpu_model(void)
 	CHECK(m && sinter_model_init_random(m, 3, &err) == SINTER_OK);
 	sinter_compile_options co;
 	sinter_compile_options_init(&co);
-	co.device = "cpu";
+	co.device = SINTER_DEVICE_CPU;
 	co.cache_dir = "";
 	co.threads = 2;
 	sinter_compiled *c = NULL;
-	CHECK(m && sinter_compile(m, &co, &c, NULL, &err) == SINTER_OK);
+	CHECK(m && sinter_model_compile(m, &co, &c, NULL, &err) == SINTER_OK);
 	cpu_job jobs[2] = {{0}};
 	pthread_t th[2];
 	for (int i = 0; c && i < 2; i++) {
 		jobs[i].c = c;
-		CHECK(sinter_random_inputs(m, 300 + (uint64_t)i, &jobs[i].in, &jobs[i].nin, &err) == SINTER_OK);
+		CHECK(sinter_model_random_inputs(m, 300 + (uint64_t)i, &jobs[i].in, &jobs[i].nin, &err) == SINTER_OK);
 		CHECK(sinter_compiled_run(c, jobs[i].in, jobs[i].nin, &jobs[i].want, &err) == SINTER_OK);
 	}
 	for (int i = 0; c && i < 2; i++)
@@ -183,7 +185,7 @@ int main(void)
 	snprintf(cache_dir, sizeof cache_dir, "/tmp/sinter-threads-%d", (int)getpid());
 	sinter_error err;
 	sinter_shape_binding b = {"N", 1};
-	sinter_options o = {.shapes = &b, .nshapes = 1};
+	sinter_load_options o = {.size = sizeof(sinter_load_options), .shapes = &b, .nshapes = 1};
 	sinter_model *shared = NULL;
 	CHECK(sinter_model_load(resblock, &o, &shared, &err) == SINTER_OK);
 	if (!shared) {
@@ -195,7 +197,7 @@ int main(void)
 	sinter_tensor *ins[NTHREADS];
 	size_t nin;
 	for (int i = 0; i < NTHREADS; i++)
-		CHECK(sinter_random_inputs(shared, 200 + (uint64_t)i, &ins[i], &nin, &err) == SINTER_OK);
+		CHECK(sinter_model_random_inputs(shared, 200 + (uint64_t)i, &ins[i], &nin, &err) == SINTER_OK);
 
 	/* NVRTC present? One compile alone says (it also warms nothing: the
 	 * threads compile into a fresh cache folder of their own). */
@@ -204,7 +206,7 @@ int main(void)
 		sinter_compile_options_init(&co);
 		co.target_sm = 90;
 		co.cache_dir = "";
-		have_nvrtc = sinter_compile_kernels(shared, &co, NULL, NULL, &err) == SINTER_OK;
+		have_nvrtc = sinter_model_compile_kernels(shared, &co, NULL, NULL, &err) == SINTER_OK;
 		printf("NVRTC %s\n", have_nvrtc ? "present: concurrent compiles into one cache" : "absent");
 	}
 
@@ -250,7 +252,7 @@ int main(void)
 		sinter_tensor *own = NULL, *sh = NULL;
 		char hash[33];
 		CHECK(run_own(100 + (uint64_t)i, &own, hash, &err) == SINTER_OK);
-		CHECK(sinter_run_ref(shared, ins[i], 1, &sh, &err) == SINTER_OK);
+		CHECK(sinter_model_run_ref(shared, ins[i], 1, &sh, &err) == SINTER_OK);
 		CHECK(same(j->own_out, own));
 		CHECK(same(j->shared_out, sh));
 		CHECK_STR(j->hash, hash);
@@ -268,7 +270,7 @@ int main(void)
 	if (have_nvrtc) {
 		size_t entries = 0;
 		uint64_t bytes = 0;
-		CHECK(sinter_cache_stats(cache_dir, &entries, &bytes, &err) == SINTER_OK);
+		CHECK(sinter_cache_kernel_stats(cache_dir, &entries, &bytes, &err) == SINTER_OK);
 		CHECK(entries > 0);
 		size_t removed = 0;
 		CHECK(sinter_cache_clear(cache_dir, &removed, &err) == SINTER_OK);
