@@ -67,7 +67,7 @@ int cli_cmd_compile(cli_opts *o)
 	sinter_compile_stats st;
 	sinter_compile_stats_init(&st);
 	if (!co.target_sm && !cpu) {
-		/* the present GPU's arch: sinter_cuda_available says "NAME (sm_XX)" */
+		/* the present GPU's arch: sinter_device_available says "NAME (sm_XX)" */
 		const char *p = strstr(why, "(sm_");
 		co.target_sm = p ? atoi(p + 4) : 0;
 	}

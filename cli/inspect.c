@@ -49,7 +49,7 @@ int cli_cmd_print(cli_opts *o)
 	if (o->device && !cpu)
 		return cli_usage_error("print", "--device takes cpu (its plan's steps), got '%s'", o->device);
 	/* --device cpu shows the plan run --device cpu executes: the cpu
-	 * device's rules (sinter_model_compile's, which print_cpu_plan skips) */
+	 * device's rules (sinter_model_compile's, which sinter_model_print_plan skips) */
 	if (cpu && o->mode && !strcmp(o->mode, "max-autotune"))
 		return cli_usage_error("print", "mode '%s' on cpu: the cpu device takes default or reduce-overhead",
 				       o->mode);
