@@ -21,6 +21,15 @@ if(CUDAToolkit_FOUND)
     endforeach()
   endforeach()
 endif()
+# samples/llama.sir (a symbol T, state): its decode step (T=1) and a
+# prefill (T=7), each for one arch
+if(CUDAToolkit_FOUND)
+  add_test(NAME codegen.nvrtc.llama_decode.sm_90
+    COMMAND sinter_cli compile ${CMAKE_SOURCE_DIR}/samples/llama.sir --shape N=1,T=1 --target sm_90 --no-cache)
+  add_test(NAME codegen.nvrtc.llama_prefill.sm_80
+    COMMAND sinter_cli compile ${CMAKE_SOURCE_DIR}/samples/llama.sir --shape N=1,T=7 --target sm_80 --no-cache)
+  set_tests_properties(codegen.nvrtc.llama_decode.sm_90 codegen.nvrtc.llama_prefill.sm_80 PROPERTIES TIMEOUT 600)
+endif()
 # The .sir files under tests/nvrtc/ hold ops no sample uses (issue 13's
 # indexing, scans, tests and activations): compiled the same way, and run
 # once on ref so that the graph stays executable.

@@ -26,6 +26,10 @@ if(SINTER_PYTHON AND SINTER_LLVM_LIBRARY)
   add_test(NAME cpu.ops.bf16 COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_ref.py
            $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --ops-only --precision bf16)
   add_test(NAME cpu.samples.bf16 COMMAND ${SINTER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_ref.py
-           $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --samples-only --precision bf16 --tokens 32)
+           $<TARGET_FILE:sinter_cli> ${CMAKE_SOURCE_DIR}/samples --samples-only --precision bf16 --tokens 32
+           --only gpt2,mlp,resblock,resnet50)
+  # samples/llama.sir (Llama 3.2 1B's shape, a symbol T, state) is too big
+  # for the reference interpreter here: state.generate checks its tiny
+  # twin, tests/state/tiny_llama.sir, on ref and cpu
   set_tests_properties(cpu.ops cpu.samples cpu.samples.gpt2 cpu.ops.bf16 cpu.samples.bf16 PROPERTIES TIMEOUT 600)
 endif()
