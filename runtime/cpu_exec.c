@@ -86,10 +86,62 @@ static int cores(void)
 }
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+/* LLVM's statics that it makes lazily on first use (the codegen passes'
+ * timer groups, registries) made here, once, on one thread: a module of
+ * one empty function through the same -O3 and code generation as a plan's
+ * modules. The plan's modules then compile in parallel (rt_cpu_load), and
+ * their first uses are ordered after this by pthread_once, which
+ * ThreadSanitizer sees (libLLVM's own atomics it cannot: two modules
+ * making a TimerGroup at once were reported as a race). A failure here
+ * only leaves that order to LLVM; the real compile reports its own. */
+static void llvm_warm(void)
+{
+	char *triple = LLVMGetDefaultTargetTriple();
+	char *cpu = LLVMGetHostCPUName();
+	char *feat = LLVMGetHostCPUFeatures();
+	LLVMTargetRef target;
+	char *msg = NULL;
+	if (!LLVMGetTargetFromTriple(triple, &target, &msg)) {
+		LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
+								  LLVMRelocPIC, LLVMCodeModelSmall);
+		LLVMContextRef ctx = LLVMContextCreate();
+		LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("sinter-warm", ctx);
+		LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), NULL, 0, 0);
+		LLVMValueRef f = LLVMAddFunction(mod, "sinter_warm", fty);
+		LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+		LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, "entry"));
+		LLVMBuildRetVoid(b);
+		LLVMDisposeBuilder(b);
+		if (tm) {
+			LLVMSetTarget(mod, triple);
+			LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+			LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", tm, po);
+			LLVMDisposePassBuilderOptions(po);
+			if (err)
+				LLVMConsumeError(err);
+			LLVMMemoryBufferRef obj = NULL;
+			char *emsg = NULL;
+			if (!LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &emsg, &obj))
+				LLVMDisposeMemoryBuffer(obj);
+			if (emsg)
+				LLVMDisposeMessage(emsg);
+			LLVMDisposeTargetMachine(tm);
+		}
+		LLVMDisposeModule(mod);
+		LLVMContextDispose(ctx);
+	}
+	if (msg)
+		LLVMDisposeMessage(msg);
+	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(feat);
+}
+
 static void llvm_init(void)
 {
 	LLVMInitializeNativeTarget();
 	LLVMInitializeNativeAsmPrinter();
+	llvm_warm();
 }
 
 void rt_cpu_host(sn_buf *b)
