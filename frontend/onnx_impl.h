@@ -123,6 +123,8 @@ int ox_num(ox_ctx *c, const onnx_node *nd, size_t i, const char *what, double *o
 int ox_out(ox_ctx *c, const onnx_node *nd, size_t k, ir_ref r);
 /* Converts a TensorProto (attribute or Constant) to a host tensor. */
 int ox_tensor(ox_ctx *c, const onnx_tensor *tp, const char *what, ir_tensor *out);
+/* The IR dtype of ONNX data type t: 0, or -1 when sinter has none. */
+int ox_map_dtype(int64_t t, ir_dtype *out);
 int ox_dtype(ox_ctx *c, const onnx_node *nd, int64_t onnx_type, ir_dtype *out);
 const char *ox_onnx_type_name(int64_t t);
 
