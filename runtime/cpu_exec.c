@@ -89,8 +89,9 @@ static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 /* LLVM's statics that it makes lazily on first use (the codegen passes'
  * timer groups, registries) made here, once, on one thread: a module of
  * one empty function through the same -O3 and code generation as a plan's
- * modules. The plan's modules then compile in parallel (rt_cpu_load), and
- * their first uses are ordered after this by pthread_once, which
+ * modules (under warm_once, before object_of's first -O3). The plan's
+ * modules compile in parallel (rt_cpu_load), and their first uses are
+ * ordered after this by pthread_once, which
  * ThreadSanitizer sees (libLLVM's own atomics it cannot: two modules
  * making a TimerGroup at once were reported as a race). A failure here
  * only leaves that order to LLVM; the real compile reports its own. */
@@ -141,8 +142,11 @@ static void llvm_init(void)
 {
 	LLVMInitializeNativeTarget();
 	LLVMInitializeNativeAsmPrinter();
-	llvm_warm();
 }
+
+/* llvm_warm, once, before the first module is optimized: only a compile
+ * pays for it (3-5 ms), not a load whose objects come from the cache. */
+static pthread_once_t warm_once = PTHREAD_ONCE_INIT;
 
 void rt_cpu_host(sn_buf *b)
 {
@@ -355,6 +359,7 @@ static int object_of(LLVMModuleRef mod, const char *cache_dir, void (*warn)(void
 		       : sub.code	      ? sub.msg
 					      : "no entry for this module's text, LLVM, target, CPU and features");
 	}
+	pthread_once(&warm_once, llvm_warm);
 	double t0 = sn_now();
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
 	LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
