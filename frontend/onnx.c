@@ -558,6 +558,19 @@ int ox_aints(ox_ctx *c, const onnx_node *nd, const char *name, ir_ints *out)
 	return 1;
 }
 
+int ox_reduce_axes(ox_ctx *c, const onnx_node *nd, ir_attrs *a, bool *noop)
+{
+	a->keepdims = ox_ai(nd, "keepdims", 1) != 0;
+	if (ox_has(nd, 1)) {
+		if (ox_ints(c, nd, 1, "axes", false, &a->axes))
+			return c->e->code;
+	} else if (ox_aints(c, nd, "axes", &a->axes) < 0) {
+		return c->e->code;
+	}
+	*noop = a->axes.n == 0 && ox_ai(nd, "noop_with_empty_axes", 0);
+	return SN_OK;
+}
+
 /* ---- graph inputs ---- */
 
 static int input_dim(ox_ctx *c, const onnx_value_info *vi, const onnx_dim *d, int64_t *out)

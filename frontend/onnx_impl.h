@@ -136,5 +136,9 @@ double ox_af(const onnx_node *nd, const char *name, double def);
 bool ox_as_is(const onnx_node *nd, const char *name, const char *def, const char *s);
 /* INTS attribute into out; 0 if absent, 1 if read, -1 on error (too long). */
 int ox_aints(ox_ctx *c, const onnx_node *nd, const char *name, ir_ints *out);
+/* A Reduce* node's keepdims and axes (input 1 from opset 18, else the
+ * attribute) into a; *noop when it has none and noop_with_empty_axes (the
+ * node is its input). Nonzero with c->e set on a bad axes list. */
+int ox_reduce_axes(ox_ctx *c, const onnx_node *nd, ir_attrs *a, bool *noop);
 
 #endif

@@ -603,14 +603,10 @@ static int tr_reduce(ox_ctx *c, const onnx_node *nd)
 		return c->e->code;
 	ir_attrs a;
 	ir_attrs_init(op, &a);
-	a.keepdims = ox_ai(nd, "keepdims", 1) != 0;
-	if (ox_has(nd, 1)) {
-		if (ox_ints(c, nd, 1, "axes", false, &a.axes))
-			return c->e->code;
-	} else if (ox_aints(c, nd, "axes", &a.axes) < 0) {
+	bool noop;
+	if (ox_reduce_axes(c, nd, &a, &noop))
 		return c->e->code;
-	}
-	if (a.axes.n == 0 && ox_ai(nd, "noop_with_empty_axes", 0))
+	if (noop)
 		return bind(c, nd, x);
 	if (dtype_of(c, x) == IR_BOOL && (op == IR_OP_reduce_max || op == IR_OP_reduce_min)) {
 		/* any / all: the max / min of the values as u8 (0 and 1) */

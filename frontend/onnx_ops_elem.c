@@ -204,14 +204,9 @@ int ox_tr_reduce_more(ox_ctx *c, const onnx_node *nd)
 		return c->e->code;
 	ir_attrs a;
 	ir_attrs_init(IR_OP_reduce_sum, &a);
-	a.keepdims = ox_ai(nd, "keepdims", 1) != 0;
-	if (ox_has(nd, 1)) {
-		if (ox_ints(c, nd, 1, "axes", false, &a.axes))
-			return c->e->code;
-	} else if (ox_aints(c, nd, "axes", &a.axes) < 0) {
+	bool noop;
+	if (ox_reduce_axes(c, nd, &a, &noop))
 		return c->e->code;
-	}
-	bool noop = a.axes.n == 0 && ox_ai(nd, "noop_with_empty_axes", 0);
 	ir_dtype dt = dtype_of(c, x);
 	if (strcmp(t, "LogSumExp") == 0) {
 		if (noop)
